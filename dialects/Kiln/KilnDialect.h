@@ -1,0 +1,47 @@
+//===- KilnDialect.h - the kiln dialect -------------------------*- C++ -*-===//
+//
+// One header for the whole dialect: attributes, the placement interface,
+// the elementwise trait and the ops.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_DIALECTS_KILN_KILNDIALECT_H
+#define KILN_DIALECTS_KILN_KILNDIALECT_H
+
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Dialect.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/IR/OpImplementation.h"
+#include "mlir/Interfaces/ControlFlowInterfaces.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include "dialects/Kiln/KilnDialect.h.inc"
+#include "dialects/Kiln/KilnEnums.h.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "dialects/Kiln/KilnAttrs.h.inc"
+
+namespace kiln {
+/// Marks ops that compute each result element from the operand elements at
+/// the same (broadcast) index: the ops fusion may put in one kernel.
+template <typename ConcreteType>
+class Elementwise : public mlir::OpTrait::TraitBase<ConcreteType, Elementwise> {};
+
+/// Numpy-style broadcast of two shapes; failure when they are incompatible.
+mlir::FailureOr<llvm::SmallVector<int64_t>>
+broadcastShapes(llvm::ArrayRef<int64_t> a, llvm::ArrayRef<int64_t> b);
+
+/// Parses "vulkan:1", "cpu", "cpu:0" into a device attribute (without
+/// adapter); failure on anything else.
+mlir::FailureOr<DeviceAttr> parseDeviceName(mlir::MLIRContext *ctx,
+                                            llvm::StringRef name);
+} // namespace kiln
+
+#include "dialects/Kiln/KilnInterfaces.h.inc"
+
+#define GET_OP_CLASSES
+#include "dialects/Kiln/KilnOps.h.inc"
+
+#endif // KILN_DIALECTS_KILN_KILNDIALECT_H

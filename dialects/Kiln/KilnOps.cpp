@@ -1,0 +1,187 @@
+//===- KilnOps.cpp - kiln op verifiers and builders -----------------------===//
+
+#include "dialects/Kiln/KilnDialect.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpImplementation.h"
+
+using namespace mlir;
+using namespace kiln;
+
+namespace {
+std::string shapeString(ArrayRef<int64_t> shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+/// Checks that the operands broadcast to the result's shape.
+LogicalResult verifyBroadcast(Operation *op, ValueRange operands,
+                              RankedTensorType result) {
+  SmallVector<int64_t> shape;
+  for (Value v : operands) {
+    auto type = cast<RankedTensorType>(v.getType());
+    FailureOr<SmallVector<int64_t>> next =
+        broadcastShapes(shape, type.getShape());
+    if (failed(next)) {
+      InFlightDiagnostic diag = op->emitOpError("operand shapes ");
+      for (size_t i = 0; i < operands.size(); ++i)
+        diag << (i ? ", " : "")
+             << shapeString(
+                    cast<RankedTensorType>(operands[i].getType()).getShape());
+      return diag << " do not broadcast";
+    }
+    shape = *next;
+  }
+  if (ArrayRef<int64_t>(shape) != result.getShape())
+    return op->emitOpError("result shape ")
+           << shapeString(result.getShape())
+           << " does not match the broadcast shape " << shapeString(shape);
+  return success();
+}
+
+LogicalResult verifySameElementType(Operation *op, ValueRange values) {
+  Type first = cast<RankedTensorType>(values.front().getType()).getElementType();
+  for (Value v : values.drop_front())
+    if (cast<RankedTensorType>(v.getType()).getElementType() != first)
+      return op->emitOpError("element types differ: ")
+             << first << " and "
+             << cast<RankedTensorType>(v.getType()).getElementType();
+  return success();
+}
+
+template <typename BinaryOp>
+LogicalResult verifyBinary(BinaryOp op) {
+  if (failed(verifySameElementType(
+          op, ValueRange{op.getLhs(), op.getRhs(), op.getResult()})))
+    return failure();
+  return verifyBroadcast(op, ValueRange{op.getLhs(), op.getRhs()},
+                         op.getResult().getType());
+}
+} // namespace
+
+#define KILN_BINARY_VERIFIER(OP)                                               \
+  LogicalResult OP::verify() { return verifyBinary(*this); }
+KILN_BINARY_VERIFIER(AddOp)
+KILN_BINARY_VERIFIER(SubOp)
+KILN_BINARY_VERIFIER(MulOp)
+KILN_BINARY_VERIFIER(DivOp)
+KILN_BINARY_VERIFIER(MaxOp)
+KILN_BINARY_VERIFIER(MinOp)
+KILN_BINARY_VERIFIER(PowOp)
+#undef KILN_BINARY_VERIFIER
+
+LogicalResult ConstantOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location>, ValueRange,
+    DictionaryAttr, OpaqueProperties properties, RegionRange,
+    SmallVectorImpl<Type> &inferred) {
+  auto value = properties.as<Properties *>()->value;
+  if (!value)
+    return failure();
+  inferred.push_back(cast<TypedAttr>(value).getType());
+  return success();
+}
+
+OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValue(); }
+
+LogicalResult InputOp::verify() {
+  if (static_cast<int64_t>(getIndex()) < 0)
+    return emitOpError("input index must be non-negative");
+  return success();
+}
+
+LogicalResult CmpOp::verify() {
+  if (failed(verifySameElementType(*this, ValueRange{getLhs(), getRhs()})))
+    return failure();
+  return verifyBroadcast(*this, ValueRange{getLhs(), getRhs()},
+                         getResult().getType());
+}
+
+LogicalResult SelectOp::verify() {
+  if (failed(verifySameElementType(
+          *this, ValueRange{getLhs(), getRhs(), getResult()})))
+    return failure();
+  return verifyBroadcast(*this, ValueRange{getCond(), getLhs(), getRhs()},
+                         getResult().getType());
+}
+
+void KernelOp::build(OpBuilder &builder, OperationState &state,
+                     TypeRange resultTypes, ValueRange inputs,
+                     DeviceAttr device) {
+  state.addOperands(inputs);
+  state.addTypes(resultTypes);
+  if (device)
+    state.addAttribute(getDeviceAttrName(state.name), device);
+  Region *body = state.addRegion();
+  Block *block = new Block();
+  body->push_back(block);
+  for (Value v : inputs)
+    block->addArgument(v.getType(), v.getLoc());
+}
+
+LogicalResult KernelOp::verify() {
+  Block &block = getBody().front();
+  if (block.getNumArguments() != getInputs().size())
+    return emitOpError("has ") << getInputs().size() << " inputs but "
+                               << block.getNumArguments()
+                               << " block arguments";
+  for (auto [input, arg] : llvm::zip(getInputs(), block.getArguments()))
+    if (input.getType() != arg.getType())
+      return emitOpError("block argument type ")
+             << arg.getType() << " does not match input type "
+             << input.getType();
+  auto yield = dyn_cast<YieldOp>(block.getTerminator());
+  if (!yield)
+    return emitOpError("body must end in kiln.yield");
+  if (yield.getValues().getTypes() != getResultTypes())
+    return emitOpError("yielded types do not match the result types");
+  if (getNumResults() == 0)
+    return emitOpError("must produce at least one result");
+  ArrayRef<int64_t> space =
+      cast<RankedTensorType>(getResult(0).getType()).getShape();
+  for (Value r : getResults())
+    if (cast<RankedTensorType>(r.getType()).getShape() != space)
+      return emitOpError("all results must share one iteration shape");
+  for (Operation &op : block.without_terminator())
+    if (!op.hasTrait<Elementwise>() && !isa<ConstantOp>(op))
+      return op.emitOpError("cannot be part of a kernel: only elementwise "
+                            "ops and constants fuse");
+  return success();
+}
+
+/// A device in op syntax: `"vulkan:0"`, optionally followed by
+/// `adapter "<uuid>"` and `written "<spelling>"`. (The `#kiln.device<...>`
+/// form cannot be used here: the generic attribute parser would take the
+/// op's trailing `: type` as the attribute's type.)
+static ParseResult parseDevice(OpAsmParser &parser, DeviceAttr &device) {
+  std::string name, adapter, written;
+  SMLoc loc = parser.getCurrentLocation();
+  if (parser.parseString(&name))
+    return failure();
+  FailureOr<DeviceAttr> base = parseDeviceName(parser.getContext(), name);
+  if (failed(base))
+    return parser.emitError(loc, "expected a device such as \"vulkan:0\" or "
+                                 "\"cpu\", got \"")
+           << name << "\"";
+  if (succeeded(parser.parseOptionalKeyword("adapter")) &&
+      parser.parseString(&adapter))
+    return failure();
+  if (succeeded(parser.parseOptionalKeyword("written")) &&
+      parser.parseString(&written))
+    return failure();
+  device = DeviceAttr::get(parser.getContext(), base->getApi(),
+                           base->getOrdinal(), adapter, written);
+  return success();
+}
+
+static void printDevice(OpAsmPrinter &printer, Operation *, DeviceAttr device) {
+  printer << '"' << device.getName() << '"';
+  if (!device.getAdapter().empty())
+    printer << " adapter \"" << device.getAdapter() << '"';
+  if (!device.getWritten().empty())
+    printer << " written \"" << device.getWritten() << '"';
+}
+
+#define GET_OP_CLASSES
+#include "dialects/Kiln/KilnOps.cpp.inc"

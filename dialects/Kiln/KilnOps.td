@@ -1,0 +1,194 @@
+//===- KilnOps.td - kiln tensor graph ops ------------------*- tablegen -*-===//
+
+#ifndef KILN_OPS_TD
+#define KILN_OPS_TD
+
+include "KilnBase.td"
+include "KilnInterfaces.td"
+include "mlir/IR/BuiltinAttributes.td"
+include "mlir/IR/BuiltinTypes.td"
+include "mlir/IR/OpAsmInterface.td"
+include "mlir/IR/RegionKindInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/ControlFlowInterfaces.td"
+
+class Kiln_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Kiln_Dialect, mnemonic,
+         traits # [DeclareOpInterfaceMethods<Kiln_PlacedOpInterface>]>;
+
+def Kiln_FloatTensor : RankedTensorOf<[F32, F16]>;
+def Kiln_AnyTensor : RankedTensorOf<[F32, F16, I1, I32]>;
+def Kiln_BoolTensor : RankedTensorOf<[I1]>;
+
+//===----------------------------------------------------------------------===//
+// Sources
+//===----------------------------------------------------------------------===//
+
+def Kiln_ConstantOp : Kiln_Op<"constant", [Pure, ConstantLike,
+    DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
+  let summary = "a tensor literal";
+  let description = [{
+    ```mlir
+    %c = kiln.constant dense<2.0> : tensor<4xf32>
+    %d = kiln.constant on "vulkan:0" dense<[1.0, 2.0]> : tensor<2xf32>
+    ```
+  }];
+  let arguments = (ins ElementsAttr:$value, OptionalAttr<Kiln_DeviceAttr>:$device);
+  let results = (outs Kiln_AnyTensor:$result);
+  // The value prints its own type, which is the result type.
+  let assemblyFormat = "(`on` custom<Device>($device)^)? attr-dict $value";
+  let hasFolder = 1;
+  let extraClassDeclaration = [{ bool isPlacementSource() { return true; } }];
+}
+
+def Kiln_InputOp : Kiln_Op<"input", [Pure]> {
+  let summary = "a tensor supplied by the host at run time";
+  let description = [{
+    `index` is the position of the buffer in the executable's input list.
+    ```mlir
+    %x = kiln.input 0 on "vulkan:0" : tensor<8x16xf32>
+    ```
+  }];
+  let arguments = (ins I64Attr:$index, OptionalAttr<Kiln_DeviceAttr>:$device);
+  let results = (outs Kiln_AnyTensor:$result);
+  let assemblyFormat = "$index (`on` custom<Device>($device)^)? attr-dict `:` type($result)";
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{ bool isPlacementSource() { return true; } }];
+}
+
+def Kiln_TransferOp : Kiln_Op<"transfer", [Pure, SameOperandsAndResultType]> {
+  let summary = "an explicit copy to another device";
+  let description = [{
+    The only op whose result may live elsewhere than its operand. Inserted
+    by the user (`.to(device)`) or by the placement pass under the `log` and
+    `allow` transfer policies.
+    ```mlir
+    %y = kiln.transfer %x to "vulkan:1" : tensor<4xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_AnyTensor:$input, Kiln_DeviceAttr:$device);
+  let results = (outs Kiln_AnyTensor:$result);
+  let assemblyFormat = "$input `to` custom<Device>($device) attr-dict `:` type($result)";
+  let extraClassDeclaration = [{ bool isPlacementSource() { return true; } }];
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise math
+//===----------------------------------------------------------------------===//
+
+class Kiln_UnaryOp<string mnemonic, string desc>
+    : Kiln_Op<mnemonic, [Pure, Kiln_Elementwise, SameOperandsAndResultType]> {
+  let summary = desc;
+  let arguments = (ins Kiln_FloatTensor:$input, OptionalAttr<Kiln_DeviceAttr>:$device);
+  let results = (outs Kiln_FloatTensor:$result);
+  let assemblyFormat = "$input (`on` custom<Device>($device)^)? attr-dict `:` type($result)";
+}
+
+def Kiln_NegOp : Kiln_UnaryOp<"neg", "-x">;
+def Kiln_AbsOp : Kiln_UnaryOp<"abs", "|x|">;
+def Kiln_ExpOp : Kiln_UnaryOp<"exp", "e^x">;
+def Kiln_LogOp : Kiln_UnaryOp<"log", "natural logarithm">;
+def Kiln_SqrtOp : Kiln_UnaryOp<"sqrt", "square root">;
+def Kiln_RsqrtOp : Kiln_UnaryOp<"rsqrt", "1 / sqrt(x)">;
+def Kiln_TanhOp : Kiln_UnaryOp<"tanh", "hyperbolic tangent">;
+def Kiln_SigmoidOp : Kiln_UnaryOp<"sigmoid", "1 / (1 + e^-x)">;
+def Kiln_ReluOp : Kiln_UnaryOp<"relu", "max(x, 0)">;
+def Kiln_GeluOp : Kiln_UnaryOp<"gelu", "x * Phi(x), the exact (erf) form">;
+
+class Kiln_BinaryOp<string mnemonic, string desc>
+    : Kiln_Op<mnemonic, [Pure, Kiln_Elementwise]> {
+  let summary = desc;
+  let description = [{
+    Operands broadcast numpy-style: shapes align at the right, and a
+    dimension of size 1 stretches to the other operand's size.
+    ```mlir
+    %r = kiln.}] # mnemonic # [{ %a, %b : tensor<4x1xf32>, tensor<3xf32> -> tensor<4x3xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$lhs, Kiln_FloatTensor:$rhs,
+                       OptionalAttr<Kiln_DeviceAttr>:$device);
+  let results = (outs Kiln_FloatTensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs (`on` custom<Device>($device)^)? attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Kiln_AddOp : Kiln_BinaryOp<"add", "a + b">;
+def Kiln_SubOp : Kiln_BinaryOp<"sub", "a - b">;
+def Kiln_MulOp : Kiln_BinaryOp<"mul", "a * b">;
+def Kiln_DivOp : Kiln_BinaryOp<"div", "a / b">;
+def Kiln_MaxOp : Kiln_BinaryOp<"max", "the larger of a and b (NaN propagates)">;
+def Kiln_MinOp : Kiln_BinaryOp<"min", "the smaller of a and b (NaN propagates)">;
+def Kiln_PowOp : Kiln_BinaryOp<"pow", "a raised to b">;
+
+def Kiln_CmpOp : Kiln_Op<"cmp", [Pure, Kiln_Elementwise]> {
+  let summary = "elementwise comparison with broadcasting";
+  let description = [{
+    ```mlir
+    %m = kiln.cmp lt, %a, %b : tensor<4xf32>, tensor<4xf32> -> tensor<4xi1>
+    ```
+  }];
+  let arguments = (ins Kiln_CmpPredicate:$predicate, Kiln_FloatTensor:$lhs,
+                       Kiln_FloatTensor:$rhs, OptionalAttr<Kiln_DeviceAttr>:$device);
+  let results = (outs Kiln_BoolTensor:$result);
+  let assemblyFormat = [{
+    $predicate `,` $lhs `,` $rhs (`on` custom<Device>($device)^)? attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Kiln_SelectOp : Kiln_Op<"select", [Pure, Kiln_Elementwise]> {
+  let summary = "cond ? a : b, elementwise with broadcasting";
+  let arguments = (ins Kiln_BoolTensor:$cond, Kiln_FloatTensor:$lhs,
+                       Kiln_FloatTensor:$rhs, OptionalAttr<Kiln_DeviceAttr>:$device);
+  let results = (outs Kiln_FloatTensor:$result);
+  let assemblyFormat = [{
+    $cond `,` $lhs `,` $rhs (`on` custom<Device>($device)^)? attr-dict `:` type($cond) `,` type($lhs) `,` type($rhs) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Fused kernels
+//===----------------------------------------------------------------------===//
+
+def Kiln_KernelOp : Kiln_Op<"kernel", [IsolatedFromAbove, SingleBlock,
+    RecursiveMemoryEffects]> {
+  let summary = "a group of ops that becomes one device kernel";
+  let description = [{
+    Made by fusion: the body computes every result for each element of the
+    iteration space (the shape of the results), reading the kernel operands
+    through the block arguments. Smaller operands broadcast.
+    ```mlir
+    %r = kiln.kernel on "vulkan:0" (%x, %b) : (tensor<4x3xf32>, tensor<3xf32>) -> tensor<4x3xf32> {
+    ^bb0(%a: tensor<4x3xf32>, %c: tensor<3xf32>):
+      %0 = kiln.add %a, %c : tensor<4x3xf32>, tensor<3xf32> -> tensor<4x3xf32>
+      %1 = kiln.tanh %0 : tensor<4x3xf32>
+      kiln.yield %1 : tensor<4x3xf32>
+    }
+    ```
+  }];
+  let arguments = (ins Variadic<Kiln_AnyTensor>:$inputs,
+                       OptionalAttr<Kiln_DeviceAttr>:$device);
+  let results = (outs Variadic<Kiln_AnyTensor>:$results);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    (`on` custom<Device>($device)^)? `(` $inputs `)` attr-dict `:` functional-type($inputs, $results) $body
+  }];
+  let hasVerifier = 1;
+  let skipDefaultBuilders = 1;
+  let builders = [OpBuilder<(ins "::mlir::TypeRange":$resultTypes,
+                                 "::mlir::ValueRange":$inputs,
+                                 "DeviceAttr":$device)>];
+}
+
+def Kiln_YieldOp : Op<Kiln_Dialect, "yield", [Pure, Terminator,
+                                               HasParent<"KernelOp">, ReturnLike]> {
+  let summary = "the results of a kernel";
+  let arguments = (ins Variadic<Kiln_AnyTensor>:$values);
+  let assemblyFormat = "attr-dict ($values^ `:` type($values))?";
+}
+
+#endif // KILN_OPS_TD

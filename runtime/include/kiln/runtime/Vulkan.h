@@ -1,0 +1,164 @@
+//===- Vulkan.h - Vulkan devices of the Kiln runtime ------------*- C++ -*-===//
+//
+// VulkanContext owns the VkInstance and the logical devices made from its
+// physical adapters; VulkanDevice runs compute pipelines on one of them.
+// This header does not include <vulkan/vulkan.h>: Vulkan state lives in
+// private structs defined in runtime/lib.
+//
+// Ownership: the process-wide context (get()) lives until exit; contexts from
+// create() are owned by the caller and must outlive their devices' buffers.
+// A context owns its devices; a device owns its pipelines, buffer pool,
+// staging memory, descriptor pools and its one command buffer.
+//
+// Threading: context creation and device() are thread-safe. A device
+// serializes its calls with its own mutex, so two devices never contend.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_RUNTIME_VULKAN_H
+#define KILN_RUNTIME_VULKAN_H
+
+#include "kiln/runtime/Device.h"
+#include "kiln/runtime/Status.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace kiln::rt {
+
+/// What Kiln needs to know about a physical adapter (codegen targets its
+/// limits; caches key on its ids).
+struct AdapterInfo {
+  std::string name;
+  uint32_t vendorId = 0;
+  uint32_t deviceId = 0;
+  uint32_t driverVersion = 0;
+  uint32_t apiVersion = 0;
+  /// deviceUUID as 8-4-4-4-12 lowercase hex.
+  std::string uuid;
+  enum class Type { Discrete, Integrated, Virtual, Cpu, Other } type = Type::Other;
+  /// "discrete GPU", "integrated GPU", "virtual GPU", "CPU" or "other".
+  std::string typeName() const;
+
+  uint32_t maxWorkgroupCount[3] = {0, 0, 0};
+  uint32_t maxWorkgroupSize[3] = {0, 0, 0};
+  uint32_t maxWorkgroupInvocations = 0;
+  uint32_t maxSharedMemoryBytes = 0;
+  uint32_t subgroupSize = 0;
+  uint64_t maxStorageBufferRange = 0;
+};
+
+struct ContextOptions {
+  /// Logical devices per adapter, each with its own VkDevice (as XLA's forced
+  /// host device count); KILN_VIRTUAL_DEVICES, 1 to 64.
+  size_t virtualDevices = 1;
+  /// Enable VK_LAYER_KHRONOS_validation; KILN_VULKAN_VALIDATION=1.
+  bool validation = false;
+
+  /// Reads the variables above; a malformed value is an InvalidArgument
+  /// naming the variable.
+  static StatusOr<ContextOptions> fromEnvironment();
+};
+
+class VulkanDevice;
+
+class VulkanContext {
+public:
+  /// The process-wide context, created on first call from the environment
+  /// (thread-safe). The outcome, error included, is kept for the process.
+  static StatusOr<VulkanContext*> get();
+  /// A fresh context, independent of get()'s (for tests and embedders).
+  static StatusOr<std::unique_ptr<VulkanContext>> create(const ContextOptions& options);
+
+  ~VulkanContext();
+  VulkanContext(const VulkanContext&) = delete;
+  VulkanContext& operator=(const VulkanContext&) = delete;
+
+  const std::vector<AdapterInfo>& adapters() const;
+  /// Logical devices: adapters().size() * virtualDevices. Ordinal i is
+  /// virtual device i % N of adapter i / N.
+  size_t numDevices() const;
+  size_t virtualDevicesPerAdapter() const;
+  /// `ordinal` must be below numDevices().
+  const AdapterInfo& adapterOf(size_t ordinal) const;
+  /// Created on first use; an ordinal out of range is NotFound, listing the
+  /// devices that exist.
+  StatusOr<VulkanDevice*> device(size_t ordinal);
+  /// The first discrete GPU, else the first integrated one, else ordinal 0.
+  size_t preferredOrdinal() const;
+
+  bool validationEnabled() const;
+  /// Validation warnings and errors reported since the context was created.
+  uint64_t validationMessages() const;
+
+  struct State;
+
+private:
+  explicit VulkanContext(std::unique_ptr<State> state);
+
+  std::unique_ptr<State> state_;
+};
+
+/// A compute kernel as SPIR-V. Bindings are storage buffers at descriptor
+/// set 0, bindings 0..numBindings-1. `hash` identifies the kernel in the
+/// device's pipeline cache; `spirv` need only live during pipeline().
+struct KernelBinary {
+  uint64_t hash = 0;
+  const std::vector<uint32_t>* spirv = nullptr;
+  std::string entryPoint = "main";
+  uint32_t numBindings = 0;
+};
+
+/// Opaque: shader module, descriptor set layout, pipeline layout, pipeline.
+/// Owned by its device; valid until the device is destroyed.
+class Pipeline;
+
+class VulkanDevice final : public Device {
+public:
+  ~VulkanDevice() override;
+
+  const std::string& name() const override;
+  const std::string& api() const override;
+  std::string adapterName() const override;
+  std::string adapterUuid() const override;
+  StatusOr<std::shared_ptr<Buffer>> allocate(size_t bytes) override;
+  Status upload(Buffer& dst, const void* src, size_t bytes) override;
+  Status download(Buffer& src, void* dst, size_t bytes) override;
+  Status flush() override;
+  DeviceStats stats() const override;
+  void resetStats() override;
+
+  const AdapterInfo& adapter() const;
+  size_t ordinal() const;
+  /// The VkDevice, for interop and tests.
+  void* vkDevice() const;
+
+  /// Cached by `kernel.hash`: a hit counts pipelineCacheHits, a creation
+  /// pipelinesCreated. Malformed SPIR-V is an error, never a crash.
+  StatusOr<Pipeline*> pipeline(const KernelBinary& kernel);
+  /// Records a dispatch into the current command buffer (started lazily),
+  /// ordered after all earlier work on this device by memory barriers.
+  /// `bindings[i]` is bound at binding i and must belong to this device.
+  Status dispatch(Pipeline* pipeline, const std::vector<Buffer*>& bindings, uint32_t groupsX,
+                  uint32_t groupsY, uint32_t groupsZ);
+  /// Records a copy of the first `bytes` of `src` into `dst` (same device).
+  Status copy(Buffer& src, Buffer& dst, size_t bytes);
+
+  struct State;
+
+private:
+  friend class VulkanContext;
+  explicit VulkanDevice(std::unique_ptr<State> state);
+
+  std::unique_ptr<State> state_;
+};
+
+/// "VK_ERROR_OUT_OF_DEVICE_MEMORY" for a VkResult value.
+std::string vkResultName(int result);
+
+} // namespace kiln::rt
+
+#endif // KILN_RUNTIME_VULKAN_H

@@ -1,0 +1,87 @@
+//===- AdapterInfo.cpp - Describing a VkPhysicalDevice --------------------===//
+//
+// Queries only; no Vulkan object is created. Safe from any thread.
+//
+//===----------------------------------------------------------------------===//
+
+#include "AdapterInfo.h"
+
+#include "VulkanUtil.h"
+
+namespace kiln::rt {
+
+std::string AdapterInfo::typeName() const {
+  switch (type) {
+  case Type::Discrete:
+    return "discrete GPU";
+  case Type::Integrated:
+    return "integrated GPU";
+  case Type::Virtual:
+    return "virtual GPU";
+  case Type::Cpu:
+    return "CPU";
+  case Type::Other:
+    return "other";
+  }
+  return "other";
+}
+
+static AdapterInfo::Type adapterType(VkPhysicalDeviceType type) {
+  switch (type) {
+  case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU:
+    return AdapterInfo::Type::Discrete;
+  case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU:
+    return AdapterInfo::Type::Integrated;
+  case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU:
+    return AdapterInfo::Type::Virtual;
+  case VK_PHYSICAL_DEVICE_TYPE_CPU:
+    return AdapterInfo::Type::Cpu;
+  default:
+    return AdapterInfo::Type::Other;
+  }
+}
+
+AdapterInfo describeAdapter(VkPhysicalDevice physical, uint32_t instanceApiVersion) {
+  VkPhysicalDeviceProperties props{};
+  vkGetPhysicalDeviceProperties(physical, &props);
+
+  AdapterInfo info;
+  info.name = props.deviceName;
+  info.vendorId = props.vendorID;
+  info.deviceId = props.deviceID;
+  info.driverVersion = props.driverVersion;
+  info.apiVersion = props.apiVersion;
+  info.type = adapterType(props.deviceType);
+  const VkPhysicalDeviceLimits& limits = props.limits;
+  for (int i = 0; i < 3; ++i) {
+    info.maxWorkgroupCount[i] = limits.maxComputeWorkGroupCount[i];
+    info.maxWorkgroupSize[i] = limits.maxComputeWorkGroupSize[i];
+  }
+  info.maxWorkgroupInvocations = limits.maxComputeWorkGroupInvocations;
+  info.maxSharedMemoryBytes = limits.maxComputeSharedMemorySize;
+  info.maxStorageBufferRange = limits.maxStorageBufferRange;
+
+  // deviceUUID and the subgroup size are Vulkan 1.1 queries; a 1.0 device
+  // reports a zero UUID and a subgroup of one lane (always correct to assume).
+  uint8_t uuid[VK_UUID_SIZE] = {};
+  info.subgroupSize = 1;
+  if (instanceApiVersion >= VK_API_VERSION_1_1 && props.apiVersion >= VK_API_VERSION_1_1) {
+    VkPhysicalDeviceSubgroupProperties subgroup{};
+    subgroup.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES;
+    VkPhysicalDeviceIDProperties ids{};
+    ids.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ID_PROPERTIES;
+    ids.pNext = &subgroup;
+    VkPhysicalDeviceProperties2 props2{};
+    props2.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2;
+    props2.pNext = &ids;
+    vkGetPhysicalDeviceProperties2(physical, &props2);
+    for (int i = 0; i < VK_UUID_SIZE; ++i)
+      uuid[i] = ids.deviceUUID[i];
+    if (subgroup.subgroupSize != 0)
+      info.subgroupSize = subgroup.subgroupSize;
+  }
+  info.uuid = formatUuid(uuid);
+  return info;
+}
+
+} // namespace kiln::rt

@@ -1,0 +1,57 @@
+//===- VulkanUtil.cpp - Small helpers shared by the Vulkan runtime --------===//
+//
+// Stateless; safe from any thread.
+//
+//===----------------------------------------------------------------------===//
+
+#include "VulkanUtil.h"
+
+#include "kiln/runtime/Vulkan.h"
+
+namespace kiln::rt {
+
+Status::Code statusCodeOf(VkResult result) {
+  switch (result) {
+  case VK_ERROR_OUT_OF_HOST_MEMORY:
+  case VK_ERROR_OUT_OF_DEVICE_MEMORY:
+  case VK_ERROR_OUT_OF_POOL_MEMORY:
+  case VK_ERROR_FRAGMENTED_POOL:
+  case VK_ERROR_FRAGMENTATION:
+  case VK_ERROR_TOO_MANY_OBJECTS:
+    return Status::Code::OutOfMemory;
+  case VK_ERROR_DEVICE_LOST:
+  case VK_ERROR_INCOMPATIBLE_DRIVER:
+  case VK_ERROR_INITIALIZATION_FAILED:
+  case VK_ERROR_LAYER_NOT_PRESENT:
+  case VK_ERROR_EXTENSION_NOT_PRESENT:
+  case VK_ERROR_FEATURE_NOT_PRESENT:
+    return Status::Code::Unavailable;
+  default:
+    return Status::Code::Internal;
+  }
+}
+
+Status vkFailure(VkResult result, std::string_view what) {
+  return Status(statusCodeOf(result), std::string(what) + ": " + vkResultName(result));
+}
+
+std::string formatUuid(const uint8_t bytes[16]) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string text;
+  text.reserve(36);
+  for (int i = 0; i < 16; ++i) {
+    if (i == 4 || i == 6 || i == 8 || i == 10)
+      text += '-';
+    text += kHex[bytes[i] >> 4];
+    text += kHex[bytes[i] & 0xf];
+  }
+  return text;
+}
+
+std::string formatApiVersion(uint32_t version) {
+  return std::to_string(VK_API_VERSION_MAJOR(version)) + "." +
+         std::to_string(VK_API_VERSION_MINOR(version)) + "." +
+         std::to_string(VK_API_VERSION_PATCH(version));
+}
+
+} // namespace kiln::rt

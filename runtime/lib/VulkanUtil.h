@@ -1,0 +1,36 @@
+//===- VulkanUtil.h - Small helpers shared by the Vulkan runtime -*- C++ -*-===//
+//
+// Private to runtime/lib. Stateless helpers: VkResult to Status, UUID text.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_RUNTIME_LIB_VULKANUTIL_H
+#define KILN_RUNTIME_LIB_VULKANUTIL_H
+
+#include "kiln/runtime/Status.h"
+
+#include <vulkan/vulkan.h>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace kiln::rt {
+
+/// The Status code for a failed VkResult: out-of-memory results map to
+/// OutOfMemory, a lost device or missing driver to Unavailable, the rest to
+/// Internal.
+Status::Code statusCodeOf(VkResult result);
+
+/// "<what>: <VkResult name>" with the code from statusCodeOf.
+Status vkFailure(VkResult result, std::string_view what);
+
+/// 16 bytes as 8-4-4-4-12 lowercase hex.
+std::string formatUuid(const uint8_t bytes[16]);
+
+/// "1.3.230".
+std::string formatApiVersion(uint32_t version);
+
+} // namespace kiln::rt
+
+#endif // KILN_RUNTIME_LIB_VULKANUTIL_H
