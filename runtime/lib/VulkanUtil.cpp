@@ -8,6 +8,8 @@
 
 #include "kiln/runtime/Vulkan.h"
 
+#include <cstdio>
+
 namespace kiln::rt {
 
 Status::Code statusCodeOf(VkResult result) {
@@ -45,6 +47,12 @@ std::string formatUuid(const uint8_t bytes[16]) {
     text += kHex[bytes[i] >> 4];
     text += kHex[bytes[i] & 0xf];
   }
+  return text;
+}
+
+std::string formatHash(uint64_t hash) {
+  char text[24];
+  std::snprintf(text, sizeof(text), "%016llx", static_cast<unsigned long long>(hash));
   return text;
 }
 

@@ -28,6 +28,9 @@ Status vkFailure(VkResult result, std::string_view what);
 /// 16 bytes as 8-4-4-4-12 lowercase hex.
 std::string formatUuid(const uint8_t bytes[16]);
 
+/// A kernel hash as 16 hex digits.
+std::string formatHash(uint64_t hash);
+
 /// "1.3.230".
 std::string formatApiVersion(uint32_t version);
 

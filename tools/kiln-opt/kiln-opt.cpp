@@ -1,14 +1,14 @@
 //===- kiln-opt.cpp - run kiln passes on .mlir files ----------------------===//
 
-#include "dialects/Kiln/KilnDialect.h"
+#include "kiln/Codegen/Pipelines.h"
 
-#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 
 int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
-  registry.insert<kiln::KilnDialect, mlir::func::FuncDialect>();
+  kiln::registerKilnDialects(registry);
+  kiln::registerKilnPasses();
   return mlir::asMainReturnCode(
       mlir::MlirOptMain(argc, argv, "kiln optimizer driver\n", registry));
 }

@@ -93,6 +93,9 @@ public:
   bool validationEnabled() const;
   /// Validation warnings and errors reported since the context was created.
   uint64_t validationMessages() const;
+  /// The same over every context of the process, including destroyed ones
+  /// (whose teardown may report leaks after their own counter is gone).
+  static uint64_t validationMessagesInProcess();
 
   struct State;
 

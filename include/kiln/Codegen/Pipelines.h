@@ -1,0 +1,49 @@
+//===- Pipelines.h - kiln pass pipelines ------------------------*- C++ -*-===//
+
+#ifndef KILN_CODEGEN_PIPELINES_H
+#define KILN_CODEGEN_PIPELINES_H
+
+#include "kiln/Transforms/Placement.h"
+
+#include "mlir/Pass/PassManager.h"
+
+#include <string>
+
+namespace kiln {
+
+struct GraphPipelineOptions {
+  std::string defaultDevice = "vulkan:0";
+  std::string transferPolicy = "error";
+};
+
+/// Placement, then fusion, on every graph function.
+void populateGraphPipeline(mlir::OpPassManager &pm,
+                           const GraphPipelineOptions &options);
+
+struct SPIRVPipelineOptions {
+  int subgroupSize = 32;
+  int maxWorkgroupInvocations = 1024;
+  /// Work items per workgroup, one element each (see workgroupSizeFor).
+  int threads = 256;
+};
+
+/// From functions of one linalg.generic on memrefs (kiln-kernel-to-linalg)
+/// to a serializable spirv.module per kernel beside the host launch code.
+mlir::LogicalResult populateLinalgToSPIRVPipeline(
+    mlir::OpPassManager &pm, const SPIRVPipelineOptions &options);
+
+/// The workgroup size for a kernel of `iterations` elements: 256, raised
+/// (up to maxInvocations) when the grid would exceed `maxGroups` workgroups.
+/// Fails when even the largest workgroup leaves too many groups.
+mlir::FailureOr<int> workgroupSizeFor(int64_t iterations, int maxInvocations,
+                                      int64_t maxGroups);
+
+/// Every dialect and extension the compiler may load.
+void registerKilnDialects(mlir::DialectRegistry &registry);
+
+/// Registers every kiln pass and the upstream passes the pipelines use.
+void registerKilnPasses();
+
+} // namespace kiln
+
+#endif // KILN_CODEGEN_PIPELINES_H

@@ -1,0 +1,108 @@
+//===- Passes.td - kiln graph and codegen passes -----------*- tablegen -*-===//
+
+#ifndef KILN_TRANSFORMS_PASSES_TD
+#define KILN_TRANSFORMS_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def KilnPlaceDevices : Pass<"kiln-place-devices", "mlir::func::FuncOp"> {
+  let summary = "resolve every value's device and report all conflicts";
+  let description = [{
+    Runs on the whole graph before fusion and lowering. Committed values
+    (sources with a device, transfers) keep their device; an op's result is
+    committed to the device of its committed operands; uncommitted values
+    follow the committed users they meet (cloned when they meet several);
+    values that meet no committed op go to `default-device`. Rank-0 tensors
+    never conflict.
+
+    An op whose committed operands are on different devices is a conflict.
+    Every conflict in the function is reported in one run (error + notes on
+    where each operand was committed + the fix). Under
+    `transfer-policy=log|allow` explicit `kiln.transfer` ops are inserted
+    instead, each reported as a remark with its direction and bytes.
+
+    Before:
+    ```mlir
+    %a = kiln.input 0 on "vulkan:0" : tensor<4xf32>
+    %b = kiln.constant dense<1.0> : tensor<4xf32>
+    %c = kiln.add %a, %b : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+    ```
+    After:
+    ```mlir
+    %a = kiln.input 0 on "vulkan:0" : tensor<4xf32>
+    %b = kiln.constant on "vulkan:0" dense<1.0> : tensor<4xf32>
+    %c = kiln.add %a, %b on "vulkan:0" : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+    ```
+  }];
+  let options = [
+    Option<"defaultDevice", "default-device", "std::string", "\"vulkan:0\"",
+           "where values that meet no committed op run">,
+    Option<"transferPolicy", "transfer-policy", "std::string", "\"error\"",
+           "error | log | allow: what to do when operands' devices differ">,
+  ];
+  let dependentDialects = ["kiln::KilnDialect"];
+}
+
+def KilnFuseElementwise : Pass<"kiln-fuse-elementwise", "mlir::func::FuncOp"> {
+  let summary = "group maximal elementwise chains on one device into kiln.kernel ops";
+  let description = [{
+    Walks the placed graph from its results upwards. An elementwise op joins
+    the kernel of its users when all of them are in one kernel on the same
+    device; a value needed outside a kernel (read by the host) is a kernel
+    result, and must then have the kernel's iteration shape. Splat constants
+    are copied into every kernel that uses them; other constants, inputs and
+    transfers stay outside as kernel operands. Fusion never crosses a device
+    or a transfer.
+
+    Before: `%1 = kiln.exp %0`, `%2 = kiln.add %1, %b`, `%3 = kiln.tanh %2`.
+    After:
+    ```mlir
+    %3 = kiln.kernel on "vulkan:0" (%0, %b) : (...) -> tensor<...> {
+    ^bb0(%x: ..., %y: ...):
+      %1 = kiln.exp %x ...
+      %2 = kiln.add %1, %y ...
+      %3 = kiln.tanh %2 ...
+      kiln.yield %3 : ...
+    }
+    ```
+  }];
+  let dependentDialects = ["kiln::KilnDialect"];
+}
+
+def KilnKernelToLinalg : Pass<"kiln-kernel-to-linalg", "mlir::ModuleOp"> {
+  let summary = "turn each kiln.kernel into a func of one linalg.generic on memrefs";
+  let description = [{
+    For every `kiln.kernel`, adds `func.func @<graph>_kernel<N>` to the module:
+    its arguments are the kernel inputs then outputs, each a flat 1-D memref;
+    its body is one `linalg.generic` over the flattened iteration space, with
+    broadcasting expressed as `floordiv`/`mod` indexing maps and the scalar
+    body in arith/math. The kernel op gets `kernel = @<name>`.
+  }];
+  let dependentDialects = ["mlir::linalg::LinalgDialect", "mlir::memref::MemRefDialect",
+                           "mlir::arith::ArithDialect", "mlir::math::MathDialect",
+                           "mlir::func::FuncDialect"];
+}
+
+def KilnApproximateMath : Pass<"kiln-approximate-math"> {
+  let summary = "replace math ops the targets lack (erf) with polynomials";
+  let dependentDialects = ["mlir::arith::ArithDialect", "mlir::math::MathDialect",
+                           "mlir::vector::VectorDialect"];
+}
+
+def KilnSetSPIRVTarget : Pass<"kiln-set-spirv-target", "mlir::ModuleOp"> {
+  let summary = "attach the device's SPIR-V target env and each kernel's entry-point ABI";
+  let description = [{
+    Sets `spirv.target_env` (Vulkan 1.1, capabilities and the device's real
+    limits, subgroup size included) on every gpu.module and
+    `spirv.entry_point_abi` with the launch's workgroup size on every kernel
+    function. (The upstream setter is a test-only pass.)
+  }];
+  let options = [
+    Option<"subgroupSize", "subgroup-size", "int", "32", "the device's subgroup size">,
+    Option<"maxWorkgroupInvocations", "max-workgroup-invocations", "int", "1024",
+           "the device's maxComputeWorkGroupInvocations">,
+  ];
+  let dependentDialects = ["mlir::spirv::SPIRVDialect", "mlir::gpu::GPUDialect"];
+}
+
+#endif // KILN_TRANSFORMS_PASSES_TD

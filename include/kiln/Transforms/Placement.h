@@ -1,0 +1,53 @@
+//===- Placement.h - device placement and the consistency check -*- C++ -*-===//
+//
+// The analysis behind kiln-place-devices, callable directly so that the
+// Tensor API gets the conflicts as data as well as diagnostics.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_TRANSFORMS_PLACEMENT_H
+#define KILN_TRANSFORMS_PLACEMENT_H
+
+#include "dialects/Kiln/KilnDialect.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+#include <optional>
+
+namespace kiln {
+
+enum class TransferPolicy { Error, Log, Allow };
+std::optional<TransferPolicy> parseTransferPolicy(llvm::StringRef text);
+
+struct PlacementOptions {
+  DeviceAttr defaultDevice;
+  TransferPolicy policy = TransferPolicy::Error;
+};
+
+/// One operand of a conflicting op: where it lives and where that was decided.
+struct OperandPlacement {
+  unsigned index;
+  mlir::Value value;
+  DeviceAttr device;
+  mlir::Location committedAt;
+};
+
+struct DeviceConflict {
+  mlir::Operation *op;
+  llvm::SmallVector<OperandPlacement> operands;
+};
+
+/// Bytes a value of this type occupies on a device (i1 as one byte).
+int64_t tensorBytes(mlir::Type type);
+
+/// Places every kiln op in `func`. Under TransferPolicy::Error each conflict
+/// is emitted as an error with notes and appended to `conflicts`, and the
+/// result is failure; otherwise transfers are inserted and reported as
+/// remarks.
+mlir::LogicalResult
+placeDevices(mlir::func::FuncOp func, const PlacementOptions &options,
+             llvm::SmallVectorImpl<DeviceConflict> *conflicts = nullptr);
+
+} // namespace kiln
+
+#endif // KILN_TRANSFORMS_PLACEMENT_H

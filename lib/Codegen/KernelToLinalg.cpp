@@ -1,0 +1,211 @@
+//===- KernelToLinalg.cpp - kiln.kernel -> linalg.generic on memrefs ------===//
+//
+// Kernels are flattened: one parallel loop over the iteration space's
+// elements, with each operand's broadcast folded into its indexing map as
+// floordiv/mod by constants. Flat 1-D buffers keep the later GPU mapping to
+// a single grid dimension and avoid strided memref layouts.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/Codegen/KernelToLinalg.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+#include <numbers>
+
+using namespace mlir;
+using namespace kiln;
+
+Type kiln::storageElementType(Type elementType) {
+  if (elementType.isInteger(1))
+    return IntegerType::get(elementType.getContext(), 8);
+  return elementType;
+}
+
+namespace {
+/// The flat index into an operand of `shape`, broadcast into `space`, for
+/// flat iteration index d0.
+AffineMap broadcastMap(ArrayRef<int64_t> shape, ArrayRef<int64_t> space,
+                       MLIRContext *ctx) {
+  AffineExpr d0 = getAffineDimExpr(0, ctx);
+  if (shape == space)
+    return AffineMap::get(1, 0, d0);
+  size_t rank = space.size(), offset = rank - shape.size();
+  SmallVector<int64_t> spaceStride(rank, 1);
+  for (int64_t k = static_cast<int64_t>(rank) - 2; k >= 0; --k)
+    spaceStride[k] = spaceStride[k + 1] * space[k + 1];
+  AffineExpr index = getAffineConstantExpr(0, ctx);
+  int64_t stride = 1;
+  for (int64_t j = static_cast<int64_t>(shape.size()) - 1; j >= 0; --j) {
+    size_t k = j + offset;
+    if (shape[j] != 1) {
+      AffineExpr coord = spaceStride[k] == 1 ? d0 : d0.floorDiv(spaceStride[k]);
+      if (k != 0)
+        coord = coord % space[k];
+      index = index + coord * stride;
+    }
+    stride *= shape[j];
+  }
+  return AffineMap::get(1, 0, index);
+}
+
+Value floatConstant(OpBuilder &b, Location loc, Type type, double value) {
+  return arith::ConstantOp::create(b, loc, type, b.getFloatAttr(type, value));
+}
+
+arith::CmpFPredicate toArith(CmpPredicate predicate) {
+  switch (predicate) {
+  case CmpPredicate::eq: return arith::CmpFPredicate::OEQ;
+  case CmpPredicate::ne: return arith::CmpFPredicate::UNE;
+  case CmpPredicate::lt: return arith::CmpFPredicate::OLT;
+  case CmpPredicate::le: return arith::CmpFPredicate::OLE;
+  case CmpPredicate::gt: return arith::CmpFPredicate::OGT;
+  case CmpPredicate::ge: return arith::CmpFPredicate::OGE;
+  }
+  llvm_unreachable("unknown predicate");
+}
+
+/// The scalar computation of one kiln op; null when unsupported.
+Value emitScalar(OpBuilder &b, Operation *op, ValueRange args) {
+  Location loc = op->getLoc();
+  Type type = getElementTypeOrSelf(op->getResult(0).getType());
+  auto one = [&] { return floatConstant(b, loc, type, 1.0); };
+  return llvm::TypeSwitch<Operation *, Value>(op)
+      .Case([&](ConstantOp c) -> Value {
+        auto dense = cast<DenseElementsAttr>(c.getValue());
+        return arith::ConstantOp::create(
+            b, loc, cast<TypedAttr>(dense.getSplatValue<Attribute>()));
+      })
+      .Case([&](NegOp) { return arith::NegFOp::create(b, loc, args[0]); })
+      .Case([&](AbsOp) { return math::AbsFOp::create(b, loc, args[0]); })
+      .Case([&](ExpOp) { return math::ExpOp::create(b, loc, args[0]); })
+      .Case([&](LogOp) { return math::LogOp::create(b, loc, args[0]); })
+      .Case([&](SqrtOp) { return math::SqrtOp::create(b, loc, args[0]); })
+      .Case([&](RsqrtOp) { return math::RsqrtOp::create(b, loc, args[0]); })
+      .Case([&](TanhOp) { return math::TanhOp::create(b, loc, args[0]); })
+      .Case([&](SigmoidOp) -> Value {
+        Value e = math::ExpOp::create(b, loc, arith::NegFOp::create(b, loc, args[0]));
+        return arith::DivFOp::create(b, loc, one(),
+                                     arith::AddFOp::create(b, loc, one(), e));
+      })
+      .Case([&](ReluOp) {
+        return arith::MaximumFOp::create(b, loc, args[0],
+                                         floatConstant(b, loc, type, 0.0));
+      })
+      .Case([&](GeluOp) -> Value {
+        // x/2 * (1 + erf(x / sqrt(2))): the exact form PyTorch uses by default.
+        Value scaled = arith::MulFOp::create(
+            b, loc, args[0], floatConstant(b, loc, type, std::numbers::sqrt2 / 2));
+        Value erf = math::ErfOp::create(b, loc, scaled);
+        Value half = arith::MulFOp::create(b, loc, args[0],
+                                           floatConstant(b, loc, type, 0.5));
+        return arith::MulFOp::create(b, loc, half,
+                                     arith::AddFOp::create(b, loc, one(), erf));
+      })
+      .Case([&](AddOp) { return arith::AddFOp::create(b, loc, args[0], args[1]); })
+      .Case([&](SubOp) { return arith::SubFOp::create(b, loc, args[0], args[1]); })
+      .Case([&](MulOp) { return arith::MulFOp::create(b, loc, args[0], args[1]); })
+      .Case([&](DivOp) { return arith::DivFOp::create(b, loc, args[0], args[1]); })
+      .Case([&](MaxOp) { return arith::MaximumFOp::create(b, loc, args[0], args[1]); })
+      .Case([&](MinOp) { return arith::MinimumFOp::create(b, loc, args[0], args[1]); })
+      .Case([&](PowOp) { return math::PowFOp::create(b, loc, args[0], args[1]); })
+      .Case([&](CmpOp c) {
+        return arith::CmpFOp::create(b, loc, toArith(c.getPredicate()), args[0],
+                                     args[1]);
+      })
+      .Case([&](SelectOp) {
+        return arith::SelectOp::create(b, loc, args[0], args[1], args[2]);
+      })
+      .Default([](Operation *) { return Value(); });
+}
+} // namespace
+
+FailureOr<func::FuncOp> kiln::buildKernelFunction(KernelOp kernel,
+                                                   OpBuilder &builder,
+                                                   StringRef name) {
+  MLIRContext *ctx = builder.getContext();
+  Location loc = kernel.getLoc();
+  ArrayRef<int64_t> space =
+      cast<RankedTensorType>(kernel.getResult(0).getType()).getShape();
+  int64_t iterations = 1;
+  for (int64_t d : space)
+    iterations *= d;
+
+  auto flatType = [&](Type tensorType) {
+    auto tensor = cast<RankedTensorType>(tensorType);
+    return MemRefType::get({std::max<int64_t>(1, tensor.getNumElements())},
+                           storageElementType(tensor.getElementType()));
+  };
+  SmallVector<Type> argTypes;
+  for (Value v : kernel.getInputs())
+    argTypes.push_back(flatType(v.getType()));
+  for (Type t : kernel.getResultTypes())
+    argTypes.push_back(flatType(t));
+  auto func = func::FuncOp::create(builder, loc, name,
+                                   builder.getFunctionType(argTypes, {}));
+  func->setAttr("kiln.iteration_size", builder.getI64IntegerAttr(iterations));
+  Block *entry = func.addEntryBlock();
+  OpBuilder b = OpBuilder::atBlockBegin(entry);
+
+  size_t numInputs = kernel.getInputs().size();
+  SmallVector<AffineMap> maps;
+  for (Value v : kernel.getInputs())
+    maps.push_back(broadcastMap(cast<RankedTensorType>(v.getType()).getShape(),
+                                space, ctx));
+  for (size_t i = 0; i < kernel.getNumResults(); ++i)
+    maps.push_back(AffineMap::getMultiDimIdentityMap(1, ctx));
+
+  bool failedOp = false;
+  auto generic = linalg::GenericOp::create(
+      b, loc, TypeRange{}, entry->getArguments().take_front(numInputs),
+      entry->getArguments().drop_front(numInputs), maps,
+      {utils::IteratorType::parallel},
+      [&](OpBuilder &nb, Location nloc, ValueRange scalars) {
+        IRMapping values;
+        Block &body = kernel.getBody().front();
+        for (auto [arg, scalar] :
+             llvm::zip(body.getArguments(), scalars.take_front(numInputs))) {
+          Value v = scalar;
+          // Booleans live in memory as i8.
+          if (getElementTypeOrSelf(arg.getType()).isInteger(1))
+            v = arith::CmpIOp::create(
+                nb, nloc, arith::CmpIPredicate::ne, scalar,
+                arith::ConstantIntOp::create(nb, nloc, scalar.getType(), 0));
+          values.map(arg, v);
+        }
+        for (Operation &op : body.without_terminator()) {
+          SmallVector<Value> args;
+          for (Value operand : op.getOperands())
+            args.push_back(values.lookup(operand));
+          Value result = emitScalar(nb, &op, args);
+          if (!result) {
+            op.emitOpError("has no scalar lowering inside a kernel");
+            failedOp = true;
+            result = args.empty() ? Value() : args.front();
+          }
+          values.map(op.getResult(0), result);
+        }
+        SmallVector<Value> yielded;
+        for (auto [value, out] :
+             llvm::zip(body.getTerminator()->getOperands(),
+                       scalars.drop_front(numInputs))) {
+          Value v = values.lookup(value);
+          if (v && v.getType() != out.getType())
+            v = arith::ExtUIOp::create(nb, nloc, out.getType(), v);
+          yielded.push_back(v ? v : out);
+        }
+        linalg::YieldOp::create(nb, nloc, yielded);
+      });
+  (void)generic;
+  func::ReturnOp::create(b, loc);
+  if (failedOp) {
+    func.erase();
+    return failure();
+  }
+  return func;
+}

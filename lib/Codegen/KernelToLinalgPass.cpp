@@ -1,0 +1,34 @@
+//===- KernelToLinalgPass.cpp - the kiln-kernel-to-linalg pass ------------===//
+
+#include "kiln/Codegen/KernelToLinalg.h"
+#include "kiln/Transforms/Passes.h"
+
+namespace kiln {
+#define GEN_PASS_DEF_KILNKERNELTOLINALG
+#include "kiln/Transforms/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+using namespace kiln;
+
+namespace {
+struct KernelToLinalgPass
+    : public kiln::impl::KilnKernelToLinalgBase<KernelToLinalgPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<KernelOp> kernels;
+    module.walk([&](KernelOp k) { kernels.push_back(k); });
+    OpBuilder builder = OpBuilder::atBlockEnd(module.getBody());
+    for (auto [i, kernel] : llvm::enumerate(kernels)) {
+      auto graph = kernel->getParentOfType<func::FuncOp>();
+      std::string name =
+          (graph ? graph.getName() + "_kernel" : Twine("kernel")).str() +
+          std::to_string(i);
+      FailureOr<func::FuncOp> fn = buildKernelFunction(kernel, builder, name);
+      if (failed(fn))
+        return signalPassFailure();
+      kernel->setAttr("kernel", FlatSymbolRefAttr::get(fn->getSymNameAttr()));
+    }
+  }
+};
+} // namespace

@@ -1,0 +1,53 @@
+//===- Pipelines.cpp - the kiln pass pipelines ----------------------------===//
+
+#include "kiln/Codegen/Pipelines.h"
+#include "kiln/Transforms/Passes.h"
+
+#include "mlir/Pass/PassRegistry.h"
+
+using namespace mlir;
+
+void kiln::populateGraphPipeline(OpPassManager &pm,
+                                 const GraphPipelineOptions &options) {
+  OpPassManager &graph = pm.nest<func::FuncOp>();
+  // Placement first: fusion must never group ops of two devices, and every
+  // conflict must be reported before any lowering.
+  KilnPlaceDevicesOptions place;
+  place.defaultDevice = options.defaultDevice;
+  place.transferPolicy = options.transferPolicy;
+  graph.addPass(createKilnPlaceDevices(place));
+  graph.addPass(createKilnFuseElementwise());
+}
+
+LogicalResult kiln::populateLinalgToSPIRVPipeline(
+    OpPassManager &pm, const SPIRVPipelineOptions &options) {
+  std::string threads = std::to_string(options.threads);
+  // Erf polynomials before math-to-spirv; tiling gives (workgroups,
+  // threads); math must be converted before gpu-to-spirv, which leaves the
+  // spirv.module beside the gpu.module.
+  std::string text =
+      "kiln-approximate-math,"
+      "func.func(convert-linalg-to-parallel-loops,"
+      "scf-parallel-loop-tiling{parallel-loop-tile-sizes=" + threads +
+      " no-min-max-bounds=true},"
+      "gpu-map-parallel-loops,convert-parallel-loops-to-gpu),"
+      "canonicalize,gpu-launch-sink-index-computations,gpu-kernel-outlining,"
+      "lower-affine,canonicalize,cse,"
+      "kiln-set-spirv-target{subgroup-size=" +
+      std::to_string(options.subgroupSize) + " max-workgroup-invocations=" +
+      std::to_string(options.maxWorkgroupInvocations) + "},"
+      "map-memref-spirv-storage-class{client-api=vulkan},"
+      "convert-math-to-spirv,convert-gpu-to-spirv,"
+      "spirv.module(spirv-lower-abi-attrs,spirv-update-vce)";
+  return parsePassPipeline(text, pm, llvm::errs());
+}
+
+FailureOr<int> kiln::workgroupSizeFor(int64_t iterations, int maxInvocations,
+                                      int64_t maxGroups) {
+  int64_t size = 256;
+  if ((iterations + size - 1) / size > maxGroups)
+    size = ((iterations + maxGroups - 1) / maxGroups + 31) / 32 * 32;
+  if (size > maxInvocations)
+    return failure();
+  return static_cast<int>(std::min<int64_t>(size, maxInvocations));
+}

@@ -1,0 +1,41 @@
+//===- Registration.cpp - the one file that includes InitAll* -------------===//
+//
+// InitAllPasses.h is slow to compile (TOOLCHAIN.md): keep it in this file.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/Codegen/Pipelines.h"
+#include "kiln/Transforms/Passes.h"
+
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
+#include "mlir/InitAllPasses.h"
+#include "mlir/Pass/PassRegistry.h"
+
+void kiln::registerKilnPasses() {
+  static bool once = [] {
+    mlir::registerAllPasses();
+    registerKilnTransformsPasses();
+    mlir::PassPipelineRegistration<>(
+        "kiln-graph-pipeline", "placement then fusion (default options)",
+        [](mlir::OpPassManager &pm) {
+          populateGraphPipeline(pm, GraphPipelineOptions());
+        });
+    mlir::PassPipelineRegistration<>(
+        "kiln-linalg-to-spirv",
+        "kernel functions to spirv.module (lavapipe's limits: subgroup 8)",
+        [](mlir::OpPassManager &pm) {
+          SPIRVPipelineOptions options;
+          options.subgroupSize = 8;
+          (void)populateLinalgToSPIRVPipeline(pm, options);
+        });
+    return true;
+  }();
+  (void)once;
+}
+
+void kiln::registerKilnDialects(mlir::DialectRegistry &registry) {
+  mlir::registerAllDialects(registry);
+  mlir::registerAllExtensions(registry);
+  registry.insert<KilnDialect>();
+}

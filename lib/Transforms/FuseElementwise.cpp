@@ -1,0 +1,159 @@
+//===- FuseElementwise.cpp - maximal elementwise chains into kernels ------===//
+//
+// Greedy, from the results upwards: an op joins its users' kernel when every
+// user is in that one kernel on the same device. Only a kernel's first-made
+// op (its root) can then have users outside the kernel, so no two kernels
+// depend on each other in a cycle. Values the host reads (func.return) are
+// extra kernel results when they have the kernel's iteration shape.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/Transforms/Passes.h"
+
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/SetVector.h"
+
+namespace kiln {
+#define GEN_PASS_DEF_KILNFUSEELEMENTWISE
+#include "kiln/Transforms/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+using namespace kiln;
+
+namespace {
+struct Group {
+  DeviceAttr device;
+  ArrayRef<int64_t> shape;
+  SmallVector<Operation *> ops; // reverse program order while building
+};
+
+bool isSplatConstant(Value v) {
+  auto constant = v.getDefiningOp<ConstantOp>();
+  if (!constant)
+    return false;
+  auto dense = dyn_cast<DenseElementsAttr>(constant.getValue());
+  return dense && dense.isSplat();
+}
+
+ArrayRef<int64_t> shapeOf(Operation *op) {
+  return cast<RankedTensorType>(op->getResult(0).getType()).getShape();
+}
+
+DeviceAttr deviceOf(Operation *op) {
+  return cast<PlacedOpInterface>(op).getPlacement();
+}
+
+/// The group every user of `op` belongs to, or -1 when they are not all in
+/// one group (or a user is not fusible).
+int commonUserGroup(Operation *op, const DenseMap<Operation *, int> &groupOf,
+                    bool &readByHost) {
+  int common = -1;
+  readByHost = false;
+  for (Operation *user : op->getUsers()) {
+    if (isa<func::ReturnOp>(user)) {
+      readByHost = true;
+      continue;
+    }
+    auto it = groupOf.find(user);
+    if (it == groupOf.end())
+      return -1;
+    if (common != -1 && common != it->second)
+      return -1;
+    common = it->second;
+  }
+  return common;
+}
+
+void materialize(Group &group) {
+  SmallVector<Operation *> ops(llvm::reverse(group.ops));
+  llvm::SmallPtrSet<Operation *, 16> members(ops.begin(), ops.end());
+  llvm::SetVector<Value> inputs;
+  SmallVector<Value> outputs;
+  for (Operation *op : ops) {
+    for (Value operand : op->getOperands()) {
+      Operation *def = operand.getDefiningOp();
+      if ((def && members.contains(def)) || isSplatConstant(operand))
+        continue;
+      inputs.insert(operand);
+    }
+    if (llvm::any_of(op->getUsers(),
+                     [&](Operation *user) { return !members.contains(user); }))
+      outputs.push_back(op->getResult(0));
+  }
+
+  Operation *root = ops.back();
+  OpBuilder builder(root);
+  SmallVector<Type> resultTypes;
+  SmallVector<Location> locs;
+  for (Value v : outputs) {
+    resultTypes.push_back(v.getType());
+    locs.push_back(v.getLoc());
+  }
+  auto kernel = KernelOp::create(builder, builder.getFusedLoc(locs), resultTypes,
+                                 inputs.getArrayRef(), group.device);
+  Block &body = kernel.getBody().front();
+  IRMapping mapping;
+  for (auto [input, arg] : llvm::zip(inputs, body.getArguments()))
+    mapping.map(input, arg);
+  builder.setInsertionPointToStart(&body);
+  for (Operation *op : ops) {
+    for (Value operand : op->getOperands())
+      if (!mapping.contains(operand) && isSplatConstant(operand)) {
+        Operation *copy = builder.clone(*operand.getDefiningOp());
+        cast<PlacedOpInterface>(copy).setPlacement(DeviceAttr());
+        mapping.map(operand, copy->getResult(0));
+      }
+    Operation *copy = builder.clone(*op, mapping);
+    // Inside a kernel the kernel's device is the placement.
+    cast<PlacedOpInterface>(copy).setPlacement(DeviceAttr());
+  }
+  SmallVector<Value> yielded;
+  for (Value v : outputs)
+    yielded.push_back(mapping.lookup(v));
+  YieldOp::create(builder, root->getLoc(), yielded);
+
+  for (auto [output, result] : llvm::zip(outputs, kernel.getResults()))
+    output.replaceUsesWithIf(result, [&](OpOperand &use) {
+      return !members.contains(use.getOwner());
+    });
+  for (Operation *op : llvm::reverse(ops))
+    op->erase();
+}
+
+struct FuseElementwisePass
+    : public kiln::impl::KilnFuseElementwiseBase<FuseElementwisePass> {
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    SmallVector<Group> groups;
+    DenseMap<Operation *, int> groupOf;
+    SmallVector<Operation *> ops;
+    func.walk([&](Operation *op) {
+      if (op->hasTrait<Elementwise>() && !op->getParentOfType<KernelOp>())
+        ops.push_back(op);
+    });
+    for (Operation *op : llvm::reverse(ops)) {
+      if (!deviceOf(op)) {
+        op->emitError("is not placed: run kiln-place-devices before fusion");
+        return signalPassFailure();
+      }
+      bool readByHost;
+      int target = commonUserGroup(op, groupOf, readByHost);
+      if (target != -1) {
+        Group &group = groups[target];
+        bool sameShape = shapeOf(op) == group.shape;
+        if (group.device.isSameDevice(deviceOf(op)) &&
+            (sameShape || !readByHost)) {
+          group.ops.push_back(op);
+          groupOf[op] = target;
+          continue;
+        }
+      }
+      groupOf[op] = groups.size();
+      groups.push_back({deviceOf(op), shapeOf(op), {op}});
+    }
+    for (Group &group : groups)
+      materialize(group);
+  }
+};
+} // namespace

@@ -1,0 +1,246 @@
+//===- Placement.cpp - resolve devices, report every conflict -------------===//
+//
+// Forward over the graph: committed values carry their device and the op
+// that committed them; a compute op is committed to the device its committed
+// operands share, and conflicts when they differ. Backward: uncommitted ops
+// take the device of their users, cloned once per distinct device, so a
+// literal used on two devices is materialized on each (as in JAX).
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/Transforms/Placement.h"
+
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/StringSwitch.h"
+
+#include <map>
+
+using namespace mlir;
+using namespace kiln;
+
+std::optional<TransferPolicy> kiln::parseTransferPolicy(StringRef text) {
+  return llvm::StringSwitch<std::optional<TransferPolicy>>(text)
+      .Case("error", TransferPolicy::Error)
+      .Case("log", TransferPolicy::Log)
+      .Case("allow", TransferPolicy::Allow)
+      .Default(std::nullopt);
+}
+
+int64_t kiln::tensorBytes(Type type) {
+  auto tensor = cast<RankedTensorType>(type);
+  int64_t bits = tensor.getElementType().getIntOrFloatBitWidth();
+  return tensor.getNumElements() * std::max<int64_t>(1, bits / 8);
+}
+
+namespace {
+struct ValuePlacement {
+  DeviceAttr device;   // null: uncommitted
+  Operation *origin;   // the op whose commitment decided `device`
+};
+
+bool isScalar(Value v) { return cast<RankedTensorType>(v.getType()).getRank() == 0; }
+
+std::string describe(DeviceAttr device) {
+  std::string text = "\"" + device.getName() + "\"";
+  if (!device.getWritten().empty() && device.getWritten() != device.getName())
+    text += " (written \"" + device.getWritten().str() + "\")";
+  return text;
+}
+
+std::string locationText(Location loc) {
+  if (auto fileLoc = dyn_cast<FileLineColLoc>(loc))
+    return (fileLoc.getFilename().getValue() + ":" +
+            Twine(fileLoc.getLine()))
+        .str();
+  return "";
+}
+
+void emitConflict(const DeviceConflict &conflict) {
+  Operation *op = conflict.op;
+  InFlightDiagnostic diag = op->emitError();
+  diag << "operands of '" << op->getName() << "' are on different devices: ";
+  for (auto [i, operand] : llvm::enumerate(conflict.operands))
+    diag << (i ? ", " : "") << "operand #" << operand.index << " is on \""
+         << operand.device.getName() << "\"";
+  for (const OperandPlacement &operand : conflict.operands) {
+    diag.attachNote(operand.committedAt)
+        << "operand #" << operand.index << " (" << operand.value.getType()
+        << ") is committed to " << describe(operand.device) << " here";
+  }
+  const OperandPlacement &keep = conflict.operands.front();
+  for (const OperandPlacement &move : ArrayRef(conflict.operands).drop_front()) {
+    std::string where = locationText(move.committedAt);
+    auto &note = diag.attachNote(op->getLoc());
+    note << "fix: move operand #" << move.index << " to \""
+         << keep.device.getName() << "\" with `.to(<operand #" << keep.index
+         << ">.device())`";
+    if (!where.empty())
+      note << " at " << where;
+    note << " (a " << tensorBytes(move.value.getType())
+         << "-byte transfer), or create it without a device so it follows";
+  }
+}
+
+class Placer {
+public:
+  Placer(func::FuncOp func, const PlacementOptions &options)
+      : func(func), options(options) {}
+
+  LogicalResult run(SmallVectorImpl<DeviceConflict> *conflicts);
+
+private:
+  void placeForward(Operation &op, SmallVectorImpl<DeviceConflict> &found);
+  void insertTransfer(Operation *op, unsigned index, DeviceAttr target,
+                      bool remark);
+  void placeUncommitted(Operation &op);
+
+  func::FuncOp func;
+  const PlacementOptions &options;
+  DenseMap<Value, ValuePlacement> placement;
+};
+} // namespace
+
+void Placer::insertTransfer(Operation *op, unsigned index, DeviceAttr target,
+                            bool remark) {
+  Value value = op->getOperand(index);
+  OpBuilder builder(op);
+  auto transfer = TransferOp::create(builder, op->getLoc(), value.getType(),
+                                     value, target);
+  placement[transfer.getResult()] = {target, transfer};
+  if (remark) {
+    DeviceAttr from = placement.lookup(value).device;
+    op->emitRemark() << "inserted transfer of operand #" << index << " ("
+                     << tensorBytes(value.getType()) << " bytes) from \""
+                     << from.getName() << "\" to \"" << target.getName()
+                     << "\"";
+  }
+  op->setOperand(index, transfer.getResult());
+}
+
+void Placer::placeForward(Operation &op,
+                          SmallVectorImpl<DeviceConflict> &found) {
+  auto placed = dyn_cast<PlacedOpInterface>(op);
+  if (!placed)
+    return;
+  if (placed.isPlacementSource()) {
+    DeviceAttr device = placed.getPlacement();
+    for (Value result : op.getResults())
+      placement[result] = {device, device ? &op : nullptr};
+    return;
+  }
+
+  // Committed operands, tensors before scalars: rank-0 values never conflict.
+  SmallVector<OperandPlacement> committed, scalars;
+  for (OpOperand &use : op.getOpOperands()) {
+    ValuePlacement p = placement.lookup(use.get());
+    if (!p.device)
+      continue;
+    OperandPlacement entry{use.getOperandNumber(), use.get(), p.device,
+                           p.origin->getLoc()};
+    (isScalar(use.get()) ? scalars : committed).push_back(entry);
+  }
+  SmallVector<OperandPlacement> distinct;
+  for (const OperandPlacement &entry : committed)
+    if (llvm::none_of(distinct, [&](const OperandPlacement &d) {
+          return d.device.isSameDevice(entry.device);
+        }))
+      distinct.push_back(entry);
+
+  if (distinct.size() > 1) {
+    if (options.policy == TransferPolicy::Error) {
+      DeviceConflict conflict{&op, {}};
+      // Report every operand that is off the first one's device, plus it.
+      for (const OperandPlacement &entry : committed)
+        if (&entry == &committed.front() ||
+            !entry.device.isSameDevice(committed.front().device))
+          conflict.operands.push_back(entry);
+      found.push_back(conflict);
+      // The result stays uncommitted so one conflict does not cascade.
+      return;
+    }
+    for (const OperandPlacement &entry : committed)
+      if (!entry.device.isSameDevice(distinct.front().device))
+        insertTransfer(&op, entry.index, distinct.front().device,
+                       /*remark=*/true);
+  }
+  if (distinct.empty() && scalars.empty())
+    return;
+  DeviceAttr device = distinct.empty() ? scalars.front().device
+                                       : distinct.front().device;
+  // A committed scalar elsewhere moves silently: a few bytes, as PyTorch
+  // lets CPU scalars meet GPU tensors.
+  for (const OperandPlacement &entry : scalars)
+    if (!entry.device.isSameDevice(device))
+      insertTransfer(&op, entry.index, device, /*remark=*/false);
+  Operation *origin = placement.lookup(op.getOperand(distinct.empty()
+                                                         ? scalars.front().index
+                                                         : distinct.front().index))
+                          .origin;
+  placed.setPlacement(device);
+  for (Value result : op.getResults())
+    placement[result] = {device, origin};
+}
+
+void Placer::placeUncommitted(Operation &op) {
+  auto placed = dyn_cast<PlacedOpInterface>(op);
+  if (!placed || placed.getPlacement())
+    return;
+  // Group the uses by the device their user runs on.
+  llvm::MapVector<std::string, std::pair<DeviceAttr, SmallVector<OpOperand *>>,
+                  std::map<std::string, unsigned>>
+      demand;
+  for (Value result : op.getResults())
+    for (OpOperand &use : result.getUses()) {
+      DeviceAttr device = options.defaultDevice;
+      if (auto user = dyn_cast<PlacedOpInterface>(use.getOwner()))
+        if (user.getPlacement())
+          device = user.getPlacement();
+      auto &entry = demand[device.getName()];
+      entry.first = device;
+      entry.second.push_back(&use);
+    }
+  if (demand.empty()) {
+    placed.setPlacement(options.defaultDevice);
+    return;
+  }
+  auto it = demand.begin();
+  placed.setPlacement(it->second.first);
+  for (++it; it != demand.end(); ++it) {
+    OpBuilder builder(&op);
+    Operation *clone = builder.clone(op);
+    cast<PlacedOpInterface>(clone).setPlacement(it->second.first);
+    for (OpOperand *use : it->second.second)
+      use->set(clone->getResult(
+          cast<OpResult>(use->get()).getResultNumber()));
+  }
+}
+
+LogicalResult Placer::run(SmallVectorImpl<DeviceConflict> *conflicts) {
+  SmallVector<DeviceConflict> found;
+  for (Operation &op : llvm::make_early_inc_range(func.getBody().getOps()))
+    placeForward(op, found);
+  if (!found.empty()) {
+    for (const DeviceConflict &conflict : found)
+      emitConflict(conflict);
+    if (conflicts)
+      conflicts->append(found.begin(), found.end());
+    return failure();
+  }
+  // Reverse order: users are placed before their operands' producers; clones
+  // are inserted before the op and are visited next.
+  Block &body = func.getBody().front();
+  for (Operation *op = body.empty() ? nullptr : &body.back(); op;) {
+    Operation *prev = op->getPrevNode();
+    placeUncommitted(*op);
+    op = prev;
+  }
+  return success();
+}
+
+LogicalResult kiln::placeDevices(func::FuncOp func,
+                                 const PlacementOptions &options,
+                                 SmallVectorImpl<DeviceConflict> *conflicts) {
+  assert(options.defaultDevice && "a default device is required");
+  return Placer(func, options).run(conflicts);
+}

@@ -1,0 +1,123 @@
+//===- CommandStream.cpp - The device's command buffer and fence ----------===//
+//
+// See CommandStream.h. Submits are synchronous (submit, then wait on the
+// fence): simple, and what the runtime's callers need today.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CommandStream.h"
+
+#include "VulkanUtil.h"
+
+#include "kiln/runtime/Vulkan.h"
+
+namespace kiln::rt {
+
+StatusOr<std::unique_ptr<CommandStream>> CommandStream::create(VkDevice device, VkQueue queue,
+                                                               uint32_t queueFamily,
+                                                               std::string label) {
+  std::unique_ptr<CommandStream> stream(new CommandStream(device, queue, std::move(label)));
+
+  VkCommandPoolCreateInfo poolInfo{};
+  poolInfo.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO;
+  poolInfo.flags = VK_COMMAND_POOL_CREATE_TRANSIENT_BIT;
+  poolInfo.queueFamilyIndex = queueFamily;
+  if (VkResult result = vkCreateCommandPool(device, &poolInfo, nullptr, &stream->pool_);
+      result != VK_SUCCESS)
+    return vkFailure(result, "vkCreateCommandPool on " + stream->label_);
+
+  VkCommandBufferAllocateInfo allocInfo{};
+  allocInfo.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO;
+  allocInfo.commandPool = stream->pool_;
+  allocInfo.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+  allocInfo.commandBufferCount = 1;
+  if (VkResult result = vkAllocateCommandBuffers(device, &allocInfo, &stream->commandBuffer_);
+      result != VK_SUCCESS)
+    return vkFailure(result, "vkAllocateCommandBuffers on " + stream->label_);
+
+  VkFenceCreateInfo fenceInfo{};
+  fenceInfo.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO;
+  if (VkResult result = vkCreateFence(device, &fenceInfo, nullptr, &stream->fence_);
+      result != VK_SUCCESS)
+    return vkFailure(result, "vkCreateFence on " + stream->label_);
+  return stream;
+}
+
+CommandStream::~CommandStream() {
+  if (fence_)
+    vkDestroyFence(device_, fence_, nullptr);
+  // Destroying the pool frees its command buffer.
+  if (pool_)
+    vkDestroyCommandPool(device_, pool_, nullptr);
+}
+
+StatusOr<VkCommandBuffer> CommandStream::record(const CommandUse& use) {
+  if (!broken_.isOk())
+    return broken_;
+  if (!recording_) {
+    VkCommandBufferBeginInfo begin{};
+    begin.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO;
+    begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+    if (VkResult result = vkBeginCommandBuffer(commandBuffer_, &begin); result != VK_SUCCESS)
+      return vkFailure(result, "vkBeginCommandBuffer on " + label_);
+    recording_ = true;
+    ++serial_;
+  } else if (pendingStages_) {
+    VkMemoryBarrier barrier{};
+    barrier.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER;
+    barrier.srcAccessMask = pendingWrites_;
+    barrier.dstAccessMask = use.access;
+    vkCmdPipelineBarrier(commandBuffer_, pendingStages_, use.stage, 0, 1, &barrier, 0, nullptr, 0,
+                         nullptr);
+  }
+  pendingStages_ = use.stage;
+  pendingWrites_ = use.writes;
+  return commandBuffer_;
+}
+
+void CommandStream::hostReadBarrier() {
+  VkMemoryBarrier barrier{};
+  barrier.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER;
+  barrier.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
+  barrier.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
+  vkCmdPipelineBarrier(commandBuffer_, VK_PIPELINE_STAGE_TRANSFER_BIT,
+                       VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &barrier, 0, nullptr, 0, nullptr);
+}
+
+Status CommandStream::submitAndWait() {
+  if (!recording_)
+    return broken_;
+  recording_ = false;
+  pendingStages_ = 0;
+  pendingWrites_ = 0;
+
+  Status status = Status::ok();
+  if (VkResult result = vkEndCommandBuffer(commandBuffer_); result != VK_SUCCESS) {
+    status = vkFailure(result, "vkEndCommandBuffer on " + label_);
+  } else {
+    VkSubmitInfo submit{};
+    submit.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO;
+    submit.commandBufferCount = 1;
+    submit.pCommandBuffers = &commandBuffer_;
+    if (VkResult result = vkQueueSubmit(queue_, 1, &submit, fence_); result != VK_SUCCESS) {
+      status = vkFailure(result, "vkQueueSubmit on " + label_);
+    } else {
+      // A failed wait leaves the work possibly in flight: nothing recorded
+      // may be reused, so the stream refuses all later work.
+      if (VkResult wait = vkWaitForFences(device_, 1, &fence_, VK_TRUE, UINT64_MAX);
+          wait != VK_SUCCESS) {
+        status = vkFailure(wait, "waiting for " + label_);
+        broken_ = Status::unavailable(label_ + " is unusable after " + vkResultName(wait) +
+                                      ": recreate the context to use the device again");
+      } else if (VkResult reset = vkResetFences(device_, 1, &fence_); reset != VK_SUCCESS) {
+        status = vkFailure(reset, "vkResetFences on " + label_);
+        broken_ = status;
+      }
+    }
+  }
+  if (broken_.isOk())
+    vkResetCommandPool(device_, pool_, 0);
+  return status;
+}
+
+} // namespace kiln::rt

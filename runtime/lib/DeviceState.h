@@ -1,0 +1,86 @@
+//===- DeviceState.h - Private state of a VulkanDevice ----------*- C++ -*-===//
+//
+// Private to runtime/lib. VulkanDevice::State holds every Vulkan object of
+// one logical device; ContextShared is what devices share with their context.
+//
+// Ownership: the context owns its devices, a device its State; the State's
+// destructor tears the device down (see VulkanDevice.cpp).
+// Threading: `mutex` guards everything in State except `pool`, which locks
+// itself, and the immutable fields set at creation.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_RUNTIME_LIB_DEVICESTATE_H
+#define KILN_RUNTIME_LIB_DEVICESTATE_H
+
+#include "BufferPool.h"
+#include "CommandStream.h"
+#include "DescriptorAllocator.h"
+#include "Pipeline.h"
+#include "StagingBuffer.h"
+
+#include "kiln/runtime/Vulkan.h"
+
+#include <vulkan/vulkan.h>
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+namespace kiln::rt {
+
+/// Validation messages of every context ever created in the process.
+extern std::atomic<uint64_t> processValidationMessages;
+
+/// Owned by the context; outlives its devices (and is leaked with them).
+struct ContextShared {
+  std::atomic<uint64_t> validationMessages{0};
+  /// Set by a device destroyed while its buffers were alive: its VkDevice
+  /// was leaked, so the instance must be leaked too.
+  std::atomic<bool> deviceLeaked{false};
+};
+
+/// What a context passes to create one logical device.
+struct DeviceSetup {
+  VkInstance instance;
+  uint32_t instanceApiVersion;
+  VkPhysicalDevice physical;
+  const AdapterInfo* adapter;
+  size_t ordinal;
+  ContextShared* shared;
+};
+
+struct VulkanDevice::State {
+  ~State();
+
+  // Immutable after creation.
+  std::string name;
+  std::string api = "vulkan";
+  std::string label; // "vulkan:0 (llvmpipe ...)", for messages
+  AdapterInfo adapter;
+  size_t ordinal = 0;
+  ContextShared* shared = nullptr;
+  VkPhysicalDevice physical = VK_NULL_HANDLE;
+  VkDevice device = VK_NULL_HANDLE;
+  VkQueue queue = VK_NULL_HANDLE;
+  uint32_t maxStorageBuffersPerStage = 0;
+
+  std::shared_ptr<BufferPool> pool;
+
+  mutable std::mutex mutex;
+  std::unique_ptr<CommandStream> stream;
+  std::unique_ptr<DescriptorAllocator> descriptors;
+  std::unique_ptr<StagingBuffer> staging;
+  std::unordered_map<uint64_t, std::unique_ptr<Pipeline>> pipelines;
+  DeviceStats counters; // all but the pool's and validation counters
+  uint64_t validationBaseline = 0;
+};
+
+/// Creates the VkDevice and everything a VulkanDevice needs.
+StatusOr<std::unique_ptr<VulkanDevice::State>> createDeviceState(const DeviceSetup& setup);
+
+} // namespace kiln::rt
+
+#endif // KILN_RUNTIME_LIB_DEVICESTATE_H

@@ -1,0 +1,61 @@
+//===- Pipeline.h - A compute pipeline and its layouts ----------*- C++ -*-===//
+//
+// Private to runtime/lib (the public header only declares the class). A
+// Pipeline owns its VkPipeline, VkPipelineLayout and VkDescriptorSetLayout;
+// the shader module is destroyed once the pipeline exists.
+//
+// Ownership: owned by the device's pipeline cache, destroyed with the
+// device. Threading: immutable after creation.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_RUNTIME_LIB_PIPELINE_H
+#define KILN_RUNTIME_LIB_PIPELINE_H
+
+#include "kiln/runtime/Vulkan.h"
+
+#include <vulkan/vulkan.h>
+
+#include <memory>
+#include <string>
+
+namespace kiln::rt {
+
+class Pipeline {
+public:
+  /// `owner` identifies the creating device (checked on dispatch);
+  /// `maxBindings` is its maxPerStageDescriptorStorageBuffers.
+  static StatusOr<std::unique_ptr<Pipeline>> create(VkDevice device, const void* owner,
+                                                    const KernelBinary& kernel,
+                                                    uint32_t maxBindings,
+                                                    const std::string& label);
+  ~Pipeline();
+  Pipeline(const Pipeline&) = delete;
+  Pipeline& operator=(const Pipeline&) = delete;
+
+  const void* owner() const { return owner_; }
+  uint64_t hash() const { return hash_; }
+  const std::string& entryPoint() const { return entryPoint_; }
+  uint32_t numBindings() const { return numBindings_; }
+  VkPipeline handle() const { return pipeline_; }
+  VkPipelineLayout layout() const { return layout_; }
+  VkDescriptorSetLayout setLayout() const { return setLayout_; }
+
+private:
+  Pipeline(VkDevice device, const void* owner, const KernelBinary& kernel)
+      : device_(device), owner_(owner), hash_(kernel.hash), entryPoint_(kernel.entryPoint),
+        numBindings_(kernel.numBindings) {}
+
+  VkDevice device_;
+  const void* owner_;
+  uint64_t hash_;
+  std::string entryPoint_;
+  uint32_t numBindings_;
+  VkDescriptorSetLayout setLayout_ = VK_NULL_HANDLE;
+  VkPipelineLayout layout_ = VK_NULL_HANDLE;
+  VkPipeline pipeline_ = VK_NULL_HANDLE;
+};
+
+} // namespace kiln::rt
+
+#endif // KILN_RUNTIME_LIB_PIPELINE_H
