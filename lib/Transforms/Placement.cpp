@@ -33,6 +33,22 @@ int64_t kiln::tensorBytes(Type type) {
   return tensor.getNumElements() * std::max<int64_t>(1, bits / 8);
 }
 
+std::vector<std::string> kiln::suggestFixes(const PlacementConflict &conflict) {
+  std::vector<std::string> fixes;
+  const OperandPlacement &keep = conflict.operands.front();
+  for (const OperandPlacement &move : ArrayRef(conflict.operands).drop_front()) {
+    std::string text = "fix: move operand #" + std::to_string(move.index) +
+                       " to \"" + keep.device.getName() + "\" with `.to(<operand #" +
+                       std::to_string(keep.index) + ">.device())`";
+    if (auto loc = dyn_cast<FileLineColLoc>(move.committedAt))
+      text += " at " + loc.getFilename().str() + ":" + std::to_string(loc.getLine());
+    text += " (a " + std::to_string(tensorBytes(move.value.getType())) +
+            "-byte transfer), or create it without a device so it follows";
+    fixes.push_back(text);
+  }
+  return fixes;
+}
+
 namespace {
 struct ValuePlacement {
   DeviceAttr device;   // null: uncommitted
@@ -48,15 +64,7 @@ std::string describe(DeviceAttr device) {
   return text;
 }
 
-std::string locationText(Location loc) {
-  if (auto fileLoc = dyn_cast<FileLineColLoc>(loc))
-    return (fileLoc.getFilename().getValue() + ":" +
-            Twine(fileLoc.getLine()))
-        .str();
-  return "";
-}
-
-void emitConflict(const DeviceConflict &conflict) {
+void emitConflict(const PlacementConflict &conflict) {
   Operation *op = conflict.op;
   InFlightDiagnostic diag = op->emitError();
   diag << "operands of '" << op->getName() << "' are on different devices: ";
@@ -68,18 +76,8 @@ void emitConflict(const DeviceConflict &conflict) {
         << "operand #" << operand.index << " (" << operand.value.getType()
         << ") is committed to " << describe(operand.device) << " here";
   }
-  const OperandPlacement &keep = conflict.operands.front();
-  for (const OperandPlacement &move : ArrayRef(conflict.operands).drop_front()) {
-    std::string where = locationText(move.committedAt);
-    auto &note = diag.attachNote(op->getLoc());
-    note << "fix: move operand #" << move.index << " to \""
-         << keep.device.getName() << "\" with `.to(<operand #" << keep.index
-         << ">.device())`";
-    if (!where.empty())
-      note << " at " << where;
-    note << " (a " << tensorBytes(move.value.getType())
-         << "-byte transfer), or create it without a device so it follows";
-  }
+  for (const std::string &fix : suggestFixes(conflict))
+    diag.attachNote(op->getLoc()) << fix;
 }
 
 class Placer {
@@ -87,10 +85,10 @@ public:
   Placer(func::FuncOp func, const PlacementOptions &options)
       : func(func), options(options) {}
 
-  LogicalResult run(SmallVectorImpl<DeviceConflict> *conflicts);
+  LogicalResult run(SmallVectorImpl<PlacementConflict> *conflicts);
 
 private:
-  void placeForward(Operation &op, SmallVectorImpl<DeviceConflict> &found);
+  void placeForward(Operation &op, SmallVectorImpl<PlacementConflict> &found);
   void insertTransfer(Operation *op, unsigned index, DeviceAttr target,
                       bool remark);
   void placeUncommitted(Operation &op);
@@ -119,7 +117,7 @@ void Placer::insertTransfer(Operation *op, unsigned index, DeviceAttr target,
 }
 
 void Placer::placeForward(Operation &op,
-                          SmallVectorImpl<DeviceConflict> &found) {
+                          SmallVectorImpl<PlacementConflict> &found) {
   auto placed = dyn_cast<PlacedOpInterface>(op);
   if (!placed)
     return;
@@ -149,7 +147,7 @@ void Placer::placeForward(Operation &op,
 
   if (distinct.size() > 1) {
     if (options.policy == TransferPolicy::Error) {
-      DeviceConflict conflict{&op, {}};
+      PlacementConflict conflict{&op, {}};
       // Report every operand that is off the first one's device, plus it.
       for (const OperandPlacement &entry : committed)
         if (&entry == &committed.front() ||
@@ -216,12 +214,12 @@ void Placer::placeUncommitted(Operation &op) {
   }
 }
 
-LogicalResult Placer::run(SmallVectorImpl<DeviceConflict> *conflicts) {
-  SmallVector<DeviceConflict> found;
+LogicalResult Placer::run(SmallVectorImpl<PlacementConflict> *conflicts) {
+  SmallVector<PlacementConflict> found;
   for (Operation &op : llvm::make_early_inc_range(func.getBody().getOps()))
     placeForward(op, found);
   if (!found.empty()) {
-    for (const DeviceConflict &conflict : found)
+    for (const PlacementConflict &conflict : found)
       emitConflict(conflict);
     if (conflicts)
       conflicts->append(found.begin(), found.end());
@@ -240,7 +238,7 @@ LogicalResult Placer::run(SmallVectorImpl<DeviceConflict> *conflicts) {
 
 LogicalResult kiln::placeDevices(func::FuncOp func,
                                  const PlacementOptions &options,
-                                 SmallVectorImpl<DeviceConflict> *conflicts) {
+                                 SmallVectorImpl<PlacementConflict> *conflicts) {
   assert(options.defaultDevice && "a default device is required");
   return Placer(func, options).run(conflicts);
 }

@@ -75,7 +75,7 @@ AdapterInfo describeAdapter(VkPhysicalDevice physical, uint32_t instanceApiVersi
     props2.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2;
     props2.pNext = &ids;
     vkGetPhysicalDeviceProperties2(physical, &props2);
-    for (int i = 0; i < VK_UUID_SIZE; ++i)
+    for (uint32_t i = 0; i < VK_UUID_SIZE; ++i)
       uuid[i] = ids.deviceUUID[i];
     if (subgroup.subgroupSize != 0)
       info.subgroupSize = subgroup.subgroupSize;

@@ -84,37 +84,37 @@ void CommandStream::hostReadBarrier() {
                        VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &barrier, 0, nullptr, 0, nullptr);
 }
 
+Status CommandStream::execute() {
+  if (VkResult result = vkEndCommandBuffer(commandBuffer_); result != VK_SUCCESS)
+    return vkFailure(result, "vkEndCommandBuffer on " + label_);
+  VkSubmitInfo submit{};
+  submit.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO;
+  submit.commandBufferCount = 1;
+  submit.pCommandBuffers = &commandBuffer_;
+  if (VkResult result = vkQueueSubmit(queue_, 1, &submit, fence_); result != VK_SUCCESS)
+    return vkFailure(result, "vkQueueSubmit on " + label_);
+  // A failed wait leaves the work possibly in flight: nothing it uses may be
+  // reused, so the stream refuses all later work.
+  if (VkResult result = vkWaitForFences(device_, 1, &fence_, VK_TRUE, UINT64_MAX);
+      result != VK_SUCCESS) {
+    broken_ = Status::unavailable(label_ + " is unusable after " + vkResultName(result) +
+                                  ": recreate the context to use the device again");
+    return vkFailure(result, "waiting for " + label_);
+  }
+  if (VkResult result = vkResetFences(device_, 1, &fence_); result != VK_SUCCESS) {
+    broken_ = vkFailure(result, "vkResetFences on " + label_);
+    return broken_;
+  }
+  return Status::ok();
+}
+
 Status CommandStream::submitAndWait() {
   if (!recording_)
     return broken_;
   recording_ = false;
   pendingStages_ = 0;
   pendingWrites_ = 0;
-
-  Status status = Status::ok();
-  if (VkResult result = vkEndCommandBuffer(commandBuffer_); result != VK_SUCCESS) {
-    status = vkFailure(result, "vkEndCommandBuffer on " + label_);
-  } else {
-    VkSubmitInfo submit{};
-    submit.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO;
-    submit.commandBufferCount = 1;
-    submit.pCommandBuffers = &commandBuffer_;
-    if (VkResult result = vkQueueSubmit(queue_, 1, &submit, fence_); result != VK_SUCCESS) {
-      status = vkFailure(result, "vkQueueSubmit on " + label_);
-    } else {
-      // A failed wait leaves the work possibly in flight: nothing recorded
-      // may be reused, so the stream refuses all later work.
-      if (VkResult wait = vkWaitForFences(device_, 1, &fence_, VK_TRUE, UINT64_MAX);
-          wait != VK_SUCCESS) {
-        status = vkFailure(wait, "waiting for " + label_);
-        broken_ = Status::unavailable(label_ + " is unusable after " + vkResultName(wait) +
-                                      ": recreate the context to use the device again");
-      } else if (VkResult reset = vkResetFences(device_, 1, &fence_); reset != VK_SUCCESS) {
-        status = vkFailure(reset, "vkResetFences on " + label_);
-        broken_ = status;
-      }
-    }
-  }
+  Status status = execute();
   if (broken_.isOk())
     vkResetCommandPool(device_, pool_, 0);
   return status;

@@ -70,6 +70,8 @@ public:
 private:
   CommandStream(VkDevice device, VkQueue queue, std::string label)
       : device_(device), queue_(queue), label_(std::move(label)) {}
+  /// Ends, submits and waits for the command buffer.
+  Status execute();
 
   VkDevice device_;
   VkQueue queue_;

@@ -71,18 +71,26 @@ static Status noDevice(const std::string& detail) {
                              detail + ")");
 }
 
+/// Warnings and errors only. Validation and performance findings are about
+/// Kiln's use of Vulkan and are counted; general ones (the loader saying it
+/// found no driver, say) are printed but not counted.
 static VKAPI_ATTR VkBool32 VKAPI_CALL onDebugMessage(
-    VkDebugUtilsMessageSeverityFlagBitsEXT severity, VkDebugUtilsMessageTypeFlagsEXT,
+    VkDebugUtilsMessageSeverityFlagBitsEXT severity, VkDebugUtilsMessageTypeFlagsEXT types,
     const VkDebugUtilsMessengerCallbackDataEXT* data, void* userData) {
-  constexpr VkDebugUtilsMessageSeverityFlagsEXT counted =
+  constexpr VkDebugUtilsMessageSeverityFlagsEXT reported =
       VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT |
       VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT;
-  if (!(severity & counted))
+  if (!(severity & reported))
     return VK_FALSE;
+  const char* message = data && data->pMessage ? data->pMessage : "(no message)";
+  if (!(types & (VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
+                 VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT))) {
+    std::fprintf(stderr, "kiln: vulkan: %s\n", message);
+    return VK_FALSE;
+  }
   ++static_cast<ContextShared*>(userData)->validationMessages;
   ++processValidationMessages;
-  std::fprintf(stderr, "kiln: vulkan validation: %s\n",
-               data && data->pMessage ? data->pMessage : "(no message)");
+  std::fprintf(stderr, "kiln: vulkan validation: %s\n", message);
   // Never abort the call that triggered it: the message is the report.
   return VK_FALSE;
 }
@@ -162,7 +170,7 @@ StatusOr<std::unique_ptr<VulkanContext>> VulkanContext::create(const ContextOpti
   VkInstanceCreateFlags flags = 0;
   if (hasInstanceExtension(nullptr, "VK_KHR_portability_enumeration")) {
     extensions.push_back("VK_KHR_portability_enumeration");
-    flags |= 0x00000001; // VK_INSTANCE_CREATE_ENUMERATE_PORTABILITY_BIT_KHR
+    flags |= VK_INSTANCE_CREATE_ENUMERATE_PORTABILITY_BIT_KHR;
   }
 
   VkDebugUtilsMessengerCreateInfoEXT messengerInfo{};

@@ -8,6 +8,7 @@
 #define KILN_RUNTIME_LIB_VULKANUTIL_H
 
 #include "kiln/runtime/Status.h"
+#include "kiln/runtime/Vulkan.h"
 
 #include <vulkan/vulkan.h>
 

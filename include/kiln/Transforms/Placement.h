@@ -13,6 +13,8 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
 #include <optional>
+#include <string>
+#include <vector>
 
 namespace kiln {
 
@@ -32,10 +34,13 @@ struct OperandPlacement {
   mlir::Location committedAt;
 };
 
-struct DeviceConflict {
+struct PlacementConflict {
   mlir::Operation *op;
   llvm::SmallVector<OperandPlacement> operands;
 };
+
+/// "move operand #1 to ..." for each operand off the first one's device.
+std::vector<std::string> suggestFixes(const PlacementConflict &conflict);
 
 /// Bytes a value of this type occupies on a device (i1 as one byte).
 int64_t tensorBytes(mlir::Type type);
@@ -46,7 +51,7 @@ int64_t tensorBytes(mlir::Type type);
 /// remarks.
 mlir::LogicalResult
 placeDevices(mlir::func::FuncOp func, const PlacementOptions &options,
-             llvm::SmallVectorImpl<DeviceConflict> *conflicts = nullptr);
+             llvm::SmallVectorImpl<PlacementConflict> *conflicts = nullptr);
 
 } // namespace kiln
 

@@ -55,7 +55,9 @@ struct ContextOptions {
   /// Logical devices per adapter, each with its own VkDevice (as XLA's forced
   /// host device count); KILN_VIRTUAL_DEVICES, 1 to 64.
   size_t virtualDevices = 1;
-  /// Enable VK_LAYER_KHRONOS_validation; KILN_VULKAN_VALIDATION=1.
+  /// Enable VK_LAYER_KHRONOS_validation, with synchronization validation,
+  /// when installed (else one warning); KILN_VULKAN_VALIDATION=1. Messages
+  /// go to stderr as "kiln: vulkan validation: ..." and are counted.
   bool validation = false;
 
   /// Reads the variables above; a malformed value is an InvalidArgument

@@ -1,0 +1,63 @@
+//===- Device.h - device handles of the Tensor API --------------*- C++ -*-===//
+//
+// A handle is resolved when it is made: every spelling ("default",
+// "vulkan", "vulkan:0", KILN_DEVICE) becomes (execution API, logical
+// ordinal) on this machine's adapters, and handles compare by that pair.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_DEVICE_H
+#define KILN_DEVICE_H
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace kiln {
+
+class Device {
+public:
+  /// KILN_DEVICE if set, else set_default_device's, else the preferred
+  /// GPU. Throws DeviceError when no device exists.
+  static Device default_device();
+  /// The Vulkan device `index`, or the preferred one when index < 0.
+  static Device vulkan(int index = -1);
+  /// "default", "vulkan", "vulkan:1". Throws DeviceError naming the devices
+  /// that exist when the name is malformed or absent here.
+  static Device parse(std::string_view name);
+
+  /// "vulkan:0".
+  std::string name() const;
+  const std::string &api() const { return api_; }
+  int index() const { return index_; }
+  /// How the handle was written ("default", "vulkan", "vulkan:0").
+  const std::string &written() const { return written_; }
+  std::string adapter_name() const;
+  /// The physical adapter (Vulkan deviceUUID).
+  std::string adapter_uuid() const;
+
+  /// Same execution API and logical device: the spelling does not matter.
+  bool operator==(const Device &other) const {
+    return api_ == other.api_ && index_ == other.index_;
+  }
+  bool operator!=(const Device &other) const { return !(*this == other); }
+
+private:
+  Device(std::string api, int index, std::string written)
+      : api_(std::move(api)), index_(index), written_(std::move(written)) {}
+  std::string api_;
+  int index_;
+  std::string written_;
+};
+
+/// Every device of this machine (each Vulkan adapter KILN_VIRTUAL_DEVICES
+/// times).
+std::vector<Device> devices();
+
+/// The default device for the rest of the process (KILN_DEVICE still wins
+/// if it is set, as the environment is the user's last word).
+void set_default_device(const Device &device);
+
+} // namespace kiln
+
+#endif // KILN_DEVICE_H

@@ -1,0 +1,28 @@
+//===- Stats.h - what the compiler and runtime did --------------*- C++ -*-===//
+
+#ifndef KILN_STATS_H
+#define KILN_STATS_H
+
+#include <cstdint>
+
+namespace kiln {
+
+struct Stats {
+  uint64_t graphs_compiled = 0;   // realizations that built a graph
+  uint64_t kernels_compiled = 0;  // kernels lowered to SPIR-V
+  uint64_t kernel_cache_hits = 0; // kernels found already compiled
+  uint64_t kernels_dispatched = 0;
+  uint64_t transfers = 0;         // device-to-device copies executed
+  uint64_t bytes_uploaded = 0;
+  uint64_t bytes_downloaded = 0;
+  double compile_seconds = 0;     // graph passes + codegen
+  double run_seconds = 0;         // uploads, dispatches and the final read
+};
+
+/// Counters since the process started or the last reset_stats().
+Stats stats();
+void reset_stats();
+
+} // namespace kiln
+
+#endif // KILN_STATS_H

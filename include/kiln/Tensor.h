@@ -1,0 +1,144 @@
+//===- Tensor.h - lazy tensors ----------------------------------*- C++ -*-===//
+//
+// Every operation records a node (with the caller's source line) and does
+// no work. Reading a result (to_vector, item) compiles and runs exactly what
+// it needs; the result keeps its device buffer, so reading again is free.
+// Nodes nobody references any more are freed with the last Tensor.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_TENSOR_H
+#define KILN_TENSOR_H
+
+#include "kiln/Device.h"
+#include "kiln/Errors.h"
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <source_location>
+#include <vector>
+
+namespace kiln {
+
+enum class DType { f32, f16, i32, boolean };
+const char *dtype_name(DType dtype);
+
+using Shape = std::vector<int64_t>;
+struct Node;
+
+class Tensor {
+public:
+  using Loc = std::source_location;
+
+  Tensor() = default;
+
+  /// Host data, uncommitted (follows the devices it meets) or committed.
+  static Tensor from(std::vector<float> data, Shape shape, Loc loc = Loc::current());
+  static Tensor from(std::vector<float> data, Shape shape, const Device &device,
+                     Loc loc = Loc::current());
+  /// A rank-0 literal: never conflicts, follows whatever it meets.
+  static Tensor scalar(float value, Loc loc = Loc::current());
+  static Tensor full(Shape shape, float value, Loc loc = Loc::current());
+  static Tensor full(Shape shape, float value, const Device &device,
+                     Loc loc = Loc::current());
+  static Tensor zeros(Shape shape, Loc loc = Loc::current());
+  static Tensor zeros(Shape shape, const Device &device, Loc loc = Loc::current());
+  /// Uniform in [0, 1) and standard normal, from a per-process generator
+  /// (seed it with manual_seed for repeatable values).
+  static Tensor rand(Shape shape, Loc loc = Loc::current());
+  static Tensor rand(Shape shape, const Device &device, Loc loc = Loc::current());
+  static Tensor randn(Shape shape, Loc loc = Loc::current());
+  static Tensor randn(Shape shape, const Device &device, Loc loc = Loc::current());
+
+  /// A copy committed to `device` (no copy if it is already there).
+  Tensor to(const Device &device, Loc loc = Loc::current()) const;
+
+  const Shape &shape() const;
+  int64_t numel() const;
+  DType dtype() const;
+  /// Created with a device or moved with .to().
+  bool is_committed() const;
+  /// The committed device; for an uncommitted tensor, where it was computed
+  /// if it was read, else the default device.
+  Device device() const;
+  bool is_realized() const;
+
+  /// Compiles and runs what this tensor needs, then copies it to the host.
+  template <typename T> std::vector<T> to_vector() const;
+  template <typename T> T item() const;
+
+  bool defined() const { return node_ != nullptr; }
+  const std::shared_ptr<Node> &node() const { return node_; }
+  explicit Tensor(std::shared_ptr<Node> node) : node_(std::move(node)) {}
+
+private:
+  std::shared_ptr<Node> node_;
+};
+
+template <> std::vector<float> Tensor::to_vector<float>() const;
+template <> float Tensor::item<float>() const;
+
+/// Seeds the generator behind rand/randn.
+void manual_seed(uint64_t seed);
+
+/// A tensor plus the line that used it: lets operators, which cannot take a
+/// defaulted source_location, still record the caller's line.
+struct At {
+  At(const Tensor &t, std::source_location loc = std::source_location::current())
+      : tensor(t), loc(loc) {}
+  const Tensor &tensor;
+  std::source_location loc;
+};
+
+// Elementwise math.
+Tensor neg(const Tensor &x, std::source_location loc = std::source_location::current());
+Tensor abs(const Tensor &x, std::source_location loc = std::source_location::current());
+Tensor exp(const Tensor &x, std::source_location loc = std::source_location::current());
+Tensor log(const Tensor &x, std::source_location loc = std::source_location::current());
+Tensor sqrt(const Tensor &x, std::source_location loc = std::source_location::current());
+Tensor rsqrt(const Tensor &x, std::source_location loc = std::source_location::current());
+Tensor tanh(const Tensor &x, std::source_location loc = std::source_location::current());
+Tensor sigmoid(const Tensor &x, std::source_location loc = std::source_location::current());
+Tensor relu(const Tensor &x, std::source_location loc = std::source_location::current());
+Tensor gelu(const Tensor &x, std::source_location loc = std::source_location::current());
+
+// Binary ops with numpy broadcasting; shapes are checked here, at the call.
+Tensor add(const Tensor &a, const Tensor &b, std::source_location loc = std::source_location::current());
+Tensor sub(const Tensor &a, const Tensor &b, std::source_location loc = std::source_location::current());
+Tensor mul(const Tensor &a, const Tensor &b, std::source_location loc = std::source_location::current());
+Tensor div(const Tensor &a, const Tensor &b, std::source_location loc = std::source_location::current());
+Tensor maximum(const Tensor &a, const Tensor &b, std::source_location loc = std::source_location::current());
+Tensor minimum(const Tensor &a, const Tensor &b, std::source_location loc = std::source_location::current());
+Tensor pow(const Tensor &a, const Tensor &b, std::source_location loc = std::source_location::current());
+
+// Comparisons give boolean tensors; where selects with broadcasting.
+Tensor eq(const Tensor &a, const Tensor &b, std::source_location loc = std::source_location::current());
+Tensor ne(const Tensor &a, const Tensor &b, std::source_location loc = std::source_location::current());
+Tensor lt(const Tensor &a, const Tensor &b, std::source_location loc = std::source_location::current());
+Tensor le(const Tensor &a, const Tensor &b, std::source_location loc = std::source_location::current());
+Tensor gt(const Tensor &a, const Tensor &b, std::source_location loc = std::source_location::current());
+Tensor ge(const Tensor &a, const Tensor &b, std::source_location loc = std::source_location::current());
+Tensor where(const Tensor &cond, const Tensor &a, const Tensor &b,
+             std::source_location loc = std::source_location::current());
+
+Tensor operator-(At x);
+Tensor operator+(At a, const Tensor &b);
+Tensor operator-(At a, const Tensor &b);
+Tensor operator*(At a, const Tensor &b);
+Tensor operator/(At a, const Tensor &b);
+Tensor operator+(At a, float b);
+Tensor operator-(At a, float b);
+Tensor operator*(At a, float b);
+Tensor operator/(At a, float b);
+Tensor operator+(float a, At b);
+Tensor operator-(float a, At b);
+Tensor operator*(float a, At b);
+Tensor operator/(float a, At b);
+
+/// Realizes several tensors in one graph (shared work runs once).
+void realize(const std::vector<Tensor> &tensors);
+
+} // namespace kiln
+
+#endif // KILN_TENSOR_H

@@ -1,0 +1,11 @@
+//===- kiln.h - the whole public API ----------------------------*- C++ -*-===//
+
+#ifndef KILN_KILN_H
+#define KILN_KILN_H
+
+#include "kiln/Device.h"
+#include "kiln/Errors.h"
+#include "kiln/Stats.h"
+#include "kiln/Tensor.h"
+
+#endif // KILN_KILN_H

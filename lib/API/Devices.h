@@ -1,0 +1,22 @@
+//===- Devices.h - from API handles to runtime devices ----------*- C++ -*-===//
+
+#ifndef KILN_LIB_API_DEVICES_H
+#define KILN_LIB_API_DEVICES_H
+
+#include "kiln/Device.h"
+#include "kiln/runtime/Vulkan.h"
+
+namespace kiln {
+
+/// The process's Vulkan context; throws DeviceError when Vulkan is missing.
+rt::VulkanContext &vulkanContext();
+/// The runtime device behind a handle; throws DeviceError.
+rt::VulkanDevice &runtimeDevice(const Device &device);
+/// "vulkan:0 (llvmpipe ..., CPU), vulkan:1 (...)".
+std::string listDevices();
+/// Throws kiln::Error carrying `status`'s message when it is not ok.
+void check(const rt::Status &status, const char *what);
+
+} // namespace kiln
+
+#endif // KILN_LIB_API_DEVICES_H

@@ -1,0 +1,54 @@
+//===- Graph.h - the lazy graph behind Tensor -------------------*- C++ -*-===//
+//
+// A Node is one recorded op. Operands are shared_ptrs, so a node lives as
+// long as some Tensor or later node needs it. A realized node owns its
+// device buffer and drops its operands: the graph above it is freed.
+// Nodes are not thread-safe; realization is serialized by the session lock.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_LIB_API_GRAPH_H
+#define KILN_LIB_API_GRAPH_H
+
+#include "kiln/Tensor.h"
+#include "kiln/runtime/Device.h"
+
+#include <optional>
+#include <string>
+
+namespace kiln {
+
+enum class OpKind { Input, Constant, Unary, Binary, Compare, Select, Transfer };
+
+struct Node {
+  OpKind kind;
+  std::string op; // "exp", "add", "lt": the kiln op mnemonic or predicate
+  std::vector<std::shared_ptr<Node>> operands;
+  Shape shape;
+  DType dtype = DType::f32;
+  /// Committed device (sources and transfers only; computed nodes derive
+  /// theirs in the placement pass).
+  std::optional<Device> device;
+  std::source_location loc;
+  std::shared_ptr<const std::vector<float>> host; // Input
+  float value = 0;                                // Constant (splat)
+
+  // Set once realized.
+  std::shared_ptr<rt::Buffer> buffer;
+  std::optional<Device> bufferDevice;
+
+  bool realized() const { return buffer != nullptr; }
+};
+
+int64_t numElements(const Shape &shape);
+size_t elementBytes(DType dtype);
+
+/// Compiles and runs everything `roots` need (kiln/lib/API/Realize.cpp).
+void realizeNodes(const std::vector<std::shared_ptr<Node>> &roots);
+
+/// Copies a realized node's buffer to the host as floats.
+std::vector<float> readNode(Node &node);
+
+} // namespace kiln
+
+#endif // KILN_LIB_API_GRAPH_H

@@ -1,0 +1,115 @@
+//===- KernelCompiler.cpp - kiln.kernel to validated SPIR-V ---------------===//
+//
+// Each kernel is lowered on its own module, keyed by the text of its linalg
+// function plus the device limits that shape the code: the same fused chain
+// on the same shapes compiles once per process.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelCompiler.h"
+
+#include "kiln/Codegen/KernelToLinalg.h"
+#include "kiln/Codegen/Pipelines.h"
+#include "kiln/Errors.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/SPIRV/IR/SPIRVOps.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Target/SPIRV/Serialization.h"
+
+#include "spirv-tools/libspirv.hpp"
+
+#include <functional>
+
+using namespace mlir;
+using namespace kiln;
+
+std::string kiln::validateSPIRV(const std::vector<uint32_t> &words) {
+  spvtools::SpirvTools tools(SPV_ENV_VULKAN_1_1);
+  std::string messages;
+  tools.SetMessageConsumer([&](spv_message_level_t, const char *,
+                               const spv_position_t &, const char *message) {
+    messages += std::string(message) + "\n";
+  });
+  if (!tools.Validate(words) && messages.empty())
+    messages = "invalid SPIR-V";
+  return messages;
+}
+
+const CompiledKernel &kiln::compileKernel(Session &session, KernelOp kernel,
+                                          const rt::AdapterInfo &adapter) {
+  MLIRContext *ctx = kernel.getContext();
+  OwningOpRef<ModuleOp> module = ModuleOp::create(kernel.getLoc());
+  OpBuilder builder = OpBuilder::atBlockEnd(module->getBody());
+  std::string diagnostics;
+  ScopedDiagnosticHandler handler(ctx, [&](Diagnostic &diag) {
+    diagnostics += diag.str() + "\n";
+    return success();
+  });
+  FailureOr<func::FuncOp> fn = buildKernelFunction(kernel, builder, "kiln_kernel");
+  if (failed(fn))
+    throw CompileError("kernel lowering failed: " + diagnostics);
+
+  int64_t iterations =
+      (*fn)->getAttrOfType<IntegerAttr>("kiln.iteration_size").getInt();
+  SPIRVPipelineOptions options;
+  options.subgroupSize = static_cast<int>(adapter.subgroupSize ? adapter.subgroupSize : 32);
+  options.maxWorkgroupInvocations =
+      static_cast<int>(adapter.maxWorkgroupInvocations ? adapter.maxWorkgroupInvocations : 128);
+  FailureOr<int> threads = workgroupSizeFor(
+      iterations, options.maxWorkgroupInvocations,
+      adapter.maxWorkgroupCount[0] ? adapter.maxWorkgroupCount[0] : 65535);
+  if (failed(threads))
+    throw CompileError("a kernel over " + std::to_string(iterations) +
+                       " elements needs more workgroups than " + adapter.name +
+                       " allows; split the tensor");
+  options.threads = *threads;
+
+  std::string key;
+  {
+    llvm::raw_string_ostream os(key);
+    fn->print(os);
+    os << "\nsubgroup=" << options.subgroupSize
+       << " invocations=" << options.maxWorkgroupInvocations
+       << " threads=" << options.threads;
+  }
+  if (auto it = session.kernels.find(key); it != session.kernels.end()) {
+    ++session.stats.kernel_cache_hits;
+    return it->second;
+  }
+
+  PassManager pm(ctx, ModuleOp::getOperationName());
+  if (failed(populateLinalgToSPIRVPipeline(pm, options)) ||
+      failed(pm.run(*module)))
+    throw CompileError("lowering a kernel to SPIR-V failed: " + diagnostics);
+
+  CompiledKernel compiled;
+  compiled.hash = std::hash<std::string>()(key);
+  compiled.numBindings = fn->getNumArguments();
+  spirv::ModuleOp spirvModule;
+  module->walk([&](spirv::ModuleOp m) { spirvModule = m; });
+  module->walk([&](spirv::EntryPointOp entry) {
+    compiled.entryPoint = entry.getFn().str();
+  });
+  module->walk([&](gpu::LaunchFuncOp launch) {
+    Value sizes[3] = {launch.getGridSizeX(), launch.getGridSizeY(),
+                      launch.getGridSizeZ()};
+    for (int i = 0; i < 3; ++i)
+      compiled.groups[i] =
+          static_cast<uint32_t>(getConstantIntValue(sizes[i]).value_or(0));
+  });
+  SmallVector<uint32_t> words;
+  if (!spirvModule || compiled.entryPoint.empty() ||
+      failed(spirv::serialize(spirvModule, words)))
+    throw CompileError("kernel produced no serializable spirv.module: " +
+                       diagnostics);
+  compiled.spirv.assign(words.begin(), words.end());
+  if (std::string errors = validateSPIRV(compiled.spirv); !errors.empty())
+    throw CompileError("generated SPIR-V failed validation (a Kiln bug): " +
+                       errors);
+  ++session.stats.kernels_compiled;
+  return session.kernels.emplace(key, std::move(compiled)).first->second;
+}

@@ -1,0 +1,496 @@
+//===- Realize.cpp - from recorded nodes to results on a device -----------===//
+//
+// realizeNodes builds one graph function for everything the roots need,
+// runs placement (all device conflicts become one DeviceMismatchError,
+// before any kernel is compiled) and fusion, then walks the fused function
+// in order: inputs are uploaded or moved, transfers copied, kernels compiled
+// (cached) and dispatched. Roots keep their buffers and drop their operands.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Devices.h"
+#include "Graph.h"
+#include "KernelCompiler.h"
+#include "Session.h"
+
+#include "kiln/Codegen/Pipelines.h"
+#include "kiln/Transforms/Passes.h"
+#include "kiln/Transforms/Placement.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/ADT/DenseMap.h"
+
+#include <chrono>
+#include <cstring>
+#include <cstdlib>
+#include <iostream>
+#include <unordered_map>
+
+using namespace mlir;
+using namespace kiln;
+
+Session::Session() {
+  DialectRegistry registry;
+  registerKilnDialects(registry);
+  context.appendDialectRegistry(registry);
+  context.loadAllAvailableDialects();
+  // Kernels are small and compiled one at a time; MLIR's thread pool would
+  // only compete with the devices' own threads.
+  context.disableMultithreading();
+  registerKilnPasses();
+}
+
+Session &kiln::session() {
+  // Leaked on purpose: kernels and contexts must outlive static destructors
+  // of user code that may still hold tensors.
+  static Session *instance = new Session();
+  return *instance;
+}
+
+Stats kiln::stats() {
+  Session &s = session();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  return s.stats;
+}
+
+void kiln::reset_stats() {
+  Session &s = session();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.stats = Stats();
+}
+
+std::string SourceLocation::str() const {
+  return file + ":" + std::to_string(line) + ":" + std::to_string(column);
+}
+
+namespace {
+using Clock = std::chrono::steady_clock;
+
+double secondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+Type elementType(MLIRContext *ctx, DType dtype) {
+  Builder b(ctx);
+  switch (dtype) {
+  case DType::f32: return b.getF32Type();
+  case DType::f16: return b.getF16Type();
+  case DType::i32: return b.getI32Type();
+  case DType::boolean: return b.getI1Type();
+  }
+  return b.getF32Type();
+}
+
+RankedTensorType tensorType(MLIRContext *ctx, const Node &node) {
+  return RankedTensorType::get(node.shape, elementType(ctx, node.dtype));
+}
+
+Location locationOf(MLIRContext *ctx, std::source_location loc) {
+  return FileLineColLoc::get(ctx, loc.file_name(), loc.line(), loc.column());
+}
+
+DeviceAttr deviceAttr(MLIRContext *ctx, const Device &device) {
+  return DeviceAttr::get(ctx, device.api(), device.index(), device.adapter_uuid(),
+                         device.written());
+}
+
+Device deviceOf(Operation *op) {
+  DeviceAttr attr = cast<PlacedOpInterface>(op).getPlacement();
+  return Device::vulkan(static_cast<int>(attr.getOrdinal()));
+}
+
+SourceLocation sourceOf(Location loc) {
+  if (auto file = dyn_cast<FileLineColLoc>(loc))
+    return {file.getFilename().str(), file.getLine(), file.getColumn()};
+  return {};
+}
+
+std::string typeText(Type type) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << type;
+  return text;
+}
+
+/// The graph function of everything `roots` need, in topological order.
+struct GraphBuilder {
+  MLIRContext *ctx;
+  OwningOpRef<ModuleOp> module;
+  func::FuncOp func;
+  std::vector<Node *> inputs;
+  llvm::DenseMap<Node *, Value> values;
+
+  explicit GraphBuilder(MLIRContext *ctx) : ctx(ctx) {}
+
+  static std::vector<Node *> topologicalOrder(const std::vector<std::shared_ptr<Node>> &roots) {
+    std::vector<Node *> order;
+    llvm::DenseMap<Node *, bool> visited; // false: on the stack
+    std::vector<std::pair<Node *, size_t>> stack;
+    for (const auto &root : roots) {
+      if (visited.count(root.get()))
+        continue;
+      stack.push_back({root.get(), 0});
+      visited[root.get()] = false;
+      while (!stack.empty()) {
+        auto &[node, next] = stack.back();
+        // Realized nodes are graph inputs: their operands are not needed.
+        if (!node->realized() && next < node->operands.size()) {
+          Node *operand = node->operands[next++].get();
+          if (!visited.count(operand)) {
+            visited[operand] = false;
+            stack.push_back({operand, 0});
+          }
+          continue;
+        }
+        visited[node] = true;
+        order.push_back(node);
+        stack.pop_back();
+      }
+    }
+    return order;
+  }
+
+  Value emit(OpBuilder &b, Node *node) {
+    Location loc = locationOf(ctx, node->loc);
+    RankedTensorType type = tensorType(ctx, *node);
+    if (node->realized() || node->kind == OpKind::Input) {
+      // A realized uncommitted value stays uncommitted: it follows its users.
+      auto op = InputOp::create(b, loc, type, inputs.size(),
+                                node->device ? deviceAttr(ctx, *node->device)
+                                             : DeviceAttr());
+      inputs.push_back(node);
+      return op;
+    }
+    SmallVector<Value> operands;
+    for (const auto &operand : node->operands)
+      operands.push_back(values.lookup(operand.get()));
+    switch (node->kind) {
+    case OpKind::Constant: {
+      Attribute element =
+          type.getElementType().isInteger(1)
+              ? Attribute(b.getBoolAttr(node->value != 0))
+              : Attribute(b.getFloatAttr(type.getElementType(), node->value));
+      return ConstantOp::create(b, loc, DenseElementsAttr::get(type, element),
+                                node->device ? deviceAttr(ctx, *node->device)
+                                             : DeviceAttr());
+    }
+    case OpKind::Transfer:
+      return TransferOp::create(b, loc, type, operands[0],
+                                deviceAttr(ctx, *node->device));
+    case OpKind::Compare: {
+      std::optional<CmpPredicate> predicate = symbolizeCmpPredicate(node->op);
+      OperationState state(loc, "kiln.cmp");
+      state.addOperands(operands);
+      state.addTypes(type);
+      state.addAttribute("predicate",
+                         CmpPredicateAttr::get(ctx, *predicate));
+      return b.create(state)->getResult(0);
+    }
+    default: {
+      OperationState state(loc, "kiln." + node->op);
+      state.addOperands(operands);
+      state.addTypes(type);
+      return b.create(state)->getResult(0);
+    }
+    }
+  }
+
+  void build(const std::vector<std::shared_ptr<Node>> &roots) {
+    OpBuilder b(ctx);
+    module = ModuleOp::create(b.getUnknownLoc());
+    SmallVector<Type> resultTypes;
+    for (const auto &root : roots)
+      resultTypes.push_back(tensorType(ctx, *root));
+    b.setInsertionPointToEnd(module->getBody());
+    func = func::FuncOp::create(b, b.getUnknownLoc(), "graph",
+                                b.getFunctionType({}, resultTypes));
+    b.setInsertionPointToStart(func.addEntryBlock());
+    for (Node *node : topologicalOrder(roots))
+      values[node] = emit(b, node);
+    SmallVector<Value> results;
+    for (const auto &root : roots)
+      results.push_back(values.lookup(root.get()));
+    func::ReturnOp::create(b, b.getUnknownLoc(), results);
+  }
+};
+
+std::string formatDiagnostic(Diagnostic &diag) {
+  auto line = [](Location loc, DiagnosticSeverity severity, const std::string &msg) {
+    SourceLocation src = sourceOf(loc);
+    const char *kind = severity == DiagnosticSeverity::Error     ? "error"
+                       : severity == DiagnosticSeverity::Warning ? "warning"
+                       : severity == DiagnosticSeverity::Remark  ? "remark"
+                                                                 : "note";
+    return (src.file.empty() ? std::string() : src.str() + ": ") + kind + ": " + msg + "\n";
+  };
+  std::string text = line(diag.getLocation(), diag.getSeverity(), diag.str());
+  for (Diagnostic &note : diag.getNotes())
+    text += line(note.getLocation(), DiagnosticSeverity::Note, note.str());
+  return text;
+}
+
+DeviceConflict describe(const PlacementConflict &conflict) {
+  DeviceConflict out;
+  out.op = conflict.op->getName().getStringRef().str();
+  out.location = sourceOf(conflict.op->getLoc());
+  for (const OperandPlacement &operand : conflict.operands)
+    out.operands.push_back({operand.index, typeText(operand.value.getType()),
+                            operand.device.getName(),
+                            operand.device.getWritten().str(),
+                            sourceOf(operand.committedAt)});
+  for (const std::string &fix : suggestFixes(conflict))
+    out.fix += (out.fix.empty() ? "" : "\n") + fix;
+  return out;
+}
+
+/// Buffers of values in the executing graph, with their devices.
+struct Placed {
+  std::shared_ptr<rt::Buffer> buffer;
+  rt::VulkanDevice *device = nullptr;
+};
+
+std::vector<uint8_t> readBytes(const Placed &value, size_t bytes) {
+  std::vector<uint8_t> host(bytes);
+  check(value.device->download(*value.buffer, host.data(), bytes), "download");
+  return host;
+}
+
+Placed upload(rt::VulkanDevice &device, const void *data, size_t bytes, Stats &stats) {
+  rt::StatusOr<std::shared_ptr<rt::Buffer>> buffer = device.allocate(bytes);
+  check(buffer.status(), "allocating device memory");
+  check(device.upload(**buffer, data, bytes), "upload");
+  stats.bytes_uploaded += bytes;
+  return {*buffer, &device};
+}
+
+/// Device -> host -> device: the only path between two logical devices.
+Placed moveTo(const Placed &value, rt::VulkanDevice &target, size_t bytes, Stats &stats) {
+  if (value.device == &target)
+    return value;
+  std::vector<uint8_t> host = readBytes(value, bytes);
+  stats.bytes_downloaded += bytes;
+  ++stats.transfers;
+  return upload(target, host.data(), bytes, stats);
+}
+
+std::vector<uint8_t> hostBytes(const Node &node, const std::vector<float> &values) {
+  size_t n = values.size();
+  std::vector<uint8_t> bytes(n * elementBytes(node.dtype));
+  if (node.dtype == DType::f32) {
+    std::memcpy(bytes.data(), values.data(), bytes.size());
+  } else if (node.dtype == DType::boolean) {
+    for (size_t i = 0; i < n; ++i)
+      bytes[i] = values[i] != 0;
+  } else {
+    throw Error(std::string("host data of dtype ") + dtype_name(node.dtype) +
+                " is not supported yet");
+  }
+  return bytes;
+}
+
+class Executor {
+public:
+  Executor(Session &session, GraphBuilder &graph) : session(session), graph(graph) {}
+
+  std::vector<Placed> run() {
+    for (Operation &op : graph.func.getBody().front()) {
+      if (auto input = dyn_cast<InputOp>(op))
+        values[input] = materialize(graph.inputs[input.getIndex()], deviceOf(input));
+      else if (auto constant = dyn_cast<ConstantOp>(op))
+        values[constant] = runConstant(constant);
+      else if (auto transfer = dyn_cast<TransferOp>(op))
+        values[transfer] = moveTo(values.at(transfer.getInput()),
+                                  runtimeDevice(deviceOf(transfer)),
+                                  tensorBytes(transfer.getType()), session.stats);
+      else if (auto kernel = dyn_cast<KernelOp>(op))
+        runKernel(kernel);
+      else if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+        std::vector<Placed> results;
+        for (Value v : ret.getOperands())
+          results.push_back(values.at(v));
+        return results;
+      } else
+        throw CompileError("internal error: unexpected op after fusion: " +
+                           op.getName().getStringRef().str());
+    }
+    return {};
+  }
+
+private:
+  Placed materialize(Node *node, const Device &device) {
+    rt::VulkanDevice &target = runtimeDevice(device);
+    size_t bytes = numElements(node->shape) * elementBytes(node->dtype);
+    if (node->realized())
+      return moveTo({node->buffer, &runtimeDevice(*node->bufferDevice)}, target,
+                    bytes, session.stats);
+    auto it = uploads.find({node, &target});
+    if (it != uploads.end())
+      return it->second;
+    std::vector<uint8_t> data = hostBytes(*node, *node->host);
+    Placed placed = upload(target, data.data(), data.size(), session.stats);
+    uploads[{node, &target}] = placed;
+    return placed;
+  }
+
+  Placed runConstant(ConstantOp constant) {
+    auto type = cast<RankedTensorType>(constant.getType());
+    auto dense = cast<DenseElementsAttr>(constant.getValue());
+    std::vector<uint8_t> bytes;
+    if (type.getElementType().isInteger(1)) {
+      for (bool v : dense.getValues<bool>())
+        bytes.push_back(v);
+    } else if (type.getElementType().isF32()) {
+      for (float v : dense.getValues<float>()) {
+        uint8_t raw[4];
+        std::memcpy(raw, &v, 4);
+        bytes.insert(bytes.end(), raw, raw + 4);
+      }
+    } else {
+      throw CompileError("constants of type " + typeText(type) +
+                         " are not supported yet");
+    }
+    return upload(runtimeDevice(deviceOf(constant)), bytes.data(), bytes.size(),
+                  session.stats);
+  }
+
+  void runKernel(KernelOp kernel) {
+    Device device = deviceOf(kernel);
+    rt::VulkanDevice &target = runtimeDevice(device);
+    auto compileStart = Clock::now();
+    const CompiledKernel &compiled = compileKernel(session, kernel, target.adapter());
+    session.stats.compile_seconds += secondsSince(compileStart);
+
+    std::vector<Placed> keep;
+    std::vector<rt::Buffer *> bindings;
+    for (Value input : kernel.getInputs()) {
+      keep.push_back(values.at(input));
+      bindings.push_back(keep.back().buffer.get());
+    }
+    for (Value result : kernel.getResults()) {
+      rt::StatusOr<std::shared_ptr<rt::Buffer>> buffer =
+          target.allocate(tensorBytes(result.getType()));
+      check(buffer.status(), "allocating a kernel result");
+      values[result] = {*buffer, &target};
+      bindings.push_back(buffer->get());
+    }
+    if (cast<RankedTensorType>(kernel.getResult(0).getType()).getNumElements() == 0)
+      return;
+    rt::KernelBinary binary;
+    binary.hash = compiled.hash;
+    binary.spirv = &compiled.spirv;
+    binary.entryPoint = compiled.entryPoint;
+    binary.numBindings = compiled.numBindings;
+    rt::StatusOr<rt::Pipeline *> pipeline = target.pipeline(binary);
+    check(pipeline.status(), "creating a compute pipeline");
+    check(target.dispatch(*pipeline, bindings, compiled.groups[0], compiled.groups[1],
+                          compiled.groups[2]),
+          "dispatch");
+    ++session.stats.kernels_dispatched;
+  }
+
+  struct PairHash {
+    size_t operator()(const std::pair<Node *, rt::VulkanDevice *> &p) const {
+      return std::hash<void *>()(p.first) ^ (std::hash<void *>()(p.second) << 1);
+    }
+  };
+
+  Session &session;
+  GraphBuilder &graph;
+  llvm::DenseMap<Value, Placed> values;
+  std::unordered_map<std::pair<Node *, rt::VulkanDevice *>, Placed, PairHash> uploads;
+};
+
+TransferPolicy policyFromEnvironment() {
+  const char *env = std::getenv("KILN_TRANSFER_POLICY");
+  if (!env || !*env)
+    return TransferPolicy::Error;
+  std::optional<TransferPolicy> policy = parseTransferPolicy(env);
+  if (!policy)
+    throw Error(std::string("KILN_TRANSFER_POLICY=") + env +
+                " is not a policy: use error, log or allow");
+  return *policy;
+}
+
+void placeAndFuse(Session &session, GraphBuilder &graph) {
+  MLIRContext *ctx = &session.context;
+  PlacementOptions options;
+  options.defaultDevice = deviceAttr(ctx, Device::default_device());
+  options.policy = policyFromEnvironment();
+
+  std::string report;
+  ScopedDiagnosticHandler handler(ctx, [&](Diagnostic &diag) {
+    std::string text = formatDiagnostic(diag);
+    if (diag.getSeverity() == DiagnosticSeverity::Remark) {
+      if (options.policy == TransferPolicy::Log)
+        std::cerr << "kiln: " << text;
+      return success();
+    }
+    report += text;
+    return success();
+  });
+  if (failed(verify(*graph.module)))
+    throw CompileError("internal error: the recorded graph does not verify:\n" + report);
+
+  SmallVector<PlacementConflict> found;
+  if (failed(placeDevices(graph.func, options, &found))) {
+    std::vector<DeviceConflict> conflicts;
+    for (const PlacementConflict &conflict : found)
+      conflicts.push_back(describe(conflict));
+    throw DeviceMismatchError(report, std::move(conflicts));
+  }
+  PassManager pm(ctx, ModuleOp::getOperationName());
+  pm.nest<func::FuncOp>().addPass(createKilnFuseElementwise());
+  if (failed(pm.run(*graph.module)))
+    throw CompileError("fusion failed:\n" + report);
+}
+} // namespace
+
+void kiln::realizeNodes(const std::vector<std::shared_ptr<Node>> &roots) {
+  Session &s = session();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  auto compileStart = Clock::now();
+  GraphBuilder graph(&s.context);
+  graph.build(roots);
+  placeAndFuse(s, graph);
+  ++s.stats.graphs_compiled;
+  s.stats.compile_seconds += secondsSince(compileStart);
+
+  auto runStart = Clock::now();
+  double kernelCompileBefore = s.stats.compile_seconds;
+  Executor executor(s, graph);
+  std::vector<Placed> results = executor.run();
+  for (size_t i = 0; i < roots.size(); ++i) {
+    Node &root = *roots[i];
+    root.buffer = results[i].buffer;
+    root.bufferDevice = Device::vulkan(static_cast<int>(results[i].device->ordinal()));
+    root.operands.clear();
+  }
+  // Kernel compilation inside the run is counted as compile time only.
+  s.stats.run_seconds +=
+      secondsSince(runStart) - (s.stats.compile_seconds - kernelCompileBefore);
+}
+
+std::vector<float> kiln::readNode(Node &node) {
+  Session &s = session();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  auto start = Clock::now();
+  size_t n = numElements(node.shape);
+  size_t bytes = n * elementBytes(node.dtype);
+  rt::VulkanDevice &device = runtimeDevice(*node.bufferDevice);
+  std::vector<uint8_t> raw = readBytes({node.buffer, &device}, bytes);
+  s.stats.bytes_downloaded += bytes;
+  std::vector<float> values(n);
+  if (node.dtype == DType::f32)
+    std::memcpy(values.data(), raw.data(), bytes);
+  else if (node.dtype == DType::boolean)
+    for (size_t i = 0; i < n; ++i)
+      values[i] = raw[i] ? 1.0f : 0.0f;
+  else
+    throw Error(std::string("reading ") + dtype_name(node.dtype) +
+                " tensors as float is not supported yet");
+  s.stats.run_seconds += secondsSince(start);
+  return values;
+}

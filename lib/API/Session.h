@@ -1,0 +1,43 @@
+//===- Session.h - process-wide compiler state ------------------*- C++ -*-===//
+//
+// One MLIRContext, the compiled-kernel cache and the counters behind
+// kiln::stats(). Everything here is guarded by `mutex`: realizations run one
+// at a time.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_LIB_API_SESSION_H
+#define KILN_LIB_API_SESSION_H
+
+#include "kiln/Stats.h"
+
+#include "mlir/IR/MLIRContext.h"
+
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace kiln {
+
+struct CompiledKernel {
+  uint64_t hash = 0;
+  std::vector<uint32_t> spirv;
+  std::string entryPoint;
+  uint32_t numBindings = 0;
+  uint32_t groups[3] = {1, 1, 1};
+};
+
+struct Session {
+  Session();
+  std::mutex mutex;
+  mlir::MLIRContext context;
+  std::unordered_map<std::string, CompiledKernel> kernels;
+  Stats stats;
+};
+
+Session &session();
+
+} // namespace kiln
+
+#endif // KILN_LIB_API_SESSION_H

@@ -1,0 +1,323 @@
+//===- Tensor.cpp - recording ops -----------------------------------------===//
+//
+// Shapes and dtypes are checked here, when the op is recorded, so a shape
+// error points at the user's line at once; devices are checked later, on
+// the whole graph, by the placement pass.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Graph.h"
+
+#include <mutex>
+#include <random>
+
+using namespace kiln;
+
+namespace {
+std::string shapeText(const Shape &shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+std::string sitePrefix(std::source_location loc) {
+  return std::string(loc.file_name()) + ":" + std::to_string(loc.line()) + ": ";
+}
+
+const Node &nodeOf(const Tensor &t, std::source_location loc) {
+  if (!t.defined())
+    throw Error(sitePrefix(loc) + "use of an empty (default-constructed) Tensor");
+  return *t.node();
+}
+
+void checkShape(const Shape &shape, std::source_location loc) {
+  for (int64_t d : shape)
+    if (d < 0)
+      throw Error(sitePrefix(loc) + "negative dimension in shape " + shapeText(shape));
+}
+
+std::shared_ptr<Node> source(OpKind kind, Shape shape, std::optional<Device> device,
+                             std::source_location loc) {
+  checkShape(shape, loc);
+  auto node = std::make_shared<Node>();
+  node->kind = kind;
+  node->shape = std::move(shape);
+  node->device = std::move(device);
+  node->loc = loc;
+  return node;
+}
+
+Tensor input(std::vector<float> data, Shape shape, std::optional<Device> device,
+             std::source_location loc) {
+  auto node = source(OpKind::Input, std::move(shape), std::move(device), loc);
+  if (static_cast<int64_t>(data.size()) != numElements(node->shape))
+    throw Error(sitePrefix(loc) + "Tensor::from got " + std::to_string(data.size()) +
+                " values for shape " + shapeText(node->shape) + " (" +
+                std::to_string(numElements(node->shape)) + " elements)");
+  node->host = std::make_shared<const std::vector<float>>(std::move(data));
+  return Tensor(node);
+}
+
+Tensor constant(Shape shape, float value, std::optional<Device> device,
+                std::source_location loc) {
+  auto node = source(OpKind::Constant, std::move(shape), std::move(device), loc);
+  node->value = value;
+  return Tensor(node);
+}
+
+std::mutex rngMutex;
+std::mt19937_64 &generator() {
+  static std::mt19937_64 rng{std::random_device{}()};
+  return rng;
+}
+
+template <typename Dist>
+Tensor random(Shape shape, std::optional<Device> device, std::source_location loc,
+              Dist dist) {
+  checkShape(shape, loc);
+  std::vector<float> data(numElements(shape));
+  {
+    std::lock_guard<std::mutex> lock(rngMutex);
+    for (float &v : data)
+      v = dist(generator());
+  }
+  return input(std::move(data), std::move(shape), std::move(device), loc);
+}
+
+Tensor unary(const char *op, const Tensor &x, std::source_location loc) {
+  const Node &in = nodeOf(x, loc);
+  if (in.dtype == DType::boolean)
+    throw Error(sitePrefix(loc) + op + " needs a floating-point tensor, got a boolean one");
+  auto node = std::make_shared<Node>();
+  node->kind = OpKind::Unary;
+  node->op = op;
+  node->operands = {x.node()};
+  node->shape = in.shape;
+  node->dtype = in.dtype;
+  node->loc = loc;
+  return Tensor(node);
+}
+
+Shape broadcast(const std::vector<const Node *> &nodes, const char *op,
+                std::source_location loc) {
+  Shape out;
+  for (const Node *n : nodes) {
+    size_t rank = std::max(out.size(), n->shape.size());
+    Shape next(rank);
+    for (size_t i = 0; i < rank; ++i) {
+      int64_t a = i < rank - out.size() ? 1 : out[i - (rank - out.size())];
+      int64_t b = i < rank - n->shape.size() ? 1 : n->shape[i - (rank - n->shape.size())];
+      if (a != b && a != 1 && b != 1) {
+        std::string shapes;
+        for (const Node *m : nodes)
+          shapes += (shapes.empty() ? "" : " and ") + shapeText(m->shape);
+        throw Error(sitePrefix(loc) + op + ": shapes " + shapes +
+                    " do not broadcast (dimension " + std::to_string(i) + ": " +
+                    std::to_string(a) + " vs " + std::to_string(b) + ")");
+      }
+      next[i] = a == 1 ? b : a;
+    }
+    out = std::move(next);
+  }
+  return out;
+}
+
+Tensor binary(OpKind kind, const char *op, const Tensor &a, const Tensor &b,
+              std::source_location loc) {
+  const Node &l = nodeOf(a, loc), &r = nodeOf(b, loc);
+  if (l.dtype != r.dtype || l.dtype == DType::boolean)
+    throw Error(sitePrefix(loc) + op + " needs two floating-point tensors of one dtype, got " +
+                dtype_name(l.dtype) + " and " + dtype_name(r.dtype));
+  auto node = std::make_shared<Node>();
+  node->kind = kind;
+  node->op = op;
+  node->operands = {a.node(), b.node()};
+  node->shape = broadcast({&l, &r}, op, loc);
+  node->dtype = kind == OpKind::Compare ? DType::boolean : l.dtype;
+  node->loc = loc;
+  return Tensor(node);
+}
+} // namespace
+
+int64_t kiln::numElements(const Shape &shape) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+size_t kiln::elementBytes(DType dtype) {
+  switch (dtype) {
+  case DType::f32: return 4;
+  case DType::f16: return 2;
+  case DType::i32: return 4;
+  case DType::boolean: return 1;
+  }
+  return 4;
+}
+
+const char *kiln::dtype_name(DType dtype) {
+  switch (dtype) {
+  case DType::f32: return "f32";
+  case DType::f16: return "f16";
+  case DType::i32: return "i32";
+  case DType::boolean: return "bool";
+  }
+  return "?";
+}
+
+void kiln::manual_seed(uint64_t seed) {
+  std::lock_guard<std::mutex> lock(rngMutex);
+  generator().seed(seed);
+}
+
+Tensor Tensor::from(std::vector<float> data, Shape shape, Loc loc) {
+  return input(std::move(data), std::move(shape), std::nullopt, loc);
+}
+Tensor Tensor::from(std::vector<float> data, Shape shape, const Device &device, Loc loc) {
+  return input(std::move(data), std::move(shape), device, loc);
+}
+Tensor Tensor::scalar(float value, Loc loc) { return constant({}, value, std::nullopt, loc); }
+Tensor Tensor::full(Shape shape, float value, Loc loc) {
+  return constant(std::move(shape), value, std::nullopt, loc);
+}
+Tensor Tensor::full(Shape shape, float value, const Device &device, Loc loc) {
+  return constant(std::move(shape), value, device, loc);
+}
+Tensor Tensor::zeros(Shape shape, Loc loc) { return full(std::move(shape), 0.0f, loc); }
+Tensor Tensor::zeros(Shape shape, const Device &device, Loc loc) {
+  return full(std::move(shape), 0.0f, device, loc);
+}
+Tensor Tensor::rand(Shape shape, Loc loc) {
+  return random(std::move(shape), std::nullopt, loc, std::uniform_real_distribution<float>(0, 1));
+}
+Tensor Tensor::rand(Shape shape, const Device &device, Loc loc) {
+  return random(std::move(shape), device, loc, std::uniform_real_distribution<float>(0, 1));
+}
+Tensor Tensor::randn(Shape shape, Loc loc) {
+  return random(std::move(shape), std::nullopt, loc, std::normal_distribution<float>(0, 1));
+}
+Tensor Tensor::randn(Shape shape, const Device &device, Loc loc) {
+  return random(std::move(shape), device, loc, std::normal_distribution<float>(0, 1));
+}
+
+Tensor Tensor::to(const Device &device, Loc loc) const {
+  const Node &in = nodeOf(*this, loc);
+  if (in.device && *in.device == device)
+    return *this;
+  auto node = std::make_shared<Node>();
+  node->kind = OpKind::Transfer;
+  node->operands = {node_};
+  node->shape = in.shape;
+  node->dtype = in.dtype;
+  node->device = device;
+  node->loc = loc;
+  return Tensor(node);
+}
+
+const Shape &Tensor::shape() const { return nodeOf(*this, Loc::current()).shape; }
+int64_t Tensor::numel() const { return numElements(shape()); }
+DType Tensor::dtype() const { return nodeOf(*this, Loc::current()).dtype; }
+bool Tensor::is_committed() const { return nodeOf(*this, Loc::current()).device.has_value(); }
+bool Tensor::is_realized() const { return nodeOf(*this, Loc::current()).realized(); }
+
+Device Tensor::device() const {
+  const Node &n = nodeOf(*this, Loc::current());
+  if (n.device)
+    return *n.device;
+  if (n.bufferDevice)
+    return *n.bufferDevice;
+  return Device::default_device();
+}
+
+template <> std::vector<float> Tensor::to_vector<float>() const {
+  nodeOf(*this, Loc::current());
+  if (!node_->realized())
+    realizeNodes({node_});
+  return readNode(*node_);
+}
+
+template <> float Tensor::item<float>() const {
+  if (numel() != 1)
+    throw Error("item() needs a tensor of one element, this one has shape " +
+                shapeText(shape()));
+  return to_vector<float>().front();
+}
+
+void kiln::realize(const std::vector<Tensor> &tensors) {
+  std::vector<std::shared_ptr<Node>> roots;
+  for (const Tensor &t : tensors)
+    if (!nodeOf(t, std::source_location::current()).realized())
+      roots.push_back(t.node());
+  if (!roots.empty())
+    realizeNodes(roots);
+}
+
+#define KILN_UNARY(NAME)                                                       \
+  Tensor kiln::NAME(const Tensor &x, std::source_location loc) {               \
+    return unary(#NAME, x, loc);                                               \
+  }
+KILN_UNARY(neg)
+KILN_UNARY(abs)
+KILN_UNARY(exp)
+KILN_UNARY(log)
+KILN_UNARY(sqrt)
+KILN_UNARY(rsqrt)
+KILN_UNARY(tanh)
+KILN_UNARY(sigmoid)
+KILN_UNARY(relu)
+KILN_UNARY(gelu)
+#undef KILN_UNARY
+
+#define KILN_BINARY(NAME, KIND, OP)                                            \
+  Tensor kiln::NAME(const Tensor &a, const Tensor &b, std::source_location loc) { \
+    return binary(KIND, OP, a, b, loc);                                        \
+  }
+KILN_BINARY(add, OpKind::Binary, "add")
+KILN_BINARY(sub, OpKind::Binary, "sub")
+KILN_BINARY(mul, OpKind::Binary, "mul")
+KILN_BINARY(div, OpKind::Binary, "div")
+KILN_BINARY(maximum, OpKind::Binary, "max")
+KILN_BINARY(minimum, OpKind::Binary, "min")
+KILN_BINARY(pow, OpKind::Binary, "pow")
+KILN_BINARY(eq, OpKind::Compare, "eq")
+KILN_BINARY(ne, OpKind::Compare, "ne")
+KILN_BINARY(lt, OpKind::Compare, "lt")
+KILN_BINARY(le, OpKind::Compare, "le")
+KILN_BINARY(gt, OpKind::Compare, "gt")
+KILN_BINARY(ge, OpKind::Compare, "ge")
+#undef KILN_BINARY
+
+Tensor kiln::where(const Tensor &cond, const Tensor &a, const Tensor &b,
+                   std::source_location loc) {
+  const Node &c = nodeOf(cond, loc), &l = nodeOf(a, loc), &r = nodeOf(b, loc);
+  if (c.dtype != DType::boolean)
+    throw Error(sitePrefix(loc) + "where: the condition must be a boolean tensor "
+                "(from a comparison), got " + dtype_name(c.dtype));
+  if (l.dtype != r.dtype || l.dtype == DType::boolean)
+    throw Error(sitePrefix(loc) + "where: both branches must be floating-point tensors "
+                "of one dtype");
+  auto node = std::make_shared<Node>();
+  node->kind = OpKind::Select;
+  node->op = "select";
+  node->operands = {cond.node(), a.node(), b.node()};
+  node->shape = broadcast({&c, &l, &r}, "where", loc);
+  node->dtype = l.dtype;
+  node->loc = loc;
+  return Tensor(node);
+}
+
+Tensor kiln::operator-(At x) { return neg(x.tensor, x.loc); }
+Tensor kiln::operator+(At a, const Tensor &b) { return add(a.tensor, b, a.loc); }
+Tensor kiln::operator-(At a, const Tensor &b) { return sub(a.tensor, b, a.loc); }
+Tensor kiln::operator*(At a, const Tensor &b) { return mul(a.tensor, b, a.loc); }
+Tensor kiln::operator/(At a, const Tensor &b) { return div(a.tensor, b, a.loc); }
+Tensor kiln::operator+(At a, float b) { return add(a.tensor, Tensor::scalar(b, a.loc), a.loc); }
+Tensor kiln::operator-(At a, float b) { return sub(a.tensor, Tensor::scalar(b, a.loc), a.loc); }
+Tensor kiln::operator*(At a, float b) { return mul(a.tensor, Tensor::scalar(b, a.loc), a.loc); }
+Tensor kiln::operator/(At a, float b) { return div(a.tensor, Tensor::scalar(b, a.loc), a.loc); }
+Tensor kiln::operator+(float a, At b) { return add(Tensor::scalar(a, b.loc), b.tensor, b.loc); }
+Tensor kiln::operator-(float a, At b) { return sub(Tensor::scalar(a, b.loc), b.tensor, b.loc); }
+Tensor kiln::operator*(float a, At b) { return mul(Tensor::scalar(a, b.loc), b.tensor, b.loc); }
+Tensor kiln::operator/(float a, At b) { return div(Tensor::scalar(a, b.loc), b.tensor, b.loc); }
