@@ -42,8 +42,8 @@ std::vector<std::string> kiln::suggestFixes(const PlacementConflict &conflict) {
                        std::to_string(keep.index) + ">.device())`";
     if (auto loc = dyn_cast<FileLineColLoc>(move.committedAt))
       text += " at " + loc.getFilename().str() + ":" + std::to_string(loc.getLine());
-    text += " (a " + std::to_string(tensorBytes(move.value.getType())) +
-            "-byte transfer), or create it without a device so it follows";
+    text += " (" + std::to_string(tensorBytes(move.value.getType())) +
+            " bytes to transfer), or create it without a device so it follows";
     fixes.push_back(text);
   }
   return fixes;

@@ -41,7 +41,8 @@ static AdapterInfo::Type adapterType(VkPhysicalDeviceType type) {
   }
 }
 
-AdapterInfo describeAdapter(VkPhysicalDevice physical, uint32_t instanceApiVersion) {
+AdapterInfo describeAdapter(VkPhysicalDevice physical,
+                            uint32_t instanceApiVersion) {
   VkPhysicalDeviceProperties props{};
   vkGetPhysicalDeviceProperties(physical, &props);
 
@@ -52,7 +53,7 @@ AdapterInfo describeAdapter(VkPhysicalDevice physical, uint32_t instanceApiVersi
   info.driverVersion = props.driverVersion;
   info.apiVersion = props.apiVersion;
   info.type = adapterType(props.deviceType);
-  const VkPhysicalDeviceLimits& limits = props.limits;
+  const VkPhysicalDeviceLimits &limits = props.limits;
   for (int i = 0; i < 3; ++i) {
     info.maxWorkgroupCount[i] = limits.maxComputeWorkGroupCount[i];
     info.maxWorkgroupSize[i] = limits.maxComputeWorkGroupSize[i];
@@ -65,7 +66,8 @@ AdapterInfo describeAdapter(VkPhysicalDevice physical, uint32_t instanceApiVersi
   // reports a zero UUID and a subgroup of one lane (always correct to assume).
   uint8_t uuid[VK_UUID_SIZE] = {};
   info.subgroupSize = 1;
-  if (instanceApiVersion >= VK_API_VERSION_1_1 && props.apiVersion >= VK_API_VERSION_1_1) {
+  if (instanceApiVersion >= VK_API_VERSION_1_1 &&
+      props.apiVersion >= VK_API_VERSION_1_1) {
     VkPhysicalDeviceSubgroupProperties subgroup{};
     subgroup.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES;
     VkPhysicalDeviceIDProperties ids{};

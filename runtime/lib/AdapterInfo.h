@@ -15,7 +15,8 @@ namespace kiln::rt {
 
 /// `instanceApiVersion` is the version the instance was created with:
 /// subgroup properties need Vulkan 1.1 on both instance and device.
-AdapterInfo describeAdapter(VkPhysicalDevice physical, uint32_t instanceApiVersion);
+AdapterInfo describeAdapter(VkPhysicalDevice physical,
+                            uint32_t instanceApiVersion);
 
 } // namespace kiln::rt
 

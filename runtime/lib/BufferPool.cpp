@@ -16,11 +16,12 @@
 namespace kiln::rt {
 
 static constexpr VkDeviceSize kMinBucket = 256;
-static constexpr VkBufferUsageFlags kUsage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT |
-                                             VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
-                                             VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+static constexpr VkBufferUsageFlags kUsage =
+    VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
+    VK_BUFFER_USAGE_TRANSFER_DST_BIT;
 
-BufferPool::BufferPool(VkDevice device, const VkPhysicalDeviceMemoryProperties& memory,
+BufferPool::BufferPool(VkDevice device,
+                       const VkPhysicalDeviceMemoryProperties &memory,
                        VkDeviceSize maxAllocationBytes, std::string label)
     : device_(device), memory_(memory), maxAllocationBytes_(maxAllocationBytes),
       label_(std::move(label)) {}
@@ -35,12 +36,14 @@ VkDeviceSize BufferPool::bucketSize(size_t bytes) {
 
 /// Prefer device-local memory; any allowed type works on unified-memory
 /// devices that expose no device-local type for storage buffers.
-static int pickMemoryType(const VkPhysicalDeviceMemoryProperties& memory, uint32_t allowed) {
+static int pickMemoryType(const VkPhysicalDeviceMemoryProperties &memory,
+                          uint32_t allowed) {
   int fallback = -1;
   for (uint32_t i = 0; i < memory.memoryTypeCount; ++i) {
     if (!(allowed & (1u << i)))
       continue;
-    if (memory.memoryTypes[i].propertyFlags & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT)
+    if (memory.memoryTypes[i].propertyFlags &
+        VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT)
       return int(i);
     if (fallback < 0)
       fallback = int(i);
@@ -48,14 +51,16 @@ static int pickMemoryType(const VkPhysicalDeviceMemoryProperties& memory, uint32
   return fallback;
 }
 
-Status BufferPool::create(VkDeviceSize capacity, size_t requested, Allocation& out) {
+Status BufferPool::create(VkDeviceSize capacity, size_t requested,
+                          Allocation &out) {
   auto failure = [&](std::string why) {
-    return Status::outOfMemory("cannot allocate " + std::to_string(requested) + " bytes on " +
-                               label_ + ": " + why);
+    return Status::outOfMemory("cannot allocate " + std::to_string(requested) +
+                               " bytes on " + label_ + ": " + why);
   };
   if (capacity == 0 || capacity > maxAllocationBytes_)
-    return failure("the pooled size exceeds the device's largest allocation of " +
-                   std::to_string(maxAllocationBytes_) + " bytes");
+    return failure(
+        "the pooled size exceeds the device's largest allocation of " +
+        std::to_string(maxAllocationBytes_) + " bytes");
 
   VkBufferCreateInfo info{};
   info.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO;
@@ -63,7 +68,8 @@ Status BufferPool::create(VkDeviceSize capacity, size_t requested, Allocation& o
   info.usage = kUsage;
   info.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
   VkBuffer buffer = VK_NULL_HANDLE;
-  if (VkResult result = vkCreateBuffer(device_, &info, nullptr, &buffer); result != VK_SUCCESS)
+  if (VkResult result = vkCreateBuffer(device_, &info, nullptr, &buffer);
+      result != VK_SUCCESS)
     return failure("vkCreateBuffer: " + vkResultName(result));
 
   VkMemoryRequirements requirements{};
@@ -73,10 +79,12 @@ Status BufferPool::create(VkDeviceSize capacity, size_t requested, Allocation& o
     vkDestroyBuffer(device_, buffer, nullptr);
     return Status::internal("no memory type for storage buffers on " + label_);
   }
-  VkDeviceSize heapBytes = memory_.memoryHeaps[memory_.memoryTypes[type].heapIndex].size;
+  VkDeviceSize heapBytes =
+      memory_.memoryHeaps[memory_.memoryTypes[type].heapIndex].size;
   if (requirements.size > heapBytes) {
     vkDestroyBuffer(device_, buffer, nullptr);
-    return failure("larger than its memory heap of " + std::to_string(heapBytes) + " bytes");
+    return failure("larger than its memory heap of " +
+                   std::to_string(heapBytes) + " bytes");
   }
 
   VkMemoryAllocateInfo alloc{};
@@ -89,7 +97,8 @@ Status BufferPool::create(VkDeviceSize capacity, size_t requested, Allocation& o
     vkDestroyBuffer(device_, buffer, nullptr);
     return failure("vkAllocateMemory: " + vkResultName(result));
   }
-  if (VkResult result = vkBindBufferMemory(device_, buffer, memory, 0); result != VK_SUCCESS) {
+  if (VkResult result = vkBindBufferMemory(device_, buffer, memory, 0);
+      result != VK_SUCCESS) {
     vkFreeMemory(device_, memory, nullptr);
     vkDestroyBuffer(device_, buffer, nullptr);
     return vkFailure(result, "vkBindBufferMemory on " + label_);
@@ -98,14 +107,14 @@ Status BufferPool::create(VkDeviceSize capacity, size_t requested, Allocation& o
   return Status::ok();
 }
 
-void BufferPool::destroy(const Allocation& allocation) {
+void BufferPool::destroy(const Allocation &allocation) {
   vkDestroyBuffer(device_, allocation.buffer, nullptr);
   vkFreeMemory(device_, allocation.memory, nullptr);
 }
 
 void BufferPool::trimLocked() {
-  for (auto& [capacity, list] : free_)
-    for (const Allocation& allocation : list)
+  for (auto &[capacity, list] : free_)
+    for (const Allocation &allocation : list)
       destroy(allocation);
   free_.clear();
 }
@@ -113,7 +122,8 @@ void BufferPool::trimLocked() {
 StatusOr<Allocation> BufferPool::acquire(size_t bytes) {
   VkDeviceSize capacity = bucketSize(bytes);
   std::lock_guard<std::mutex> lock(mutex_);
-  if (auto it = free_.find(capacity); it != free_.end() && !it->second.empty()) {
+  if (auto it = free_.find(capacity);
+      it != free_.end() && !it->second.empty()) {
     Allocation allocation = it->second.back();
     it->second.pop_back();
     ++hits_;
@@ -134,7 +144,7 @@ StatusOr<Allocation> BufferPool::acquire(size_t bytes) {
   return allocation;
 }
 
-void BufferPool::release(const Allocation& allocation, uint64_t lastUseSerial) {
+void BufferPool::release(const Allocation &allocation, uint64_t lastUseSerial) {
   std::lock_guard<std::mutex> lock(mutex_);
   --live_;
   // An orphaned pool's device is gone (or about to be): never touch it.
@@ -150,7 +160,7 @@ void BufferPool::release(const Allocation& allocation, uint64_t lastUseSerial) {
 void BufferPool::retire(uint64_t completedSerial) {
   std::lock_guard<std::mutex> lock(mutex_);
   completedSerial_ = completedSerial;
-  std::erase_if(deferred_, [&](const std::pair<uint64_t, Allocation>& entry) {
+  std::erase_if(deferred_, [&](const std::pair<uint64_t, Allocation> &entry) {
     if (entry.first > completedSerial)
       return false;
     free_[entry.second.capacity].push_back(entry.second);
@@ -161,7 +171,7 @@ void BufferPool::retire(uint64_t completedSerial) {
 bool BufferPool::shutdown() {
   std::lock_guard<std::mutex> lock(mutex_);
   trimLocked();
-  for (const auto& entry : deferred_)
+  for (const auto &entry : deferred_)
     destroy(entry.second);
   deferred_.clear();
   if (live_ == 0)
@@ -170,7 +180,7 @@ bool BufferPool::shutdown() {
   return false;
 }
 
-void BufferPool::addStats(DeviceStats& stats) const {
+void BufferPool::addStats(DeviceStats &stats) const {
   std::lock_guard<std::mutex> lock(mutex_);
   stats.buffersAllocated += allocated_;
   stats.bufferPoolHits += hits_;

@@ -39,10 +39,10 @@ struct Allocation {
 class BufferPool {
 public:
   /// `label` names the device in error messages: "vulkan:0 (llvmpipe ...)".
-  BufferPool(VkDevice device, const VkPhysicalDeviceMemoryProperties& memory,
+  BufferPool(VkDevice device, const VkPhysicalDeviceMemoryProperties &memory,
              VkDeviceSize maxAllocationBytes, std::string label);
-  BufferPool(const BufferPool&) = delete;
-  BufferPool& operator=(const BufferPool&) = delete;
+  BufferPool(const BufferPool &) = delete;
+  BufferPool &operator=(const BufferPool &) = delete;
 
   /// The pooled capacity for `bytes`: the next power of two, at least 256;
   /// 0 when that does not fit in 64 bits.
@@ -52,7 +52,7 @@ public:
   /// lists once if the device is out of memory).
   StatusOr<Allocation> acquire(size_t bytes);
   /// `lastUseSerial` is the command serial that last used it (0: never).
-  void release(const Allocation& allocation, uint64_t lastUseSerial);
+  void release(const Allocation &allocation, uint64_t lastUseSerial);
   /// Commands up to `completedSerial` have finished: deferred buffers they
   /// used become reusable.
   void retire(uint64_t completedSerial);
@@ -61,12 +61,12 @@ public:
   /// then stay alive too.
   bool shutdown();
 
-  void addStats(DeviceStats& stats) const;
+  void addStats(DeviceStats &stats) const;
   void resetStats();
 
 private:
-  Status create(VkDeviceSize capacity, size_t requested, Allocation& out);
-  void destroy(const Allocation& allocation);
+  Status create(VkDeviceSize capacity, size_t requested, Allocation &out);
+  void destroy(const Allocation &allocation);
   void trimLocked();
 
   VkDevice device_;
@@ -87,7 +87,7 @@ private:
 /// A Buffer backed by a pooled Allocation; returns it to the pool on death.
 class VulkanBuffer final : public Buffer {
 public:
-  VulkanBuffer(Device& device, size_t size, Allocation allocation,
+  VulkanBuffer(Device &device, size_t size, Allocation allocation,
                std::shared_ptr<BufferPool> pool)
       : Buffer(device, size), allocation_(allocation), pool_(std::move(pool)) {}
   ~VulkanBuffer() override;

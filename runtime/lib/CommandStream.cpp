@@ -13,16 +13,18 @@
 
 namespace kiln::rt {
 
-StatusOr<std::unique_ptr<CommandStream>> CommandStream::create(VkDevice device, VkQueue queue,
-                                                               uint32_t queueFamily,
-                                                               std::string label) {
-  std::unique_ptr<CommandStream> stream(new CommandStream(device, queue, std::move(label)));
+StatusOr<std::unique_ptr<CommandStream>>
+CommandStream::create(VkDevice device, VkQueue queue, uint32_t queueFamily,
+                      std::string label) {
+  std::unique_ptr<CommandStream> stream(
+      new CommandStream(device, queue, std::move(label)));
 
   VkCommandPoolCreateInfo poolInfo{};
   poolInfo.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO;
   poolInfo.flags = VK_COMMAND_POOL_CREATE_TRANSIENT_BIT;
   poolInfo.queueFamilyIndex = queueFamily;
-  if (VkResult result = vkCreateCommandPool(device, &poolInfo, nullptr, &stream->pool_);
+  if (VkResult result =
+          vkCreateCommandPool(device, &poolInfo, nullptr, &stream->pool_);
       result != VK_SUCCESS)
     return vkFailure(result, "vkCreateCommandPool on " + stream->label_);
 
@@ -31,13 +33,15 @@ StatusOr<std::unique_ptr<CommandStream>> CommandStream::create(VkDevice device, 
   allocInfo.commandPool = stream->pool_;
   allocInfo.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
   allocInfo.commandBufferCount = 1;
-  if (VkResult result = vkAllocateCommandBuffers(device, &allocInfo, &stream->commandBuffer_);
+  if (VkResult result =
+          vkAllocateCommandBuffers(device, &allocInfo, &stream->commandBuffer_);
       result != VK_SUCCESS)
     return vkFailure(result, "vkAllocateCommandBuffers on " + stream->label_);
 
   VkFenceCreateInfo fenceInfo{};
   fenceInfo.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO;
-  if (VkResult result = vkCreateFence(device, &fenceInfo, nullptr, &stream->fence_);
+  if (VkResult result =
+          vkCreateFence(device, &fenceInfo, nullptr, &stream->fence_);
       result != VK_SUCCESS)
     return vkFailure(result, "vkCreateFence on " + stream->label_);
   return stream;
@@ -51,14 +55,15 @@ CommandStream::~CommandStream() {
     vkDestroyCommandPool(device_, pool_, nullptr);
 }
 
-StatusOr<VkCommandBuffer> CommandStream::record(const CommandUse& use) {
+StatusOr<VkCommandBuffer> CommandStream::record(const CommandUse &use) {
   if (!broken_.isOk())
     return broken_;
   if (!recording_) {
     VkCommandBufferBeginInfo begin{};
     begin.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO;
     begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
-    if (VkResult result = vkBeginCommandBuffer(commandBuffer_, &begin); result != VK_SUCCESS)
+    if (VkResult result = vkBeginCommandBuffer(commandBuffer_, &begin);
+        result != VK_SUCCESS)
       return vkFailure(result, "vkBeginCommandBuffer on " + label_);
     recording_ = true;
     ++serial_;
@@ -67,8 +72,8 @@ StatusOr<VkCommandBuffer> CommandStream::record(const CommandUse& use) {
     barrier.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER;
     barrier.srcAccessMask = pendingWrites_;
     barrier.dstAccessMask = use.access;
-    vkCmdPipelineBarrier(commandBuffer_, pendingStages_, use.stage, 0, 1, &barrier, 0, nullptr, 0,
-                         nullptr);
+    vkCmdPipelineBarrier(commandBuffer_, pendingStages_, use.stage, 0, 1,
+                         &barrier, 0, nullptr, 0, nullptr);
   }
   pendingStages_ = use.stage;
   pendingWrites_ = use.writes;
@@ -81,27 +86,33 @@ void CommandStream::hostReadBarrier() {
   barrier.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
   barrier.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
   vkCmdPipelineBarrier(commandBuffer_, VK_PIPELINE_STAGE_TRANSFER_BIT,
-                       VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &barrier, 0, nullptr, 0, nullptr);
+                       VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &barrier, 0, nullptr,
+                       0, nullptr);
 }
 
 Status CommandStream::execute() {
-  if (VkResult result = vkEndCommandBuffer(commandBuffer_); result != VK_SUCCESS)
+  if (VkResult result = vkEndCommandBuffer(commandBuffer_);
+      result != VK_SUCCESS)
     return vkFailure(result, "vkEndCommandBuffer on " + label_);
   VkSubmitInfo submit{};
   submit.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO;
   submit.commandBufferCount = 1;
   submit.pCommandBuffers = &commandBuffer_;
-  if (VkResult result = vkQueueSubmit(queue_, 1, &submit, fence_); result != VK_SUCCESS)
+  if (VkResult result = vkQueueSubmit(queue_, 1, &submit, fence_);
+      result != VK_SUCCESS)
     return vkFailure(result, "vkQueueSubmit on " + label_);
   // A failed wait leaves the work possibly in flight: nothing it uses may be
   // reused, so the stream refuses all later work.
-  if (VkResult result = vkWaitForFences(device_, 1, &fence_, VK_TRUE, UINT64_MAX);
+  if (VkResult result =
+          vkWaitForFences(device_, 1, &fence_, VK_TRUE, UINT64_MAX);
       result != VK_SUCCESS) {
-    broken_ = Status::unavailable(label_ + " is unusable after " + vkResultName(result) +
-                                  ": recreate the context to use the device again");
+    broken_ = Status::unavailable(
+        label_ + " is unusable after " + vkResultName(result) +
+        ": recreate the context to use the device again");
     return vkFailure(result, "waiting for " + label_);
   }
-  if (VkResult result = vkResetFences(device_, 1, &fence_); result != VK_SUCCESS) {
+  if (VkResult result = vkResetFences(device_, 1, &fence_);
+      result != VK_SUCCESS) {
     broken_ = vkFailure(result, "vkResetFences on " + label_);
     return broken_;
   }

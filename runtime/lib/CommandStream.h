@@ -35,7 +35,8 @@ struct CommandUse {
 
   static CommandUse compute() {
     return {VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
-            VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT, VK_ACCESS_SHADER_WRITE_BIT};
+            VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT,
+            VK_ACCESS_SHADER_WRITE_BIT};
   }
   static CommandUse transfer() {
     return {VK_PIPELINE_STAGE_TRANSFER_BIT,
@@ -46,16 +47,18 @@ struct CommandUse {
 
 class CommandStream {
 public:
-  static StatusOr<std::unique_ptr<CommandStream>> create(VkDevice device, VkQueue queue,
-                                                         uint32_t queueFamily, std::string label);
+  static StatusOr<std::unique_ptr<CommandStream>> create(VkDevice device,
+                                                         VkQueue queue,
+                                                         uint32_t queueFamily,
+                                                         std::string label);
   ~CommandStream();
-  CommandStream(const CommandStream&) = delete;
-  CommandStream& operator=(const CommandStream&) = delete;
+  CommandStream(const CommandStream &) = delete;
+  CommandStream &operator=(const CommandStream &) = delete;
 
   /// The open command buffer, begun if needed, after the barrier that orders
   /// a command of kind `use` after the earlier ones. Record exactly one
   /// command of that kind into it.
-  StatusOr<VkCommandBuffer> record(const CommandUse& use);
+  StatusOr<VkCommandBuffer> record(const CommandUse &use);
   /// Makes the transfer writes recorded so far visible to host reads once
   /// the submit completes. Needs an open command buffer.
   void hostReadBarrier();

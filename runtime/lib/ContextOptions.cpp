@@ -35,24 +35,25 @@ static StatusOr<size_t> parseVirtualDevices(std::string_view text) {
   return value;
 }
 
-static StatusOr<bool> parseFlag(const char* variable, std::string_view text) {
+static StatusOr<bool> parseFlag(const char *variable, std::string_view text) {
   if (text.empty() || text == "0")
     return false;
   if (text == "1")
     return true;
-  return Status::invalidArgument(std::string(variable) + "='" + std::string(text) +
+  return Status::invalidArgument(std::string(variable) + "='" +
+                                 std::string(text) +
                                  "' is not valid: expected 1 (on) or 0 (off)");
 }
 
 StatusOr<ContextOptions> ContextOptions::fromEnvironment() {
   ContextOptions options;
-  if (const char* text = std::getenv("KILN_VIRTUAL_DEVICES")) {
+  if (const char *text = std::getenv("KILN_VIRTUAL_DEVICES")) {
     StatusOr<size_t> count = parseVirtualDevices(text);
     if (!count.isOk())
       return count.status();
     options.virtualDevices = *count;
   }
-  if (const char* text = std::getenv("KILN_VULKAN_VALIDATION")) {
+  if (const char *text = std::getenv("KILN_VULKAN_VALIDATION")) {
     StatusOr<bool> enabled = parseFlag("KILN_VULKAN_VALIDATION", text);
     if (!enabled.isOk())
       return enabled.status();

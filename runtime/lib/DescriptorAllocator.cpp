@@ -37,8 +37,9 @@ Status DescriptorAllocator::addPool(uint32_t minDescriptors) {
   return Status::ok();
 }
 
-StatusOr<VkDescriptorSet> DescriptorAllocator::allocate(VkDescriptorSetLayout layout,
-                                                        uint32_t numBindings) {
+StatusOr<VkDescriptorSet>
+DescriptorAllocator::allocate(VkDescriptorSetLayout layout,
+                              uint32_t numBindings) {
   VkDescriptorSetAllocateInfo info{};
   info.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO;
   info.descriptorSetCount = 1;
@@ -55,7 +56,8 @@ StatusOr<VkDescriptorSet> DescriptorAllocator::allocate(VkDescriptorSetLayout la
     VkResult result = vkAllocateDescriptorSets(device_, &info, &set);
     if (result == VK_SUCCESS)
       return set;
-    bool exhausted = result == VK_ERROR_OUT_OF_POOL_MEMORY || result == VK_ERROR_FRAGMENTED_POOL;
+    bool exhausted = result == VK_ERROR_OUT_OF_POOL_MEMORY ||
+                     result == VK_ERROR_FRAGMENTED_POOL;
     if (!exhausted || fresh)
       return vkFailure(result, "vkAllocateDescriptorSets on " + label_);
     ++current_;

@@ -26,11 +26,12 @@ public:
   DescriptorAllocator(VkDevice device, std::string label)
       : device_(device), label_(std::move(label)) {}
   ~DescriptorAllocator();
-  DescriptorAllocator(const DescriptorAllocator&) = delete;
-  DescriptorAllocator& operator=(const DescriptorAllocator&) = delete;
+  DescriptorAllocator(const DescriptorAllocator &) = delete;
+  DescriptorAllocator &operator=(const DescriptorAllocator &) = delete;
 
   /// A set of `layout`, which holds `numBindings` storage buffers.
-  StatusOr<VkDescriptorSet> allocate(VkDescriptorSetLayout layout, uint32_t numBindings);
+  StatusOr<VkDescriptorSet> allocate(VkDescriptorSetLayout layout,
+                                     uint32_t numBindings);
   /// No set handed out is in use any more.
   void reset();
 

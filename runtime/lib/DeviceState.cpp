@@ -39,12 +39,13 @@ static int pickQueueFamily(VkPhysicalDevice physical) {
   return fallback;
 }
 
-static bool hasDeviceExtension(VkPhysicalDevice physical, const char* name) {
+static bool hasDeviceExtension(VkPhysicalDevice physical, const char *name) {
   uint32_t count = 0;
   vkEnumerateDeviceExtensionProperties(physical, nullptr, &count, nullptr);
   std::vector<VkExtensionProperties> extensions(count);
-  vkEnumerateDeviceExtensionProperties(physical, nullptr, &count, extensions.data());
-  for (const VkExtensionProperties& extension : extensions)
+  vkEnumerateDeviceExtensionProperties(physical, nullptr, &count,
+                                       extensions.data());
+  for (const VkExtensionProperties &extension : extensions)
     if (std::strcmp(extension.extensionName, name) == 0)
       return true;
   return false;
@@ -92,24 +93,28 @@ struct EnabledFeatures {
 
 /// The largest single allocation: maxMemoryAllocationSize where Vulkan 1.1
 /// reports it, else the largest heap.
-static VkDeviceSize maxAllocationBytes(VkPhysicalDevice physical, uint32_t apiVersion,
-                                       const VkPhysicalDeviceMemoryProperties& memory) {
+static VkDeviceSize
+maxAllocationBytes(VkPhysicalDevice physical, uint32_t apiVersion,
+                   const VkPhysicalDeviceMemoryProperties &memory) {
   VkDeviceSize largestHeap = 0;
   for (uint32_t i = 0; i < memory.memoryHeapCount; ++i)
     largestHeap = std::max(largestHeap, memory.memoryHeaps[i].size);
   if (apiVersion < VK_API_VERSION_1_1)
     return largestHeap;
   VkPhysicalDeviceMaintenance3Properties maintenance3{};
-  maintenance3.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES;
+  maintenance3.sType =
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES;
   VkPhysicalDeviceProperties2 props{};
   props.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2;
   props.pNext = &maintenance3;
   vkGetPhysicalDeviceProperties2(physical, &props);
-  return maintenance3.maxMemoryAllocationSize ? maintenance3.maxMemoryAllocationSize
-                                              : largestHeap;
+  return maintenance3.maxMemoryAllocationSize
+             ? maintenance3.maxMemoryAllocationSize
+             : largestHeap;
 }
 
-StatusOr<std::unique_ptr<VulkanDevice::State>> createDeviceState(const DeviceSetup& setup) {
+StatusOr<std::unique_ptr<VulkanDevice::State>>
+createDeviceState(const DeviceSetup &setup) {
   auto state = std::make_unique<VulkanDevice::State>();
   state->ordinal = setup.ordinal;
   state->name = "vulkan:" + std::to_string(setup.ordinal);
@@ -119,7 +124,8 @@ StatusOr<std::unique_ptr<VulkanDevice::State>> createDeviceState(const DeviceSet
   state->physical = setup.physical;
   state->validationBaseline = setup.shared->validationMessages.load();
   // Feature queries through *2 entry points need 1.1+ on both sides.
-  uint32_t apiVersion = std::min(setup.instanceApiVersion, setup.adapter->apiVersion);
+  uint32_t apiVersion =
+      std::min(setup.instanceApiVersion, setup.adapter->apiVersion);
 
   int family = pickQueueFamily(setup.physical);
   if (family < 0)
@@ -134,7 +140,7 @@ StatusOr<std::unique_ptr<VulkanDevice::State>> createDeviceState(const DeviceSet
 
   // The spec requires enabling VK_KHR_portability_subset where it is
   // offered (MoltenVK).
-  std::vector<const char*> extensions;
+  std::vector<const char *> extensions;
   if (hasDeviceExtension(setup.physical, "VK_KHR_portability_subset"))
     extensions.push_back("VK_KHR_portability_subset");
 
@@ -149,7 +155,8 @@ StatusOr<std::unique_ptr<VulkanDevice::State>> createDeviceState(const DeviceSet
     info.pNext = &features.core;
   else
     info.pEnabledFeatures = &features.core.features;
-  if (VkResult result = vkCreateDevice(setup.physical, &info, nullptr, &state->device);
+  if (VkResult result =
+          vkCreateDevice(setup.physical, &info, nullptr, &state->device);
       result != VK_SUCCESS) {
     state->device = VK_NULL_HANDLE;
     return vkFailure(result, "vkCreateDevice for " + state->label);
@@ -158,20 +165,23 @@ StatusOr<std::unique_ptr<VulkanDevice::State>> createDeviceState(const DeviceSet
 
   VkPhysicalDeviceProperties props{};
   vkGetPhysicalDeviceProperties(setup.physical, &props);
-  state->maxStorageBuffersPerStage = props.limits.maxPerStageDescriptorStorageBuffers;
+  state->maxStorageBuffersPerStage =
+      props.limits.maxPerStageDescriptorStorageBuffers;
   VkPhysicalDeviceMemoryProperties memory{};
   vkGetPhysicalDeviceMemoryProperties(setup.physical, &memory);
 
   state->pool = std::make_shared<BufferPool>(
-      state->device, memory, maxAllocationBytes(setup.physical, apiVersion, memory),
-      state->label);
-  StatusOr<std::unique_ptr<CommandStream>> stream =
-      CommandStream::create(state->device, state->queue, uint32_t(family), state->label);
+      state->device, memory,
+      maxAllocationBytes(setup.physical, apiVersion, memory), state->label);
+  StatusOr<std::unique_ptr<CommandStream>> stream = CommandStream::create(
+      state->device, state->queue, uint32_t(family), state->label);
   if (!stream.isOk())
     return stream.status();
   state->stream = std::move(*stream);
-  state->descriptors = std::make_unique<DescriptorAllocator>(state->device, state->label);
-  state->staging = std::make_unique<StagingBuffer>(state->device, memory, state->label);
+  state->descriptors =
+      std::make_unique<DescriptorAllocator>(state->device, state->label);
+  state->staging =
+      std::make_unique<StagingBuffer>(state->device, memory, state->label);
   return state;
 }
 
@@ -189,10 +199,11 @@ VulkanDevice::State::~State() {
     vkDestroyDevice(device, nullptr);
     return;
   }
-  std::fprintf(stderr,
-               "kiln: warning: %s destroyed while some of its buffers were alive; "
-               "leaking its memory (release buffers before their device's context)\n",
-               label.c_str());
+  std::fprintf(
+      stderr,
+      "kiln: warning: %s destroyed while some of its buffers were alive; "
+      "leaking its memory (release buffers before their device's context)\n",
+      label.c_str());
   shared->deviceLeaked = true;
 }
 

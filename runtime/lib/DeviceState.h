@@ -47,9 +47,9 @@ struct DeviceSetup {
   VkInstance instance;
   uint32_t instanceApiVersion;
   VkPhysicalDevice physical;
-  const AdapterInfo* adapter;
+  const AdapterInfo *adapter;
   size_t ordinal;
-  ContextShared* shared;
+  ContextShared *shared;
 };
 
 struct VulkanDevice::State {
@@ -61,7 +61,7 @@ struct VulkanDevice::State {
   std::string label; // "vulkan:0 (llvmpipe ...)", for messages
   AdapterInfo adapter;
   size_t ordinal = 0;
-  ContextShared* shared = nullptr;
+  ContextShared *shared = nullptr;
   VkPhysicalDevice physical = VK_NULL_HANDLE;
   VkDevice device = VK_NULL_HANDLE;
   VkQueue queue = VK_NULL_HANDLE;
@@ -79,7 +79,8 @@ struct VulkanDevice::State {
 };
 
 /// Creates the VkDevice and everything a VulkanDevice needs.
-StatusOr<std::unique_ptr<VulkanDevice::State>> createDeviceState(const DeviceSetup& setup);
+StatusOr<std::unique_ptr<VulkanDevice::State>>
+createDeviceState(const DeviceSetup &setup);
 
 } // namespace kiln::rt
 

@@ -15,18 +15,19 @@
 
 namespace kiln::rt {
 
-StatusOr<std::unique_ptr<Pipeline>> Pipeline::create(VkDevice device, const void* owner,
-                                                     const KernelBinary& kernel,
-                                                     uint32_t maxBindings,
-                                                     const std::string& label) {
+StatusOr<std::unique_ptr<Pipeline>>
+Pipeline::create(VkDevice device, const void *owner, const KernelBinary &kernel,
+                 uint32_t maxBindings, const std::string &label) {
   std::string what = "kernel " + formatHash(kernel.hash) + " on " + label;
   if (!kernel.spirv)
     return Status::invalidArgument("no SPIR-V for " + what);
   if (kernel.numBindings > maxBindings)
-    return Status::invalidArgument(what + " uses " + std::to_string(kernel.numBindings) +
-                                   " storage buffers; the device allows " +
-                                   std::to_string(maxBindings) + " per shader stage");
-  if (Status status = checkSpirv(*kernel.spirv, kernel.entryPoint); !status.isOk())
+    return Status::invalidArgument(
+        what + " uses " + std::to_string(kernel.numBindings) +
+        " storage buffers; the device allows " + std::to_string(maxBindings) +
+        " per shader stage");
+  if (Status status = checkSpirv(*kernel.spirv, kernel.entryPoint);
+      !status.isOk())
     return Status(status.code(), status.message() + " (" + what + ")");
 
   std::unique_ptr<Pipeline> pipeline(new Pipeline(device, owner, kernel));
@@ -42,8 +43,8 @@ StatusOr<std::unique_ptr<Pipeline>> Pipeline::create(VkDevice device, const void
   setInfo.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO;
   setInfo.bindingCount = kernel.numBindings;
   setInfo.pBindings = bindings.data();
-  if (VkResult result =
-          vkCreateDescriptorSetLayout(device, &setInfo, nullptr, &pipeline->setLayout_);
+  if (VkResult result = vkCreateDescriptorSetLayout(device, &setInfo, nullptr,
+                                                    &pipeline->setLayout_);
       result != VK_SUCCESS)
     return vkFailure(result, "vkCreateDescriptorSetLayout for " + what);
 
@@ -51,7 +52,8 @@ StatusOr<std::unique_ptr<Pipeline>> Pipeline::create(VkDevice device, const void
   layoutInfo.sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO;
   layoutInfo.setLayoutCount = 1;
   layoutInfo.pSetLayouts = &pipeline->setLayout_;
-  if (VkResult result = vkCreatePipelineLayout(device, &layoutInfo, nullptr, &pipeline->layout_);
+  if (VkResult result = vkCreatePipelineLayout(device, &layoutInfo, nullptr,
+                                               &pipeline->layout_);
       result != VK_SUCCESS)
     return vkFailure(result, "vkCreatePipelineLayout for " + what);
 
@@ -60,7 +62,8 @@ StatusOr<std::unique_ptr<Pipeline>> Pipeline::create(VkDevice device, const void
   moduleInfo.codeSize = kernel.spirv->size() * sizeof(uint32_t);
   moduleInfo.pCode = kernel.spirv->data();
   VkShaderModule module = VK_NULL_HANDLE;
-  if (VkResult result = vkCreateShaderModule(device, &moduleInfo, nullptr, &module);
+  if (VkResult result =
+          vkCreateShaderModule(device, &moduleInfo, nullptr, &module);
       result != VK_SUCCESS)
     return vkFailure(result, "vkCreateShaderModule for " + what);
 
@@ -71,8 +74,8 @@ StatusOr<std::unique_ptr<Pipeline>> Pipeline::create(VkDevice device, const void
   info.stage.module = module;
   info.stage.pName = pipeline->entryPoint_.c_str();
   info.layout = pipeline->layout_;
-  VkResult result =
-      vkCreateComputePipelines(device, VK_NULL_HANDLE, 1, &info, nullptr, &pipeline->pipeline_);
+  VkResult result = vkCreateComputePipelines(device, VK_NULL_HANDLE, 1, &info,
+                                             nullptr, &pipeline->pipeline_);
   vkDestroyShaderModule(device, module, nullptr);
   if (result != VK_SUCCESS)
     return vkFailure(result, "vkCreateComputePipelines for " + what);

@@ -25,29 +25,28 @@ class Pipeline {
 public:
   /// `owner` identifies the creating device (checked on dispatch);
   /// `maxBindings` is its maxPerStageDescriptorStorageBuffers.
-  static StatusOr<std::unique_ptr<Pipeline>> create(VkDevice device, const void* owner,
-                                                    const KernelBinary& kernel,
-                                                    uint32_t maxBindings,
-                                                    const std::string& label);
+  static StatusOr<std::unique_ptr<Pipeline>>
+  create(VkDevice device, const void *owner, const KernelBinary &kernel,
+         uint32_t maxBindings, const std::string &label);
   ~Pipeline();
-  Pipeline(const Pipeline&) = delete;
-  Pipeline& operator=(const Pipeline&) = delete;
+  Pipeline(const Pipeline &) = delete;
+  Pipeline &operator=(const Pipeline &) = delete;
 
-  const void* owner() const { return owner_; }
+  const void *owner() const { return owner_; }
   uint64_t hash() const { return hash_; }
-  const std::string& entryPoint() const { return entryPoint_; }
+  const std::string &entryPoint() const { return entryPoint_; }
   uint32_t numBindings() const { return numBindings_; }
   VkPipeline handle() const { return pipeline_; }
   VkPipelineLayout layout() const { return layout_; }
   VkDescriptorSetLayout setLayout() const { return setLayout_; }
 
 private:
-  Pipeline(VkDevice device, const void* owner, const KernelBinary& kernel)
-      : device_(device), owner_(owner), hash_(kernel.hash), entryPoint_(kernel.entryPoint),
-        numBindings_(kernel.numBindings) {}
+  Pipeline(VkDevice device, const void *owner, const KernelBinary &kernel)
+      : device_(device), owner_(owner), hash_(kernel.hash),
+        entryPoint_(kernel.entryPoint), numBindings_(kernel.numBindings) {}
 
   VkDevice device_;
-  const void* owner_;
+  const void *owner_;
   uint64_t hash_;
   std::string entryPoint_;
   uint32_t numBindings_;

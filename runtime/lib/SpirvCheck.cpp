@@ -18,8 +18,8 @@ static constexpr uint32_t kExecutionModelGLCompute = 5;
 
 /// The nul-terminated literal string starting at words[begin], within
 /// [begin, end); false if it is not terminated there.
-static bool readString(const std::vector<uint32_t>& words, size_t begin, size_t end,
-                       std::string& out) {
+static bool readString(const std::vector<uint32_t> &words, size_t begin,
+                       size_t end, std::string &out) {
   out.clear();
   for (size_t i = begin; i < end; ++i) {
     for (int byte = 0; byte < 4; ++byte) {
@@ -32,21 +32,25 @@ static bool readString(const std::vector<uint32_t>& words, size_t begin, size_t 
   return false;
 }
 
-Status checkSpirv(const std::vector<uint32_t>& words, const std::string& entryPoint) {
+Status checkSpirv(const std::vector<uint32_t> &words,
+                  const std::string &entryPoint) {
   auto invalid = [](std::string why) {
     return Status::invalidArgument("invalid SPIR-V module: " + why);
   };
   if (words.size() < kHeaderWords)
-    return invalid(std::to_string(words.size()) + " words is shorter than the header");
+    return invalid(std::to_string(words.size()) +
+                   " words is shorter than the header");
   if (words[0] != kMagic) {
     char hex[16];
     std::snprintf(hex, sizeof(hex), "0x%08x", words[0]);
-    return invalid(std::string("bad magic number ") + hex + " (expected 0x07230203)");
+    return invalid(std::string("bad magic number ") + hex +
+                   " (expected 0x07230203)");
   }
   uint32_t major = (words[1] >> 16) & 0xff;
   uint32_t minor = (words[1] >> 8) & 0xff;
   if (major != 1 || minor > 6)
-    return invalid("unsupported version " + std::to_string(major) + "." + std::to_string(minor));
+    return invalid("unsupported version " + std::to_string(major) + "." +
+                   std::to_string(minor));
 
   bool memoryModel = false;
   bool found = false;
@@ -56,9 +60,11 @@ Status checkSpirv(const std::vector<uint32_t>& words, const std::string& entryPo
     uint32_t count = words[i] >> 16;
     uint32_t opcode = words[i] & 0xffff;
     if (count == 0)
-      return invalid("instruction at word " + std::to_string(i) + " has zero length");
+      return invalid("instruction at word " + std::to_string(i) +
+                     " has zero length");
     if (i + count > words.size())
-      return invalid("instruction at word " + std::to_string(i) + " runs past the end");
+      return invalid("instruction at word " + std::to_string(i) +
+                     " runs past the end");
     if (opcode == kOpMemoryModel)
       memoryModel = true;
     if (opcode == kOpEntryPoint) {
@@ -74,9 +80,10 @@ Status checkSpirv(const std::vector<uint32_t>& words, const std::string& entryPo
   if (!memoryModel)
     return invalid("no OpMemoryModel");
   if (!found)
-    return Status::notFound("SPIR-V module has no compute entry point '" + entryPoint + "'" +
-                            (computeEntries.empty() ? std::string(" (it has none)")
-                                                    : " (it has " + computeEntries + ")"));
+    return Status::notFound(
+        "SPIR-V module has no compute entry point '" + entryPoint + "'" +
+        (computeEntries.empty() ? std::string(" (it has none)")
+                                : " (it has " + computeEntries + ")"));
   return Status::ok();
 }
 

@@ -22,7 +22,8 @@ namespace kiln::rt {
 /// Ok if `words` is a framed SPIR-V module with an OpMemoryModel and a
 /// GLCompute OpEntryPoint named `entryPoint`; else InvalidArgument (or
 /// NotFound for a missing entry point) saying what is wrong.
-Status checkSpirv(const std::vector<uint32_t>& words, const std::string& entryPoint);
+Status checkSpirv(const std::vector<uint32_t> &words,
+                  const std::string &entryPoint);
 
 } // namespace kiln::rt
 

@@ -27,11 +27,11 @@ public:
   /// Transfers larger than this go through in several chunks.
   static constexpr VkDeviceSize kMaxBytes = VkDeviceSize(64) << 20;
 
-  StagingBuffer(VkDevice device, const VkPhysicalDeviceMemoryProperties& memory,
+  StagingBuffer(VkDevice device, const VkPhysicalDeviceMemoryProperties &memory,
                 std::string label);
   ~StagingBuffer();
-  StagingBuffer(const StagingBuffer&) = delete;
-  StagingBuffer& operator=(const StagingBuffer&) = delete;
+  StagingBuffer(const StagingBuffer &) = delete;
+  StagingBuffer &operator=(const StagingBuffer &) = delete;
 
   VkDeviceSize capacity() const { return capacity_; }
   VkDeviceSize available() const { return capacity_ - offset_; }
@@ -44,7 +44,7 @@ public:
   void reset() { offset_ = 0; }
 
   VkBuffer handle() const { return buffer_; }
-  uint8_t* data() const { return mapped_; }
+  uint8_t *data() const { return mapped_; }
 
 private:
   void release();
@@ -54,7 +54,7 @@ private:
   std::string label_;
   VkBuffer buffer_ = VK_NULL_HANDLE;
   VkDeviceMemory deviceMemory_ = VK_NULL_HANDLE;
-  uint8_t* mapped_ = nullptr;
+  uint8_t *mapped_ = nullptr;
   VkDeviceSize capacity_ = 0;
   VkDeviceSize offset_ = 0;
 };

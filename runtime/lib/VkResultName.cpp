@@ -14,7 +14,7 @@ namespace kiln::rt {
 namespace {
 struct ResultName {
   int value;
-  const char* name;
+  const char *name;
 };
 } // namespace
 
@@ -61,7 +61,7 @@ static constexpr ResultName kResultNames[] = {
 };
 
 std::string vkResultName(int result) {
-  for (const ResultName& entry : kResultNames)
+  for (const ResultName &entry : kResultNames)
     if (entry.value == result)
       return entry.name;
   return "VkResult(" + std::to_string(result) + ")";

@@ -28,7 +28,7 @@
 
 namespace kiln::rt {
 
-static constexpr const char* kValidationLayer = "VK_LAYER_KHRONOS_validation";
+static constexpr const char *kValidationLayer = "VK_LAYER_KHRONOS_validation";
 static constexpr size_t kMaxVirtualDevices = 64;
 
 std::atomic<uint64_t> processValidationMessages{0};
@@ -64,59 +64,64 @@ VulkanContext::State::~State() {
     vkDestroyInstance(instance, nullptr);
 }
 
-static Status noDevice(const std::string& detail) {
-  return Status::unavailable("no Vulkan device found: install a Vulkan driver (on Debian: "
-                             "apt-get install mesa-vulkan-drivers) or set KILN_DEVICE to "
-                             "another device (" +
-                             detail + ")");
+static Status noDevice(const std::string &detail) {
+  return Status::unavailable(
+      "no Vulkan device found: install a Vulkan driver (on Debian: "
+      "apt-get install mesa-vulkan-drivers) or set KILN_DEVICE to "
+      "another device (" +
+      detail + ")");
 }
 
 /// Warnings and errors only. Validation and performance findings are about
 /// Kiln's use of Vulkan and are counted; general ones (the loader saying it
 /// found no driver, say) are printed but not counted.
 static VKAPI_ATTR VkBool32 VKAPI_CALL onDebugMessage(
-    VkDebugUtilsMessageSeverityFlagBitsEXT severity, VkDebugUtilsMessageTypeFlagsEXT types,
-    const VkDebugUtilsMessengerCallbackDataEXT* data, void* userData) {
+    VkDebugUtilsMessageSeverityFlagBitsEXT severity,
+    VkDebugUtilsMessageTypeFlagsEXT types,
+    const VkDebugUtilsMessengerCallbackDataEXT *data, void *userData) {
   constexpr VkDebugUtilsMessageSeverityFlagsEXT reported =
       VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT |
       VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT;
   if (!(severity & reported))
     return VK_FALSE;
-  const char* message = data && data->pMessage ? data->pMessage : "(no message)";
+  const char *message =
+      data && data->pMessage ? data->pMessage : "(no message)";
   if (!(types & (VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
                  VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT))) {
     std::fprintf(stderr, "kiln: vulkan: %s\n", message);
     return VK_FALSE;
   }
-  ++static_cast<ContextShared*>(userData)->validationMessages;
+  ++static_cast<ContextShared *>(userData)->validationMessages;
   ++processValidationMessages;
   std::fprintf(stderr, "kiln: vulkan validation: %s\n", message);
   // Never abort the call that triggered it: the message is the report.
   return VK_FALSE;
 }
 
-static bool hasLayer(const char* name) {
+static bool hasLayer(const char *name) {
   uint32_t count = 0;
   if (vkEnumerateInstanceLayerProperties(&count, nullptr) != VK_SUCCESS)
     return false;
   std::vector<VkLayerProperties> layers(count);
   if (vkEnumerateInstanceLayerProperties(&count, layers.data()) != VK_SUCCESS)
     return false;
-  for (const VkLayerProperties& layer : layers)
+  for (const VkLayerProperties &layer : layers)
     if (std::strcmp(layer.layerName, name) == 0)
       return true;
   return false;
 }
 
 /// Whether the loader, or `layer` if given, offers instance extension `name`.
-static bool hasInstanceExtension(const char* layer, const char* name) {
+static bool hasInstanceExtension(const char *layer, const char *name) {
   uint32_t count = 0;
-  if (vkEnumerateInstanceExtensionProperties(layer, &count, nullptr) != VK_SUCCESS)
+  if (vkEnumerateInstanceExtensionProperties(layer, &count, nullptr) !=
+      VK_SUCCESS)
     return false;
   std::vector<VkExtensionProperties> extensions(count);
-  if (vkEnumerateInstanceExtensionProperties(layer, &count, extensions.data()) != VK_SUCCESS)
+  if (vkEnumerateInstanceExtensionProperties(layer, &count,
+                                             extensions.data()) != VK_SUCCESS)
     return false;
-  for (const VkExtensionProperties& extension : extensions)
+  for (const VkExtensionProperties &extension : extensions)
     if (std::strcmp(extension.extensionName, name) == 0)
       return true;
   return false;
@@ -132,38 +137,45 @@ static uint32_t instanceApiVersion() {
     return VK_API_VERSION_1_0;
   if (loader >= VK_API_VERSION_1_3)
     return VK_API_VERSION_1_3;
-  return VK_MAKE_API_VERSION(0, VK_API_VERSION_MAJOR(loader), VK_API_VERSION_MINOR(loader), 0);
+  return VK_MAKE_API_VERSION(0, VK_API_VERSION_MAJOR(loader),
+                             VK_API_VERSION_MINOR(loader), 0);
 }
 
-StatusOr<std::unique_ptr<VulkanContext>> VulkanContext::create(const ContextOptions& options) {
+StatusOr<std::unique_ptr<VulkanContext>>
+VulkanContext::create(const ContextOptions &options) {
   if (options.virtualDevices < 1 || options.virtualDevices > kMaxVirtualDevices)
-    return Status::invalidArgument("virtualDevices is " + std::to_string(options.virtualDevices) +
-                                   ": expected 1 to " + std::to_string(kMaxVirtualDevices));
+    return Status::invalidArgument(
+        "virtualDevices is " + std::to_string(options.virtualDevices) +
+        ": expected 1 to " + std::to_string(kMaxVirtualDevices));
   auto state = std::make_unique<State>();
   state->options = options;
   state->apiVersion = instanceApiVersion();
 
-  std::vector<const char*> layers;
-  std::vector<const char*> extensions;
+  std::vector<const char *> layers;
+  std::vector<const char *> extensions;
   bool debugUtils = false;
   bool syncValidation = false;
   if (options.validation) {
     if (hasLayer(kValidationLayer)) {
       layers.push_back(kValidationLayer);
       state->validation = true;
-      debugUtils = hasInstanceExtension(nullptr, VK_EXT_DEBUG_UTILS_EXTENSION_NAME) ||
-                   hasInstanceExtension(kValidationLayer, VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
+      debugUtils =
+          hasInstanceExtension(nullptr, VK_EXT_DEBUG_UTILS_EXTENSION_NAME) ||
+          hasInstanceExtension(kValidationLayer,
+                               VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
       if (debugUtils)
         extensions.push_back(VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
-      syncValidation =
-          hasInstanceExtension(kValidationLayer, VK_EXT_VALIDATION_FEATURES_EXTENSION_NAME);
+      syncValidation = hasInstanceExtension(
+          kValidationLayer, VK_EXT_VALIDATION_FEATURES_EXTENSION_NAME);
       if (syncValidation)
         extensions.push_back(VK_EXT_VALIDATION_FEATURES_EXTENSION_NAME);
     } else {
-      std::fprintf(stderr, "kiln: warning: Vulkan validation was requested but %s is not "
-                           "installed (on Debian: apt-get install vulkan-validationlayers); "
-                           "continuing without validation\n",
-                   kValidationLayer);
+      std::fprintf(
+          stderr,
+          "kiln: warning: Vulkan validation was requested but %s is not "
+          "installed (on Debian: apt-get install vulkan-validationlayers); "
+          "continuing without validation\n",
+          kValidationLayer);
     }
   }
   // Lists portability drivers (MoltenVK) too; they are real devices.
@@ -175,8 +187,9 @@ StatusOr<std::unique_ptr<VulkanContext>> VulkanContext::create(const ContextOpti
 
   VkDebugUtilsMessengerCreateInfoEXT messengerInfo{};
   messengerInfo.sType = VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT;
-  messengerInfo.messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT |
-                                  VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT;
+  messengerInfo.messageSeverity =
+      VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT |
+      VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT;
   messengerInfo.messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT |
                               VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
                               VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT;
@@ -191,7 +204,7 @@ StatusOr<std::unique_ptr<VulkanContext>> VulkanContext::create(const ContextOpti
   VkInstanceCreateInfo info{};
   info.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO;
   // Chained messenger: also reports on vkCreateInstance/vkDestroyInstance.
-  const void* chain = nullptr;
+  const void *chain = nullptr;
   if (debugUtils) {
     messengerInfo.pNext = chain;
     chain = &messengerInfo;
@@ -218,28 +231,34 @@ StatusOr<std::unique_ptr<VulkanContext>> VulkanContext::create(const ContextOpti
   if (VkResult result = vkCreateInstance(&info, nullptr, &state->instance);
       result != VK_SUCCESS) {
     state->instance = VK_NULL_HANDLE;
-    if (result == VK_ERROR_INCOMPATIBLE_DRIVER || result == VK_ERROR_INITIALIZATION_FAILED)
+    if (result == VK_ERROR_INCOMPATIBLE_DRIVER ||
+        result == VK_ERROR_INITIALIZATION_FAILED)
       return noDevice("vkCreateInstance: " + vkResultName(result));
     return vkFailure(result, "vkCreateInstance");
   }
 
   if (debugUtils) {
     auto createMessenger = reinterpret_cast<PFN_vkCreateDebugUtilsMessengerEXT>(
-        vkGetInstanceProcAddr(state->instance, "vkCreateDebugUtilsMessengerEXT"));
-    state->destroyMessenger = reinterpret_cast<PFN_vkDestroyDebugUtilsMessengerEXT>(
-        vkGetInstanceProcAddr(state->instance, "vkDestroyDebugUtilsMessengerEXT"));
+        vkGetInstanceProcAddr(state->instance,
+                              "vkCreateDebugUtilsMessengerEXT"));
+    state->destroyMessenger =
+        reinterpret_cast<PFN_vkDestroyDebugUtilsMessengerEXT>(
+            vkGetInstanceProcAddr(state->instance,
+                                  "vkDestroyDebugUtilsMessengerEXT"));
     if (createMessenger && state->destroyMessenger)
-      if (VkResult result =
-              createMessenger(state->instance, &messengerInfo, nullptr, &state->messenger);
+      if (VkResult result = createMessenger(state->instance, &messengerInfo,
+                                            nullptr, &state->messenger);
           result != VK_SUCCESS)
         return vkFailure(result, "vkCreateDebugUtilsMessengerEXT");
   }
 
   uint32_t count = 0;
-  VkResult result = vkEnumeratePhysicalDevices(state->instance, &count, nullptr);
+  VkResult result =
+      vkEnumeratePhysicalDevices(state->instance, &count, nullptr);
   if (result == VK_SUCCESS && count) {
     state->physical.resize(count);
-    result = vkEnumeratePhysicalDevices(state->instance, &count, state->physical.data());
+    result = vkEnumeratePhysicalDevices(state->instance, &count,
+                                        state->physical.data());
     state->physical.resize(count);
   }
   if (result != VK_SUCCESS && result != VK_INCOMPLETE)
@@ -252,7 +271,7 @@ StatusOr<std::unique_ptr<VulkanContext>> VulkanContext::create(const ContextOpti
   return std::unique_ptr<VulkanContext>(new VulkanContext(std::move(state)));
 }
 
-StatusOr<VulkanContext*> VulkanContext::get() {
+StatusOr<VulkanContext *> VulkanContext::get() {
   static StatusOr<std::unique_ptr<VulkanContext>> global =
       []() -> StatusOr<std::unique_ptr<VulkanContext>> {
     StatusOr<ContextOptions> options = ContextOptions::fromEnvironment();
@@ -265,37 +284,44 @@ StatusOr<VulkanContext*> VulkanContext::get() {
   return global->get();
 }
 
-VulkanContext::VulkanContext(std::unique_ptr<State> state) : state_(std::move(state)) {}
+VulkanContext::VulkanContext(std::unique_ptr<State> state)
+    : state_(std::move(state)) {}
 
 VulkanContext::~VulkanContext() = default;
 
-const std::vector<AdapterInfo>& VulkanContext::adapters() const { return state_->adapters; }
+const std::vector<AdapterInfo> &VulkanContext::adapters() const {
+  return state_->adapters;
+}
 
 size_t VulkanContext::numDevices() const { return state_->devices.size(); }
 
-size_t VulkanContext::virtualDevicesPerAdapter() const { return state_->options.virtualDevices; }
+size_t VulkanContext::virtualDevicesPerAdapter() const {
+  return state_->options.virtualDevices;
+}
 
-const AdapterInfo& VulkanContext::adapterOf(size_t ordinal) const {
+const AdapterInfo &VulkanContext::adapterOf(size_t ordinal) const {
   assert(ordinal < numDevices() && "device ordinal out of range");
   return state_->adapters[ordinal / state_->options.virtualDevices];
 }
 
-StatusOr<VulkanDevice*> VulkanContext::device(size_t ordinal) {
-  State& s = *state_;
+StatusOr<VulkanDevice *> VulkanContext::device(size_t ordinal) {
+  State &s = *state_;
   std::lock_guard<std::mutex> lock(s.mutex);
   if (ordinal >= s.devices.size()) {
     std::string list;
     for (size_t i = 0; i < s.devices.size(); ++i)
       list += (i ? ", vulkan:" : "vulkan:") + std::to_string(i) + " (" +
               s.adapters[i / s.options.virtualDevices].name + ")";
-    return Status::notFound("there is no device vulkan:" + std::to_string(ordinal) +
-                            "; the Vulkan devices are " + list);
+    return Status::notFound(
+        "there is no device vulkan:" + std::to_string(ordinal) +
+        "; the Vulkan devices are " + list);
   }
   if (!s.devices[ordinal]) {
     size_t adapter = ordinal / s.options.virtualDevices;
-    DeviceSetup setup{s.instance, s.apiVersion,  s.physical[adapter],
-                      &s.adapters[adapter], ordinal, s.shared.get()};
-    StatusOr<std::unique_ptr<VulkanDevice::State>> created = createDeviceState(setup);
+    DeviceSetup setup{s.instance,           s.apiVersion, s.physical[adapter],
+                      &s.adapters[adapter], ordinal,      s.shared.get()};
+    StatusOr<std::unique_ptr<VulkanDevice::State>> created =
+        createDeviceState(setup);
     if (!created.isOk())
       return created.status();
     s.devices[ordinal].reset(new VulkanDevice(std::move(*created)));
@@ -304,7 +330,8 @@ StatusOr<VulkanDevice*> VulkanContext::device(size_t ordinal) {
 }
 
 size_t VulkanContext::preferredOrdinal() const {
-  for (AdapterInfo::Type type : {AdapterInfo::Type::Discrete, AdapterInfo::Type::Integrated})
+  for (AdapterInfo::Type type :
+       {AdapterInfo::Type::Discrete, AdapterInfo::Type::Integrated})
     for (size_t i = 0; i < state_->adapters.size(); ++i)
       if (state_->adapters[i].type == type)
         return i * state_->options.virtualDevices;
@@ -317,6 +344,8 @@ uint64_t VulkanContext::validationMessages() const {
   return state_->shared->validationMessages.load();
 }
 
-uint64_t VulkanContext::validationMessagesInProcess() { return processValidationMessages.load(); }
+uint64_t VulkanContext::validationMessagesInProcess() {
+  return processValidationMessages.load();
+}
 
 } // namespace kiln::rt

@@ -19,42 +19,45 @@ namespace kiln::rt {
 
 using Lock = std::lock_guard<std::mutex>;
 
-VulkanDevice::VulkanDevice(std::unique_ptr<State> state) : state_(std::move(state)) {}
+VulkanDevice::VulkanDevice(std::unique_ptr<State> state)
+    : state_(std::move(state)) {}
 
 // State's destructor drains and tears down the device.
 VulkanDevice::~VulkanDevice() = default;
 
-const std::string& VulkanDevice::name() const { return state_->name; }
-const std::string& VulkanDevice::api() const { return state_->api; }
+const std::string &VulkanDevice::name() const { return state_->name; }
+const std::string &VulkanDevice::api() const { return state_->api; }
 std::string VulkanDevice::adapterName() const { return state_->adapter.name; }
 std::string VulkanDevice::adapterUuid() const { return state_->adapter.uuid; }
-const AdapterInfo& VulkanDevice::adapter() const { return state_->adapter; }
+const AdapterInfo &VulkanDevice::adapter() const { return state_->adapter; }
 size_t VulkanDevice::ordinal() const { return state_->ordinal; }
-void* VulkanDevice::vkDevice() const { return state_->device; }
+void *VulkanDevice::vkDevice() const { return state_->device; }
 
 /// `buffer` as this device's VulkanBuffer, or null if another device owns it
 /// (only this device creates buffers whose device() is this device).
-static VulkanBuffer* asOwnBuffer(VulkanDevice& device, Buffer& buffer) {
+static VulkanBuffer *asOwnBuffer(VulkanDevice &device, Buffer &buffer) {
   if (&buffer.device() != &device)
     return nullptr;
-  return static_cast<VulkanBuffer*>(&buffer);
+  return static_cast<VulkanBuffer *>(&buffer);
 }
 
-static Status foreignBuffer(const VulkanDevice& device, const Buffer& buffer, const char* role) {
-  return Status::invalidArgument(std::string("the ") + role + " buffer belongs to " +
-                                 buffer.device().name() + ", not " + device.name() +
-                                 ": allocate it on " + device.name() +
-                                 " or copy it there through the host");
+static Status foreignBuffer(const VulkanDevice &device, const Buffer &buffer,
+                            const char *role) {
+  return Status::invalidArgument(
+      std::string("the ") + role + " buffer belongs to " +
+      buffer.device().name() + ", not " + device.name() + ": allocate it on " +
+      device.name() + " or copy it there through the host");
 }
 
-static Status tooLarge(const char* what, size_t bytes, const Buffer& buffer) {
-  return Status::invalidArgument(std::string(what) + " of " + std::to_string(bytes) +
-                                 " bytes exceeds the " + std::to_string(buffer.size()) +
+static Status tooLarge(const char *what, size_t bytes, const Buffer &buffer) {
+  return Status::invalidArgument(std::string(what) + " of " +
+                                 std::to_string(bytes) + " bytes exceeds the " +
+                                 std::to_string(buffer.size()) +
                                  "-byte buffer on " + buffer.device().name());
 }
 
 /// Submits and waits for the recorded work, then recycles what it used.
-static Status flushLocked(VulkanDevice::State& s) {
+static Status flushLocked(VulkanDevice::State &s) {
   if (!s.stream->hasWork())
     return Status::ok();
   uint64_t serial = s.stream->recordingSerial();
@@ -76,10 +79,10 @@ StatusOr<std::shared_ptr<Buffer>> VulkanDevice::allocate(size_t bytes) {
       std::make_shared<VulkanBuffer>(*this, bytes, *allocation, state_->pool));
 }
 
-Status VulkanDevice::upload(Buffer& dst, const void* src, size_t bytes) {
-  State& s = *state_;
+Status VulkanDevice::upload(Buffer &dst, const void *src, size_t bytes) {
+  State &s = *state_;
   Lock lock(s.mutex);
-  VulkanBuffer* buffer = asOwnBuffer(*this, dst);
+  VulkanBuffer *buffer = asOwnBuffer(*this, dst);
   if (!buffer)
     return foreignBuffer(*this, dst, "destination");
   if (bytes > dst.size())
@@ -90,9 +93,10 @@ Status VulkanDevice::upload(Buffer& dst, const void* src, size_t bytes) {
     return Status::invalidArgument("upload of " + std::to_string(bytes) +
                                    " bytes from a null pointer to " + s.name);
 
-  const auto* from = static_cast<const uint8_t*>(src);
+  const auto *from = static_cast<const uint8_t *>(src);
   for (size_t done = 0; done < bytes;) {
-    VkDeviceSize chunk = std::min<VkDeviceSize>(bytes - done, StagingBuffer::kMaxBytes);
+    VkDeviceSize chunk =
+        std::min<VkDeviceSize>(bytes - done, StagingBuffer::kMaxBytes);
     if (s.staging->available() < chunk) {
       // Earlier uploads in this command buffer still read the staging
       // memory: submit them, then make room (growing while below the cap).
@@ -116,23 +120,25 @@ Status VulkanDevice::upload(Buffer& dst, const void* src, size_t bytes) {
   return Status::ok();
 }
 
-Status VulkanDevice::download(Buffer& src, void* dst, size_t bytes) {
-  State& s = *state_;
+Status VulkanDevice::download(Buffer &src, void *dst, size_t bytes) {
+  State &s = *state_;
   Lock lock(s.mutex);
-  VulkanBuffer* buffer = asOwnBuffer(*this, src);
+  VulkanBuffer *buffer = asOwnBuffer(*this, src);
   if (!buffer)
     return foreignBuffer(*this, src, "source");
   if (bytes > src.size())
     return tooLarge("download", bytes, src);
   if (bytes && !dst)
-    return Status::invalidArgument("download of " + std::to_string(bytes) + " bytes from " +
-                                   s.name + " to a null pointer");
+    return Status::invalidArgument("download of " + std::to_string(bytes) +
+                                   " bytes from " + s.name +
+                                   " to a null pointer");
   if (Status status = flushLocked(s); !status.isOk())
     return status;
 
-  auto* to = static_cast<uint8_t*>(dst);
+  auto *to = static_cast<uint8_t *>(dst);
   for (size_t done = 0; done < bytes;) {
-    VkDeviceSize chunk = std::min<VkDeviceSize>(bytes - done, StagingBuffer::kMaxBytes);
+    VkDeviceSize chunk =
+        std::min<VkDeviceSize>(bytes - done, StagingBuffer::kMaxBytes);
     if (s.staging->available() < chunk)
       if (Status status = s.staging->grow(chunk); !status.isOk())
         return status;
@@ -159,13 +165,13 @@ Status VulkanDevice::flush() {
   return flushLocked(*state_);
 }
 
-Status VulkanDevice::copy(Buffer& src, Buffer& dst, size_t bytes) {
-  State& s = *state_;
+Status VulkanDevice::copy(Buffer &src, Buffer &dst, size_t bytes) {
+  State &s = *state_;
   Lock lock(s.mutex);
-  VulkanBuffer* from = asOwnBuffer(*this, src);
+  VulkanBuffer *from = asOwnBuffer(*this, src);
   if (!from)
     return foreignBuffer(*this, src, "source");
-  VulkanBuffer* to = asOwnBuffer(*this, dst);
+  VulkanBuffer *to = asOwnBuffer(*this, dst);
   if (!to)
     return foreignBuffer(*this, dst, "destination");
   if (bytes > src.size())
@@ -186,45 +192,49 @@ Status VulkanDevice::copy(Buffer& src, Buffer& dst, size_t bytes) {
   return Status::ok();
 }
 
-StatusOr<Pipeline*> VulkanDevice::pipeline(const KernelBinary& kernel) {
-  State& s = *state_;
+StatusOr<Pipeline *> VulkanDevice::pipeline(const KernelBinary &kernel) {
+  State &s = *state_;
   Lock lock(s.mutex);
   if (auto it = s.pipelines.find(kernel.hash); it != s.pipelines.end()) {
-    Pipeline* cached = it->second.get();
+    Pipeline *cached = it->second.get();
     // Same hash, different interface: a hashing bug upstream, reported
     // rather than running the wrong kernel.
-    if (cached->entryPoint() != kernel.entryPoint || cached->numBindings() != kernel.numBindings)
+    if (cached->entryPoint() != kernel.entryPoint ||
+        cached->numBindings() != kernel.numBindings)
       return Status::invalidArgument(
           "kernel " + formatHash(kernel.hash) + " is cached on " + s.name +
           " with entry point '" + cached->entryPoint() + "' and " +
-          std::to_string(cached->numBindings()) + " bindings, but was requested with '" +
-          kernel.entryPoint + "' and " + std::to_string(kernel.numBindings));
+          std::to_string(cached->numBindings()) +
+          " bindings, but was requested with '" + kernel.entryPoint + "' and " +
+          std::to_string(kernel.numBindings));
     ++s.counters.pipelineCacheHits;
     return cached;
   }
-  StatusOr<std::unique_ptr<Pipeline>> created =
-      Pipeline::create(s.device, &s, kernel, s.maxStorageBuffersPerStage, s.label);
+  StatusOr<std::unique_ptr<Pipeline>> created = Pipeline::create(
+      s.device, &s, kernel, s.maxStorageBuffersPerStage, s.label);
   if (!created.isOk())
     return created.status();
-  Pipeline* result = created->get();
+  Pipeline *result = created->get();
   s.pipelines.emplace(kernel.hash, std::move(*created));
   ++s.counters.pipelinesCreated;
   return result;
 }
 
-Status VulkanDevice::dispatch(Pipeline* pipeline, const std::vector<Buffer*>& bindings,
-                              uint32_t groupsX, uint32_t groupsY, uint32_t groupsZ) {
-  State& s = *state_;
+Status VulkanDevice::dispatch(Pipeline *pipeline,
+                              const std::vector<Buffer *> &bindings,
+                              uint32_t groupsX, uint32_t groupsY,
+                              uint32_t groupsZ) {
+  State &s = *state_;
   Lock lock(s.mutex);
   if (!pipeline || pipeline->owner() != &s)
     return Status::invalidArgument("dispatch on " + s.name +
                                    " of a pipeline not created by this device");
   if (bindings.size() != pipeline->numBindings())
-    return Status::invalidArgument("dispatch on " + s.name + " with " +
-                                   std::to_string(bindings.size()) +
-                                   " buffers for a kernel with " +
-                                   std::to_string(pipeline->numBindings()) + " bindings");
-  const AdapterInfo& adapter = s.adapter;
+    return Status::invalidArgument(
+        "dispatch on " + s.name + " with " + std::to_string(bindings.size()) +
+        " buffers for a kernel with " +
+        std::to_string(pipeline->numBindings()) + " bindings");
+  const AdapterInfo &adapter = s.adapter;
   uint32_t groups[3] = {groupsX, groupsY, groupsZ};
   for (int i = 0; i < 3; ++i)
     if (groups[i] > adapter.maxWorkgroupCount[i])
@@ -236,24 +246,27 @@ Status VulkanDevice::dispatch(Pipeline* pipeline, const std::vector<Buffer*>& bi
           std::to_string(adapter.maxWorkgroupCount[1]) + "x" +
           std::to_string(adapter.maxWorkgroupCount[2]));
 
-  std::vector<VulkanBuffer*> buffers(bindings.size());
+  std::vector<VulkanBuffer *> buffers(bindings.size());
   std::vector<VkDescriptorBufferInfo> infos(bindings.size());
   for (size_t i = 0; i < bindings.size(); ++i) {
     std::string role = "binding " + std::to_string(i);
     if (!bindings[i])
-      return Status::invalidArgument("dispatch on " + s.name + ": " + role + " is null");
+      return Status::invalidArgument("dispatch on " + s.name + ": " + role +
+                                     " is null");
     buffers[i] = asOwnBuffer(*this, *bindings[i]);
     if (!buffers[i])
       return foreignBuffer(*this, *bindings[i], role.c_str());
     size_t size = bindings[i]->size();
     if (size > adapter.maxStorageBufferRange)
       return Status::invalidArgument(
-          "dispatch on " + s.name + ": " + role + " holds " + std::to_string(size) +
+          "dispatch on " + s.name + ": " + role + " holds " +
+          std::to_string(size) +
           " bytes, more than the device can bind (maxStorageBufferRange " +
           std::to_string(adapter.maxStorageBufferRange) + ")");
     // A descriptor range may not be empty: bind a size-0 buffer's pooled
     // bytes. Otherwise bind exactly size() so that OpArrayLength sees it.
-    infos[i] = {buffers[i]->handle(), 0, size ? VkDeviceSize(size) : buffers[i]->capacity()};
+    infos[i] = {buffers[i]->handle(), 0,
+                size ? VkDeviceSize(size) : buffers[i]->capacity()};
   }
 
   VkDescriptorSet set = VK_NULL_HANDLE;
@@ -272,33 +285,35 @@ Status VulkanDevice::dispatch(Pipeline* pipeline, const std::vector<Buffer*>& bi
       writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
       writes[i].pBufferInfo = &infos[i];
     }
-    vkUpdateDescriptorSets(s.device, uint32_t(writes.size()), writes.data(), 0, nullptr);
+    vkUpdateDescriptorSets(s.device, uint32_t(writes.size()), writes.data(), 0,
+                           nullptr);
   }
   StatusOr<VkCommandBuffer> cmd = s.stream->record(CommandUse::compute());
   if (!cmd.isOk())
     return cmd.status();
   vkCmdBindPipeline(*cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline->handle());
   if (set)
-    vkCmdBindDescriptorSets(*cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline->layout(), 0, 1, &set,
-                            0, nullptr);
+    vkCmdBindDescriptorSets(*cmd, VK_PIPELINE_BIND_POINT_COMPUTE,
+                            pipeline->layout(), 0, 1, &set, 0, nullptr);
   vkCmdDispatch(*cmd, groupsX, groupsY, groupsZ);
-  for (VulkanBuffer* buffer : buffers)
+  for (VulkanBuffer *buffer : buffers)
     buffer->markUsed(s.stream->recordingSerial());
   ++s.counters.dispatches;
   return Status::ok();
 }
 
 DeviceStats VulkanDevice::stats() const {
-  const State& s = *state_;
+  const State &s = *state_;
   Lock lock(s.mutex);
   DeviceStats stats = s.counters;
   s.pool->addStats(stats);
-  stats.validationMessages = s.shared->validationMessages.load() - s.validationBaseline;
+  stats.validationMessages =
+      s.shared->validationMessages.load() - s.validationBaseline;
   return stats;
 }
 
 void VulkanDevice::resetStats() {
-  State& s = *state_;
+  State &s = *state_;
   Lock lock(s.mutex);
   s.counters = DeviceStats{};
   s.pool->resetStats();

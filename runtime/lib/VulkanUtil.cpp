@@ -34,7 +34,8 @@ Status::Code statusCodeOf(VkResult result) {
 }
 
 Status vkFailure(VkResult result, std::string_view what) {
-  return Status(statusCodeOf(result), std::string(what) + ": " + vkResultName(result));
+  return Status(statusCodeOf(result),
+                std::string(what) + ": " + vkResultName(result));
 }
 
 std::string formatUuid(const uint8_t bytes[16]) {
@@ -52,7 +53,8 @@ std::string formatUuid(const uint8_t bytes[16]) {
 
 std::string formatHash(uint64_t hash) {
   char text[24];
-  std::snprintf(text, sizeof(text), "%016llx", static_cast<unsigned long long>(hash));
+  std::snprintf(text, sizeof(text), "%016llx",
+                static_cast<unsigned long long>(hash));
   return text;
 }
 

@@ -1,4 +1,5 @@
-//===- VulkanUtil.h - Small helpers shared by the Vulkan runtime -*- C++ -*-===//
+//===- VulkanUtil.h - Small helpers shared by the Vulkan runtime -*- C++
+//-*-===//
 //
 // Private to runtime/lib. Stateless helpers: VkResult to Status, UUID text.
 //

@@ -17,7 +17,7 @@ using BufferTest = VulkanTest;
 std::vector<uint32_t> randomWords(size_t count, uint32_t seed) {
   std::mt19937 rng(seed);
   std::vector<uint32_t> words(count);
-  for (uint32_t& word : words)
+  for (uint32_t &word : words)
     word = rng();
   return words;
 }
@@ -32,8 +32,10 @@ TEST_F(BufferTest, RoundTripOfOneMillionFloatsIsBitExact) {
   EXPECT_EQ(&buffer->device(), device);
   KILN_ASSERT_OK(device->upload(*buffer, floats.data(), count * sizeof(float)));
   std::vector<uint32_t> output(count, 0xdeadbeef);
-  KILN_ASSERT_OK(device->download(*buffer, output.data(), count * sizeof(float)));
-  EXPECT_TRUE(output == input) << "downloaded words differ from the uploaded ones";
+  KILN_ASSERT_OK(
+      device->download(*buffer, output.data(), count * sizeof(float)));
+  EXPECT_TRUE(output == input)
+      << "downloaded words differ from the uploaded ones";
   DeviceStats stats = device->stats();
   EXPECT_EQ(stats.bytesUploaded, count * 4);
   EXPECT_EQ(stats.bytesDownloaded, count * 4);
@@ -70,9 +72,7 @@ TEST_F(BufferTest, ManyUploadsBeforeOneFlushKeepTheirOwnData) {
 }
 
 TEST_F(BufferTest, FreedBufferIsReusedForTheSameBucket) {
-  {
-    KILN_ASSERT_OK_AND_ASSIGN(buffer, device->allocate(1000));
-  }
+  { KILN_ASSERT_OK_AND_ASSIGN(buffer, device->allocate(1000)); }
   DeviceStats before = device->stats();
   EXPECT_EQ(before.buffersAllocated, 1u);
   EXPECT_EQ(before.bufferPoolHits, 0u);
@@ -94,10 +94,12 @@ TEST_F(BufferTest, BufferFreedWithPendingWorkIsReusedOnlyAfterFlush) {
   std::vector<uint32_t> data = randomWords(256, 3);
   {
     KILN_ASSERT_OK_AND_ASSIGN(buffer, device->allocate(1024));
-    KILN_ASSERT_OK(device->upload(*buffer, data.data(), 1024)); // recorded, not submitted
+    KILN_ASSERT_OK(
+        device->upload(*buffer, data.data(), 1024)); // recorded, not submitted
   }
   KILN_ASSERT_OK_AND_ASSIGN(second, device->allocate(1024));
-  EXPECT_EQ(device->stats().bufferPoolHits, 0u) << "memory still in use was handed out";
+  EXPECT_EQ(device->stats().bufferPoolHits, 0u)
+      << "memory still in use was handed out";
   KILN_ASSERT_OK(device->flush());
   KILN_ASSERT_OK_AND_ASSIGN(third, device->allocate(1024));
   EXPECT_EQ(device->stats().bufferPoolHits, 1u);
@@ -119,7 +121,8 @@ TEST_F(BufferTest, HugeAllocationIsOutOfMemoryNamingBytesAndDevice) {
   StatusOr<std::shared_ptr<Buffer>> buffer = device->allocate(huge);
   ASSERT_FALSE(buffer.isOk());
   EXPECT_EQ(buffer.status().code(), Status::Code::OutOfMemory);
-  EXPECT_NE(buffer.status().message().find(std::to_string(huge) + " bytes"), std::string::npos)
+  EXPECT_NE(buffer.status().message().find(std::to_string(huge) + " bytes"),
+            std::string::npos)
       << buffer.status().message();
   EXPECT_NE(buffer.status().message().find("vulkan:0"), std::string::npos);
 
@@ -133,12 +136,17 @@ TEST_F(BufferTest, HugeAllocationIsOutOfMemoryNamingBytesAndDevice) {
 TEST_F(BufferTest, TransfersOutOfBoundsOrFromNullAreInvalid) {
   KILN_ASSERT_OK_AND_ASSIGN(buffer, device->allocate(100));
   std::vector<uint8_t> host(200, 7);
-  EXPECT_EQ(device->upload(*buffer, host.data(), 101).code(), Status::Code::InvalidArgument);
-  EXPECT_EQ(device->download(*buffer, host.data(), 101).code(), Status::Code::InvalidArgument);
-  EXPECT_EQ(device->upload(*buffer, nullptr, 4).code(), Status::Code::InvalidArgument);
-  EXPECT_EQ(device->download(*buffer, nullptr, 4).code(), Status::Code::InvalidArgument);
+  EXPECT_EQ(device->upload(*buffer, host.data(), 101).code(),
+            Status::Code::InvalidArgument);
+  EXPECT_EQ(device->download(*buffer, host.data(), 101).code(),
+            Status::Code::InvalidArgument);
+  EXPECT_EQ(device->upload(*buffer, nullptr, 4).code(),
+            Status::Code::InvalidArgument);
+  EXPECT_EQ(device->download(*buffer, nullptr, 4).code(),
+            Status::Code::InvalidArgument);
   KILN_ASSERT_OK_AND_ASSIGN(small, device->allocate(10));
-  EXPECT_EQ(device->copy(*buffer, *small, 11).code(), Status::Code::InvalidArgument);
+  EXPECT_EQ(device->copy(*buffer, *small, 11).code(),
+            Status::Code::InvalidArgument);
   // Exactly size() bytes is fine.
   KILN_ASSERT_OK(device->upload(*buffer, host.data(), 100));
 }

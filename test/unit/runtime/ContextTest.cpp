@@ -16,8 +16,8 @@ namespace {
 /// Sets an environment variable for one scope, restoring the old value.
 class ScopedEnv {
 public:
-  ScopedEnv(const char* name, const char* value) : name(name) {
-    if (const char* old = std::getenv(name))
+  ScopedEnv(const char *name, const char *value) : name(name) {
+    if (const char *old = std::getenv(name))
       previous = old;
     if (value)
       setenv(name, value, 1);
@@ -32,11 +32,11 @@ public:
   }
 
 private:
-  const char* name;
+  const char *name;
   std::optional<std::string> previous;
 };
 
-bool isUuid(const std::string& text) {
+bool isUuid(const std::string &text) {
   if (text.size() != 36)
     return false;
   for (size_t i = 0; i < text.size(); ++i) {
@@ -53,7 +53,7 @@ using ContextTest = VulkanTest;
 TEST_F(ContextTest, EnumeratesAdaptersWithNamesUuidsAndLimits) {
   ASSERT_GE(context->adapters().size(), 1u);
   EXPECT_EQ(context->numDevices(), context->adapters().size());
-  for (const AdapterInfo& adapter : context->adapters()) {
+  for (const AdapterInfo &adapter : context->adapters()) {
     EXPECT_FALSE(adapter.name.empty());
     EXPECT_TRUE(isUuid(adapter.uuid)) << adapter.uuid;
     EXPECT_FALSE(adapter.typeName().empty());
@@ -79,19 +79,22 @@ TEST_F(ContextTest, DeviceIsCreatedOnceAndPreferredOrdinalExists) {
   size_t preferred = context->preferredOrdinal();
   ASSERT_LT(preferred, context->numDevices());
   // A discrete GPU, when present, wins over anything else.
-  for (const AdapterInfo& adapter : context->adapters())
+  for (const AdapterInfo &adapter : context->adapters())
     if (adapter.type == AdapterInfo::Type::Discrete)
-      EXPECT_EQ(context->adapterOf(preferred).type, AdapterInfo::Type::Discrete);
+      EXPECT_EQ(context->adapterOf(preferred).type,
+                AdapterInfo::Type::Discrete);
 }
 
 TEST_F(ContextTest, OutOfRangeOrdinalIsNotFoundAndListsDevices) {
-  StatusOr<VulkanDevice*> missing = context->device(context->numDevices());
+  StatusOr<VulkanDevice *> missing = context->device(context->numDevices());
   ASSERT_FALSE(missing.isOk());
   EXPECT_EQ(missing.status().code(), Status::Code::NotFound);
-  const std::string& message = missing.status().message();
-  EXPECT_NE(message.find("vulkan:" + std::to_string(context->numDevices())), std::string::npos)
+  const std::string &message = missing.status().message();
+  EXPECT_NE(message.find("vulkan:" + std::to_string(context->numDevices())),
+            std::string::npos)
       << message;
-  EXPECT_NE(message.find("vulkan:0 (" + context->adapterOf(0).name + ")"), std::string::npos)
+  EXPECT_NE(message.find("vulkan:0 (" + context->adapterOf(0).name + ")"),
+            std::string::npos)
       << message;
 }
 
@@ -113,7 +116,8 @@ TEST_F(ContextTest, ValidationMessagesAreCountedAndPrinted) {
     vkDestroyBuffer(vkDevice, buffer, nullptr);
   EXPECT_GE(context->validationMessages(), 1u);
   EXPECT_GE(device->stats().validationMessages, 1u);
-  EXPECT_NE(printed.find("kiln: vulkan validation: "), std::string::npos) << printed;
+  EXPECT_NE(printed.find("kiln: vulkan validation: "), std::string::npos)
+      << printed;
   device->resetStats();
   EXPECT_EQ(device->stats().validationMessages, 0u);
   // Those messages were the point of the test.
@@ -126,13 +130,15 @@ TEST(ContextCreateTest, MissingValidationLayerWarnsAndContinues) {
   ContextOptions options;
   options.validation = true;
   ::testing::internal::CaptureStderr();
-  StatusOr<std::unique_ptr<VulkanContext>> context = VulkanContext::create(options);
+  StatusOr<std::unique_ptr<VulkanContext>> context =
+      VulkanContext::create(options);
   std::string printed = ::testing::internal::GetCapturedStderr();
   if (!context.isOk() && context.status().code() == Status::Code::Unavailable)
     GTEST_SKIP() << "Vulkan is not available: " << context.status().message();
   ASSERT_TRUE(context.isOk()) << context.status().toString();
   EXPECT_FALSE((*context)->validationEnabled());
-  EXPECT_NE(printed.find("VK_LAYER_KHRONOS_validation is not installed"), std::string::npos)
+  EXPECT_NE(printed.find("VK_LAYER_KHRONOS_validation is not installed"),
+            std::string::npos)
       << printed;
   KILN_ASSERT_OK_AND_ASSIGN(device, (*context)->device(0));
   KILN_ASSERT_OK_AND_ASSIGN(buffer, device->allocate(16));
@@ -158,13 +164,12 @@ TEST_F(VirtualDevicesTest, EachLogicalDeviceHasItsOwnState) {
   // Same adapter, separate VkDevices.
   EXPECT_EQ(second->adapterUuid(), device->adapterUuid());
   EXPECT_EQ(&context->adapterOf(2), &context->adapters()[0]);
-  std::set<void*> handles = {device->vkDevice(), second->vkDevice(), third->vkDevice()};
+  std::set<void *> handles = {device->vkDevice(), second->vkDevice(),
+                              third->vkDevice()};
   EXPECT_EQ(handles.size(), 3u);
 
   // A buffer freed on one device never serves another device's request.
-  {
-    KILN_ASSERT_OK_AND_ASSIGN(buffer, device->allocate(4096));
-  }
+  { KILN_ASSERT_OK_AND_ASSIGN(buffer, device->allocate(4096)); }
   KILN_ASSERT_OK_AND_ASSIGN(other, second->allocate(4096));
   EXPECT_EQ(second->stats().bufferPoolHits, 0u);
   EXPECT_EQ(second->stats().buffersAllocated, 1u);
@@ -185,8 +190,10 @@ TEST_F(VirtualDevicesTest, EachLogicalDeviceHasItsOwnState) {
   // Buffers cannot cross devices implicitly.
   Status crossed = device->upload(*other, data.data(), 4096);
   EXPECT_EQ(crossed.code(), Status::Code::InvalidArgument);
-  EXPECT_NE(crossed.message().find("vulkan:1"), std::string::npos) << crossed.message();
-  EXPECT_EQ(device->copy(*other, *again, 16).code(), Status::Code::InvalidArgument);
+  EXPECT_NE(crossed.message().find("vulkan:1"), std::string::npos)
+      << crossed.message();
+  EXPECT_EQ(device->copy(*other, *again, 16).code(),
+            Status::Code::InvalidArgument);
 }
 
 TEST(ContextOptionsTest, ReadsVirtualDevicesAndValidation) {
@@ -206,12 +213,14 @@ TEST(ContextOptionsTest, DefaultsWhenUnset) {
 }
 
 TEST(ContextOptionsTest, RejectsMalformedVirtualDevices) {
-  for (const char* bad : {"", "0", "-1", "+2", "3x", " 3", "2.0", "abc", "65", "99999999999"}) {
+  for (const char *bad :
+       {"", "0", "-1", "+2", "3x", " 3", "2.0", "abc", "65", "99999999999"}) {
     ScopedEnv devices("KILN_VIRTUAL_DEVICES", bad);
     StatusOr<ContextOptions> options = ContextOptions::fromEnvironment();
     ASSERT_FALSE(options.isOk()) << "accepted '" << bad << "'";
     EXPECT_EQ(options.status().code(), Status::Code::InvalidArgument);
-    EXPECT_NE(options.status().message().find("KILN_VIRTUAL_DEVICES"), std::string::npos)
+    EXPECT_NE(options.status().message().find("KILN_VIRTUAL_DEVICES"),
+              std::string::npos)
         << options.status().message();
   }
 }
@@ -220,13 +229,15 @@ TEST(ContextOptionsTest, RejectsMalformedValidationFlag) {
   ScopedEnv validation("KILN_VULKAN_VALIDATION", "yes");
   StatusOr<ContextOptions> options = ContextOptions::fromEnvironment();
   ASSERT_FALSE(options.isOk());
-  EXPECT_NE(options.status().message().find("KILN_VULKAN_VALIDATION"), std::string::npos);
+  EXPECT_NE(options.status().message().find("KILN_VULKAN_VALIDATION"),
+            std::string::npos);
 }
 
 TEST(ContextCreateTest, RejectsZeroVirtualDevices) {
   ContextOptions options;
   options.virtualDevices = 0;
-  StatusOr<std::unique_ptr<VulkanContext>> context = VulkanContext::create(options);
+  StatusOr<std::unique_ptr<VulkanContext>> context =
+      VulkanContext::create(options);
   ASSERT_FALSE(context.isOk());
   EXPECT_EQ(context.status().code(), Status::Code::InvalidArgument);
 }
@@ -235,17 +246,19 @@ TEST(ContextCreateTest, MissingDriverIsUnavailableWithAdvice) {
   // The loader reads these on every instance creation: point it at no driver.
   ScopedEnv icd("VK_ICD_FILENAMES", "/nonexistent/kiln-no-driver.json");
   ScopedEnv driverFiles("VK_DRIVER_FILES", "/nonexistent/kiln-no-driver.json");
-  StatusOr<std::unique_ptr<VulkanContext>> context = VulkanContext::create(ContextOptions{});
+  StatusOr<std::unique_ptr<VulkanContext>> context =
+      VulkanContext::create(ContextOptions{});
   ASSERT_FALSE(context.isOk());
   EXPECT_EQ(context.status().code(), Status::Code::Unavailable);
-  EXPECT_NE(context.status().message().find("apt-get install mesa-vulkan-drivers"),
-            std::string::npos)
+  EXPECT_NE(
+      context.status().message().find("apt-get install mesa-vulkan-drivers"),
+      std::string::npos)
       << context.status().message();
   EXPECT_NE(context.status().message().find("KILN_DEVICE"), std::string::npos);
 }
 
 TEST(GlobalContextTest, IsCreatedOnceForTheProcess) {
-  StatusOr<VulkanContext*> first = VulkanContext::get();
+  StatusOr<VulkanContext *> first = VulkanContext::get();
   if (!first.isOk() && first.status().code() == Status::Code::Unavailable)
     GTEST_SKIP() << "Vulkan is not available: " << first.status().message();
   ASSERT_TRUE(first.isOk()) << first.status().toString();
@@ -262,7 +275,8 @@ TEST(GlobalContextTest, IsCreatedOnceForTheProcess) {
 }
 
 TEST(ContextLifetimeTest, BufferOutlivingItsContextDoesNotCrash) {
-  StatusOr<std::unique_ptr<VulkanContext>> created = VulkanContext::create(ContextOptions{});
+  StatusOr<std::unique_ptr<VulkanContext>> created =
+      VulkanContext::create(ContextOptions{});
   if (!created.isOk() && created.status().code() == Status::Code::Unavailable)
     GTEST_SKIP() << "Vulkan is not available: " << created.status().message();
   ASSERT_TRUE(created.isOk()) << created.status().toString();

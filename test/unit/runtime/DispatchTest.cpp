@@ -121,7 +121,9 @@ const std::vector<uint32_t> kScaleKernel = {
 
 constexpr uint64_t kScaleHash = 0x5ca1e0001;
 
-KernelBinary scaleKernel() { return KernelBinary{kScaleHash, &kScaleKernel, "main", 2}; }
+KernelBinary scaleKernel() {
+  return KernelBinary{kScaleHash, &kScaleKernel, "main", 2};
+}
 
 /// What the kernel computes, in the same float operations.
 float scale(float x) { return x * 2.0f + 1.0f; }
@@ -130,7 +132,7 @@ std::vector<float> randomFloats(size_t count, uint32_t seed) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> dist(-1000.0f, 1000.0f);
   std::vector<float> values(count);
-  for (float& value : values)
+  for (float &value : values)
     value = dist(rng);
   return values;
 }
@@ -138,7 +140,8 @@ std::vector<float> randomFloats(size_t count, uint32_t seed) {
 using DispatchTest = VulkanTest;
 
 TEST_F(DispatchTest, ScaleKernelOverANonMultipleOfTheWorkgroupSize) {
-  constexpr size_t n = 1000; // 16 groups of 64 = 1024 invocations, 24 guarded off
+  constexpr size_t n =
+      1000; // 16 groups of 64 = 1024 invocations, 24 guarded off
   std::vector<float> input = randomFloats(n, 1);
   KILN_ASSERT_OK_AND_ASSIGN(pipeline, device->pipeline(scaleKernel()));
   KILN_ASSERT_OK_AND_ASSIGN(in, device->allocate(n * 4));
@@ -146,7 +149,8 @@ TEST_F(DispatchTest, ScaleKernelOverANonMultipleOfTheWorkgroupSize) {
   std::vector<float> poison(n, -12345.0f);
   KILN_ASSERT_OK(device->upload(*out, poison.data(), n * 4));
   KILN_ASSERT_OK(device->upload(*in, input.data(), n * 4));
-  KILN_ASSERT_OK(device->dispatch(pipeline, {in.get(), out.get()}, (n + 63) / 64, 1, 1));
+  KILN_ASSERT_OK(
+      device->dispatch(pipeline, {in.get(), out.get()}, (n + 63) / 64, 1, 1));
   std::vector<float> output(n, 0.0f);
   KILN_ASSERT_OK(device->download(*out, output.data(), n * 4));
   for (size_t i = 0; i < n; ++i)
@@ -171,7 +175,7 @@ TEST_F(DispatchTest, SecondRequestForTheSameHashHitsTheCache) {
   // Same hash with another interface is a hashing bug, reported.
   KernelBinary mismatched = scaleKernel();
   mismatched.numBindings = 3;
-  StatusOr<Pipeline*> wrong = device->pipeline(mismatched);
+  StatusOr<Pipeline *> wrong = device->pipeline(mismatched);
   ASSERT_FALSE(wrong.isOk());
   EXPECT_EQ(wrong.status().code(), Status::Code::InvalidArgument);
 
@@ -191,15 +195,15 @@ TEST_F(DispatchTest, ChainedDispatchesSeeEachOthersWrites) {
   constexpr size_t n = 4096;
   constexpr int steps = 8;
   std::vector<float> input = randomFloats(n, 2);
-  for (float& value : input)
+  for (float &value : input)
     value = float(int(value)); // small integers: exact through every step
   KILN_ASSERT_OK_AND_ASSIGN(pipeline, device->pipeline(scaleKernel()));
   KILN_ASSERT_OK_AND_ASSIGN(a, device->allocate(n * 4));
   KILN_ASSERT_OK_AND_ASSIGN(b, device->allocate(n * 4));
   KILN_ASSERT_OK(device->upload(*a, input.data(), n * 4));
   for (int step = 0; step < steps; ++step) {
-    Buffer* from = step % 2 ? b.get() : a.get();
-    Buffer* to = step % 2 ? a.get() : b.get();
+    Buffer *from = step % 2 ? b.get() : a.get();
+    Buffer *to = step % 2 ? a.get() : b.get();
     KILN_ASSERT_OK(device->dispatch(pipeline, {from, to}, n / 64, 1, 1));
   }
   std::vector<float> output(n);
@@ -213,27 +217,56 @@ TEST_F(DispatchTest, ChainedDispatchesSeeEachOthersWrites) {
   EXPECT_EQ(device->stats().dispatches, uint64_t(steps));
 }
 
+TEST_F(DispatchTest, UploadAfterADispatchDoesNotChangeWhatItRead) {
+  // Within one command buffer: dispatch reads `in`, then an upload
+  // overwrites `in`, then a second dispatch reads the new contents.
+  constexpr size_t n = 640;
+  std::vector<float> first = randomFloats(n, 5), second = randomFloats(n, 6);
+  KILN_ASSERT_OK_AND_ASSIGN(pipeline, device->pipeline(scaleKernel()));
+  KILN_ASSERT_OK_AND_ASSIGN(in, device->allocate(n * 4));
+  KILN_ASSERT_OK_AND_ASSIGN(outFirst, device->allocate(n * 4));
+  KILN_ASSERT_OK_AND_ASSIGN(outSecond, device->allocate(n * 4));
+  KILN_ASSERT_OK(device->upload(*in, first.data(), n * 4));
+  KILN_ASSERT_OK(
+      device->dispatch(pipeline, {in.get(), outFirst.get()}, n / 64, 1, 1));
+  KILN_ASSERT_OK(device->upload(*in, second.data(), n * 4));
+  KILN_ASSERT_OK(
+      device->dispatch(pipeline, {in.get(), outSecond.get()}, n / 64, 1, 1));
+  std::vector<float> gotFirst(n), gotSecond(n);
+  KILN_ASSERT_OK(device->download(*outFirst, gotFirst.data(), n * 4));
+  KILN_ASSERT_OK(device->download(*outSecond, gotSecond.data(), n * 4));
+  for (size_t i = 0; i < n; ++i) {
+    ASSERT_EQ(gotFirst[i], scale(first[i])) << "element " << i;
+    ASSERT_EQ(gotSecond[i], scale(second[i])) << "element " << i;
+  }
+}
+
 TEST_F(DispatchTest, InvalidSpirvIsAnErrorNotACrash) {
-  auto expectError = [&](const std::vector<uint32_t>& words, const char* entry, Status::Code code,
-                          const char* mentions) {
+  auto expectError = [&](const std::vector<uint32_t> &words, const char *entry,
+                         Status::Code code, const char *mentions) {
     KernelBinary kernel{0xbad0 + words.size(), &words, entry, 2};
-    StatusOr<Pipeline*> pipeline = device->pipeline(kernel);
+    StatusOr<Pipeline *> pipeline = device->pipeline(kernel);
     ASSERT_FALSE(pipeline.isOk()) << mentions;
     EXPECT_EQ(pipeline.status().code(), code) << pipeline.status().message();
     EXPECT_NE(pipeline.status().message().find(mentions), std::string::npos)
         << pipeline.status().message();
   };
-  expectError({}, "main", Status::Code::InvalidArgument, "shorter than the header");
-  expectError({1, 2, 3, 4, 5, 6}, "main", Status::Code::InvalidArgument, "magic");
-  std::vector<uint32_t> truncated(kScaleKernel.begin(), kScaleKernel.begin() + 12);
-  expectError(truncated, "main", Status::Code::InvalidArgument, "runs past the end");
+  expectError({}, "main", Status::Code::InvalidArgument,
+              "shorter than the header");
+  expectError({1, 2, 3, 4, 5, 6}, "main", Status::Code::InvalidArgument,
+              "magic");
+  std::vector<uint32_t> truncated(kScaleKernel.begin(),
+                                  kScaleKernel.begin() + 12);
+  expectError(truncated, "main", Status::Code::InvalidArgument,
+              "runs past the end");
   std::vector<uint32_t> zeroLength = kScaleKernel;
   zeroLength[5] = 0;
   expectError(zeroLength, "main", Status::Code::InvalidArgument, "zero length");
   expectError(kScaleKernel, "other", Status::Code::NotFound, "'main'");
 
   KernelBinary noCode{0xbad1, nullptr, "main", 2};
-  EXPECT_EQ(device->pipeline(noCode).status().code(), Status::Code::InvalidArgument);
+  EXPECT_EQ(device->pipeline(noCode).status().code(),
+            Status::Code::InvalidArgument);
   EXPECT_EQ(device->stats().pipelinesCreated, 0u);
 
   // The device is still usable.
@@ -253,8 +286,9 @@ TEST_F(DispatchTest, BadDispatchArgumentsAreInvalid) {
             Status::Code::InvalidArgument);
   uint32_t tooMany = device->adapter().maxWorkgroupCount[0] + 1;
   if (tooMany != 0)
-    EXPECT_EQ(device->dispatch(pipeline, {in.get(), out.get()}, tooMany, 1, 1).code(),
-              Status::Code::InvalidArgument);
+    EXPECT_EQ(
+        device->dispatch(pipeline, {in.get(), out.get()}, tooMany, 1, 1).code(),
+        Status::Code::InvalidArgument);
   EXPECT_EQ(device->stats().dispatches, 0u);
 }
 
@@ -277,8 +311,8 @@ protected:
 
 TEST_F(ThreadedDispatchTest, DevicesWorkConcurrentlyFromTwoThreads) {
   KILN_ASSERT_OK_AND_ASSIGN(second, context->device(1));
-  auto work = [](VulkanDevice* dev, uint32_t seed, std::string* failure) {
-    StatusOr<Pipeline*> pipeline = dev->pipeline(scaleKernel());
+  auto work = [](VulkanDevice *dev, uint32_t seed, std::string *failure) {
+    StatusOr<Pipeline *> pipeline = dev->pipeline(scaleKernel());
     if (!pipeline.isOk()) {
       *failure = pipeline.status().toString();
       return;
@@ -295,7 +329,8 @@ TEST_F(ThreadedDispatchTest, DevicesWorkConcurrentlyFromTwoThreads) {
       std::vector<float> output(n);
       Status status = dev->upload(**in, input.data(), n * 4);
       if (status.isOk())
-        status = dev->dispatch(*pipeline, {in->get(), out->get()}, (n + 63) / 64, 1, 1);
+        status = dev->dispatch(*pipeline, {in->get(), out->get()},
+                               (n + 63) / 64, 1, 1);
       if (status.isOk())
         status = dev->download(**out, output.data(), n * 4);
       if (!status.isOk()) {
@@ -304,7 +339,8 @@ TEST_F(ThreadedDispatchTest, DevicesWorkConcurrentlyFromTwoThreads) {
       }
       for (size_t i = 0; i < n; ++i)
         if (output[i] != scale(input[i])) {
-          *failure = "wrong value at " + std::to_string(i) + " on " + dev->name();
+          *failure =
+              "wrong value at " + std::to_string(i) + " on " + dev->name();
           return;
         }
     }

@@ -20,8 +20,10 @@ class CacheDirEnvironment : public ::testing::Environment {
 public:
   void SetUp() override {
     std::string pattern =
-        (std::filesystem::temp_directory_path() / "kiln-runtime-tests-XXXXXX").string();
-    ASSERT_NE(mkdtemp(pattern.data()), nullptr) << "cannot create a temporary folder";
+        (std::filesystem::temp_directory_path() / "kiln-runtime-tests-XXXXXX")
+            .string();
+    ASSERT_NE(mkdtemp(pattern.data()), nullptr)
+        << "cannot create a temporary folder";
     dir = pattern;
     setenv("XDG_CACHE_HOME", dir.c_str(), 1);
     setenv("MESA_SHADER_CACHE_DIR", (dir + "/mesa").c_str(), 1);
@@ -39,7 +41,7 @@ private:
   std::string dir;
 };
 
-[[maybe_unused]] ::testing::Environment* const cacheDirEnvironment =
+[[maybe_unused]] ::testing::Environment *const cacheDirEnvironment =
     ::testing::AddGlobalTestEnvironment(new CacheDirEnvironment);
 
 } // namespace

@@ -27,12 +27,13 @@ protected:
 
   void SetUp() override {
     messagesBefore = VulkanContext::validationMessagesInProcess();
-    StatusOr<std::unique_ptr<VulkanContext>> created = VulkanContext::create(options());
+    StatusOr<std::unique_ptr<VulkanContext>> created =
+        VulkanContext::create(options());
     if (!created.isOk() && created.status().code() == Status::Code::Unavailable)
       GTEST_SKIP() << "Vulkan is not available: " << created.status().message();
     ASSERT_TRUE(created.isOk()) << created.status().toString();
     context = std::move(*created);
-    StatusOr<VulkanDevice*> first = context->device(0);
+    StatusOr<VulkanDevice *> first = context->device(0);
     ASSERT_TRUE(first.isOk()) << first.status().toString();
     device = *first;
   }
@@ -45,20 +46,20 @@ protected:
   }
 
   std::unique_ptr<VulkanContext> context;
-  VulkanDevice* device = nullptr;
+  VulkanDevice *device = nullptr;
   uint64_t messagesBefore = 0;
 };
 
 /// ASSERT that a StatusOr is ok and bind its value.
-#define KILN_ASSERT_OK_AND_ASSIGN(lhs, expr)                                                   \
-  auto lhs##OrError = (expr);                                                                  \
-  ASSERT_TRUE(lhs##OrError.isOk()) << lhs##OrError.status().toString();                        \
+#define KILN_ASSERT_OK_AND_ASSIGN(lhs, expr)                                   \
+  auto lhs##OrError = (expr);                                                  \
+  ASSERT_TRUE(lhs##OrError.isOk()) << lhs##OrError.status().toString();        \
   auto lhs = std::move(*lhs##OrError)
 
-#define KILN_ASSERT_OK(expr)                                                                   \
-  do {                                                                                         \
-    ::kiln::rt::Status kilnStatus_ = (expr);                                                   \
-    ASSERT_TRUE(kilnStatus_.isOk()) << kilnStatus_.toString();                                 \
+#define KILN_ASSERT_OK(expr)                                                   \
+  do {                                                                         \
+    ::kiln::rt::Status kilnStatus_ = (expr);                                   \
+    ASSERT_TRUE(kilnStatus_.isOk()) << kilnStatus_.toString();                 \
   } while (false)
 
 } // namespace kiln::rt::test

@@ -47,18 +47,18 @@ class Device;
 class Buffer {
 public:
   virtual ~Buffer();
-  Buffer(const Buffer&) = delete;
-  Buffer& operator=(const Buffer&) = delete;
+  Buffer(const Buffer &) = delete;
+  Buffer &operator=(const Buffer &) = delete;
 
   /// The size asked for at allocation (the pool may hold more).
   size_t size() const { return size_; }
-  Device& device() const { return *device_; }
+  Device &device() const { return *device_; }
 
 protected:
-  Buffer(Device& device, size_t size) : device_(&device), size_(size) {}
+  Buffer(Device &device, size_t size) : device_(&device), size_(size) {}
 
 private:
-  Device* device_;
+  Device *device_;
   size_t size_;
 };
 
@@ -67,9 +67,9 @@ public:
   virtual ~Device();
 
   /// "vulkan:0".
-  virtual const std::string& name() const = 0;
+  virtual const std::string &name() const = 0;
   /// "vulkan".
-  virtual const std::string& api() const = 0;
+  virtual const std::string &api() const = 0;
   /// "llvmpipe (LLVM 15.0.6, 256 bits)".
   virtual std::string adapterName() const = 0;
   /// 32 lowercase hex digits as 8-4-4-4-12; equal for two logical devices of
@@ -81,9 +81,9 @@ public:
   /// Copies `bytes` from host memory into the start of `dst`; `src` may be
   /// reused as soon as this returns. The device copy is ordered before any
   /// later work on this device.
-  virtual Status upload(Buffer& dst, const void* src, size_t bytes) = 0;
+  virtual Status upload(Buffer &dst, const void *src, size_t bytes) = 0;
   /// Waits for pending work, then copies the first `bytes` of `src` to host.
-  virtual Status download(Buffer& src, void* dst, size_t bytes) = 0;
+  virtual Status download(Buffer &src, void *dst, size_t bytes) = 0;
   /// Submits recorded work and waits for it to finish.
   virtual Status flush() = 0;
 

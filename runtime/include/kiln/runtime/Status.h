@@ -21,27 +21,38 @@ namespace kiln::rt {
 
 class [[nodiscard]] Status {
 public:
-  enum class Code { Ok, InvalidArgument, NotFound, Unavailable, OutOfMemory, Internal };
+  enum class Code {
+    Ok,
+    InvalidArgument,
+    NotFound,
+    Unavailable,
+    OutOfMemory,
+    Internal
+  };
 
   static Status ok() { return Status(); }
   static Status invalidArgument(std::string msg) {
     return Status(Code::InvalidArgument, std::move(msg));
   }
-  static Status notFound(std::string msg) { return Status(Code::NotFound, std::move(msg)); }
+  static Status notFound(std::string msg) {
+    return Status(Code::NotFound, std::move(msg));
+  }
   static Status unavailable(std::string msg) {
     return Status(Code::Unavailable, std::move(msg));
   }
   static Status outOfMemory(std::string msg) {
     return Status(Code::OutOfMemory, std::move(msg));
   }
-  static Status internal(std::string msg) { return Status(Code::Internal, std::move(msg)); }
+  static Status internal(std::string msg) {
+    return Status(Code::Internal, std::move(msg));
+  }
 
   Status(Code code, std::string msg) : code_(code), message_(std::move(msg)) {}
 
   bool isOk() const { return code_ == Code::Ok; }
   explicit operator bool() const { return isOk(); }
   Code code() const { return code_; }
-  const std::string& message() const { return message_; }
+  const std::string &message() const { return message_; }
   /// "not found: <message>", or "ok".
   std::string toString() const;
 
@@ -57,8 +68,7 @@ private:
 std::string_view codeName(Status::Code code);
 
 /// Either a value or a (non-ok) Status.
-template <class T>
-class [[nodiscard]] StatusOr {
+template <class T> class [[nodiscard]] StatusOr {
 public:
   StatusOr(T value) : value_(std::move(value)) {}
   /// `status` must not be ok; an ok status is a bug in the caller and becomes
@@ -71,26 +81,26 @@ public:
 
   bool isOk() const { return value_.has_value(); }
   explicit operator bool() const { return isOk(); }
-  const Status& status() const { return status_; }
+  const Status &status() const { return status_; }
 
   // Reading the value of an error is a bug: asserted, not reported.
-  T& value() & {
+  T &value() & {
     assert(isOk() && "value() of an error StatusOr");
     return *value_;
   }
-  const T& value() const& {
+  const T &value() const & {
     assert(isOk() && "value() of an error StatusOr");
     return *value_;
   }
-  T&& value() && {
+  T &&value() && {
     assert(isOk() && "value() of an error StatusOr");
     return std::move(*value_);
   }
-  T* operator->() { return &value(); }
-  const T* operator->() const { return &value(); }
-  T& operator*() & { return value(); }
-  const T& operator*() const& { return value(); }
-  T&& operator*() && { return std::move(*this).value(); }
+  T *operator->() { return &value(); }
+  const T *operator->() const { return &value(); }
+  T &operator*() & { return value(); }
+  const T &operator*() const & { return value(); }
+  T &&operator*() && { return std::move(*this).value(); }
 
 private:
   Status status_ = Status::ok();

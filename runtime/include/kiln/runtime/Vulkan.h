@@ -39,7 +39,13 @@ struct AdapterInfo {
   uint32_t apiVersion = 0;
   /// deviceUUID as 8-4-4-4-12 lowercase hex.
   std::string uuid;
-  enum class Type { Discrete, Integrated, Virtual, Cpu, Other } type = Type::Other;
+  enum class Type {
+    Discrete,
+    Integrated,
+    Virtual,
+    Cpu,
+    Other
+  } type = Type::Other;
   /// "discrete GPU", "integrated GPU", "virtual GPU", "CPU" or "other".
   std::string typeName() const;
 
@@ -71,24 +77,25 @@ class VulkanContext {
 public:
   /// The process-wide context, created on first call from the environment
   /// (thread-safe). The outcome, error included, is kept for the process.
-  static StatusOr<VulkanContext*> get();
+  static StatusOr<VulkanContext *> get();
   /// A fresh context, independent of get()'s (for tests and embedders).
-  static StatusOr<std::unique_ptr<VulkanContext>> create(const ContextOptions& options);
+  static StatusOr<std::unique_ptr<VulkanContext>>
+  create(const ContextOptions &options);
 
   ~VulkanContext();
-  VulkanContext(const VulkanContext&) = delete;
-  VulkanContext& operator=(const VulkanContext&) = delete;
+  VulkanContext(const VulkanContext &) = delete;
+  VulkanContext &operator=(const VulkanContext &) = delete;
 
-  const std::vector<AdapterInfo>& adapters() const;
+  const std::vector<AdapterInfo> &adapters() const;
   /// Logical devices: adapters().size() * virtualDevices. Ordinal i is
   /// virtual device i % N of adapter i / N.
   size_t numDevices() const;
   size_t virtualDevicesPerAdapter() const;
   /// `ordinal` must be below numDevices().
-  const AdapterInfo& adapterOf(size_t ordinal) const;
+  const AdapterInfo &adapterOf(size_t ordinal) const;
   /// Created on first use; an ordinal out of range is NotFound, listing the
   /// devices that exist.
-  StatusOr<VulkanDevice*> device(size_t ordinal);
+  StatusOr<VulkanDevice *> device(size_t ordinal);
   /// The first discrete GPU, else the first integrated one, else ordinal 0.
   size_t preferredOrdinal() const;
 
@@ -112,7 +119,7 @@ private:
 /// device's pipeline cache; `spirv` need only live during pipeline().
 struct KernelBinary {
   uint64_t hash = 0;
-  const std::vector<uint32_t>* spirv = nullptr;
+  const std::vector<uint32_t> *spirv = nullptr;
   std::string entryPoint = "main";
   uint32_t numBindings = 0;
 };
@@ -125,32 +132,32 @@ class VulkanDevice final : public Device {
 public:
   ~VulkanDevice() override;
 
-  const std::string& name() const override;
-  const std::string& api() const override;
+  const std::string &name() const override;
+  const std::string &api() const override;
   std::string adapterName() const override;
   std::string adapterUuid() const override;
   StatusOr<std::shared_ptr<Buffer>> allocate(size_t bytes) override;
-  Status upload(Buffer& dst, const void* src, size_t bytes) override;
-  Status download(Buffer& src, void* dst, size_t bytes) override;
+  Status upload(Buffer &dst, const void *src, size_t bytes) override;
+  Status download(Buffer &src, void *dst, size_t bytes) override;
   Status flush() override;
   DeviceStats stats() const override;
   void resetStats() override;
 
-  const AdapterInfo& adapter() const;
+  const AdapterInfo &adapter() const;
   size_t ordinal() const;
   /// The VkDevice, for interop and tests.
-  void* vkDevice() const;
+  void *vkDevice() const;
 
   /// Cached by `kernel.hash`: a hit counts pipelineCacheHits, a creation
   /// pipelinesCreated. Malformed SPIR-V is an error, never a crash.
-  StatusOr<Pipeline*> pipeline(const KernelBinary& kernel);
+  StatusOr<Pipeline *> pipeline(const KernelBinary &kernel);
   /// Records a dispatch into the current command buffer (started lazily),
   /// ordered after all earlier work on this device by memory barriers.
   /// `bindings[i]` is bound at binding i and must belong to this device.
-  Status dispatch(Pipeline* pipeline, const std::vector<Buffer*>& bindings, uint32_t groupsX,
-                  uint32_t groupsY, uint32_t groupsZ);
+  Status dispatch(Pipeline *pipeline, const std::vector<Buffer *> &bindings,
+                  uint32_t groupsX, uint32_t groupsY, uint32_t groupsZ);
   /// Records a copy of the first `bytes` of `src` into `dst` (same device).
-  Status copy(Buffer& src, Buffer& dst, size_t bytes);
+  Status copy(Buffer &src, Buffer &dst, size_t bytes);
 
   struct State;
 

@@ -1,0 +1,98 @@
+// RUN: kiln-opt %s -split-input-file -verify-diagnostics
+// The verifiers: shapes, dtypes, broadcasting, devices and kernel bodies.
+
+func.func @no_broadcast(%a: tensor<4xf32>, %b: tensor<3xf32>) {
+  // expected-error @+1 {{'kiln.add' op operand shapes [4], [3] do not broadcast}}
+  %0 = kiln.add %a, %b : tensor<4xf32>, tensor<3xf32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @wrong_result_shape(%a: tensor<4x1xf32>, %b: tensor<3xf32>) {
+  // expected-error @+1 {{'kiln.mul' op result shape [4, 1] does not match the broadcast shape [4, 3]}}
+  %0 = kiln.mul %a, %b : tensor<4x1xf32>, tensor<3xf32> -> tensor<4x1xf32>
+  return
+}
+
+// -----
+
+func.func @mixed_dtypes(%a: tensor<4xf32>, %b: tensor<4xf16>) {
+  // expected-error @+1 {{'kiln.sub' op element types differ: 'f32' and 'f16'}}
+  %0 = kiln.sub %a, %b : tensor<4xf32>, tensor<4xf16> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @bool_math(%a: tensor<4xi1>) {
+  // expected-error @+1 {{'kiln.exp' op operand #0 must be ranked tensor of 32-bit float or 16-bit float values}}
+  %0 = kiln.exp %a : tensor<4xi1>
+  return
+}
+
+// -----
+
+func.func @cmp_result_not_bool(%a: tensor<4xf32>) {
+  // expected-error @+1 {{'kiln.cmp' op result #0 must be ranked tensor of 1-bit signless integer values}}
+  %0 = kiln.cmp lt, %a, %a : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @select_shapes(%c: tensor<5xi1>, %a: tensor<4xf32>) {
+  // expected-error @+1 {{'kiln.select' op operand shapes [5], [4], [4] do not broadcast}}
+  %0 = kiln.select %c, %a, %a : tensor<5xi1>, tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @bad_device() {
+  // expected-error @+1 {{expected a device such as "vulkan:0" or "cpu", got "gpu:0"}}
+  %0 = kiln.input 0 on "gpu:0" : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @bad_ordinal() {
+  // expected-error @+1 {{expected a device such as "vulkan:0" or "cpu", got "vulkan:x"}}
+  %0 = kiln.input 0 on "vulkan:x" : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @kernel_yield_mismatch(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'kiln.kernel' op yielded types do not match the result types}}
+  %0 = kiln.kernel (%x) : (tensor<4xf32>) -> tensor<4xf16> {
+  ^bb0(%a: tensor<4xf32>):
+    kiln.yield %a : tensor<4xf32>
+  }
+  return
+}
+
+// -----
+
+func.func @kernel_non_elementwise(%x: tensor<4xf32>) {
+  %0 = kiln.kernel (%x) : (tensor<4xf32>) -> tensor<4xf32> {
+  ^bb0(%a: tensor<4xf32>):
+    // expected-error @+1 {{'kiln.transfer' op cannot be part of a kernel: only elementwise ops and constants fuse}}
+    %t = kiln.transfer %a to "vulkan:1" : tensor<4xf32>
+    kiln.yield %t : tensor<4xf32>
+  }
+  return
+}
+
+// -----
+
+func.func @kernel_shapes(%x: tensor<4xf32>, %y: tensor<2xf32>) {
+  // expected-error @+1 {{'kiln.kernel' op all results must share one iteration shape}}
+  %0:2 = kiln.kernel (%x, %y) : (tensor<4xf32>, tensor<2xf32>) -> (tensor<4xf32>, tensor<2xf32>) {
+  ^bb0(%a: tensor<4xf32>, %b: tensor<2xf32>):
+    kiln.yield %a, %b : tensor<4xf32>, tensor<2xf32>
+  }
+  return
+}

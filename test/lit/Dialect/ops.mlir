@@ -1,0 +1,77 @@
+// RUN: kiln-opt %s | kiln-opt | FileCheck %s
+// Every kiln op prints in a form that parses back to the same IR.
+
+// CHECK-LABEL: func.func @sources
+func.func @sources() -> (tensor<4xf32>, tensor<2x3xf16>, tensor<f32>) {
+  // CHECK: kiln.input 0 on "vulkan:1" : tensor<4xf32>
+  %0 = kiln.input 0 on "vulkan:1" : tensor<4xf32>
+  // CHECK: kiln.constant on "vulkan:0" adapter "6d657361" written "default" dense<1.000000e+00> : tensor<2x3xf16>
+  %1 = kiln.constant on "vulkan:0" adapter "6d657361" written "default" dense<1.0> : tensor<2x3xf16>
+  // CHECK: kiln.constant dense<2.500000e+00> : tensor<f32>
+  %2 = kiln.constant dense<2.5> : tensor<f32>
+  return %0, %1, %2 : tensor<4xf32>, tensor<2x3xf16>, tensor<f32>
+}
+
+// CHECK-LABEL: func.func @unary
+func.func @unary(%x: tensor<8xf32>) -> tensor<8xf32> {
+  // CHECK: kiln.neg %{{.*}} : tensor<8xf32>
+  %0 = kiln.neg %x : tensor<8xf32>
+  // CHECK-NEXT: kiln.abs
+  %1 = kiln.abs %0 : tensor<8xf32>
+  // CHECK-NEXT: kiln.exp
+  %2 = kiln.exp %1 : tensor<8xf32>
+  // CHECK-NEXT: kiln.log
+  %3 = kiln.log %2 : tensor<8xf32>
+  // CHECK-NEXT: kiln.sqrt
+  %4 = kiln.sqrt %3 : tensor<8xf32>
+  // CHECK-NEXT: kiln.rsqrt
+  %5 = kiln.rsqrt %4 : tensor<8xf32>
+  // CHECK-NEXT: kiln.tanh
+  %6 = kiln.tanh %5 : tensor<8xf32>
+  // CHECK-NEXT: kiln.sigmoid
+  %7 = kiln.sigmoid %6 : tensor<8xf32>
+  // CHECK-NEXT: kiln.relu
+  %8 = kiln.relu %7 : tensor<8xf32>
+  // CHECK-NEXT: kiln.gelu %{{.*}} on "vulkan:0" : tensor<8xf32>
+  %9 = kiln.gelu %8 on "vulkan:0" : tensor<8xf32>
+  return %9 : tensor<8xf32>
+}
+
+// CHECK-LABEL: func.func @binary
+func.func @binary(%a: tensor<4x1xf32>, %b: tensor<3xf32>) -> tensor<4x3xf32> {
+  // CHECK: kiln.add %{{.*}}, %{{.*}} : tensor<4x1xf32>, tensor<3xf32> -> tensor<4x3xf32>
+  %0 = kiln.add %a, %b : tensor<4x1xf32>, tensor<3xf32> -> tensor<4x3xf32>
+  // CHECK: kiln.sub
+  %1 = kiln.sub %0, %b : tensor<4x3xf32>, tensor<3xf32> -> tensor<4x3xf32>
+  // CHECK: kiln.mul
+  %2 = kiln.mul %1, %a : tensor<4x3xf32>, tensor<4x1xf32> -> tensor<4x3xf32>
+  // CHECK: kiln.div
+  %3 = kiln.div %2, %2 : tensor<4x3xf32>, tensor<4x3xf32> -> tensor<4x3xf32>
+  // CHECK: kiln.max
+  %4 = kiln.max %3, %2 : tensor<4x3xf32>, tensor<4x3xf32> -> tensor<4x3xf32>
+  // CHECK: kiln.min
+  %5 = kiln.min %4, %2 : tensor<4x3xf32>, tensor<4x3xf32> -> tensor<4x3xf32>
+  // CHECK: kiln.pow
+  %6 = kiln.pow %5, %b : tensor<4x3xf32>, tensor<3xf32> -> tensor<4x3xf32>
+  // CHECK: kiln.cmp le, %{{.*}}, %{{.*}} : tensor<4x3xf32>, tensor<4x1xf32> -> tensor<4x3xi1>
+  %7 = kiln.cmp le, %6, %a : tensor<4x3xf32>, tensor<4x1xf32> -> tensor<4x3xi1>
+  // CHECK: kiln.select %{{.*}}, %{{.*}}, %{{.*}} : tensor<4x3xi1>, tensor<4x3xf32>, tensor<3xf32> -> tensor<4x3xf32>
+  %8 = kiln.select %7, %6, %b : tensor<4x3xi1>, tensor<4x3xf32>, tensor<3xf32> -> tensor<4x3xf32>
+  return %8 : tensor<4x3xf32>
+}
+
+// CHECK-LABEL: func.func @transfer_and_kernel
+func.func @transfer_and_kernel(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // CHECK: kiln.transfer %{{.*}} to "vulkan:1" written "vulkan:1" : tensor<4xf32>
+  %0 = kiln.transfer %x to "vulkan:1" written "vulkan:1" : tensor<4xf32>
+  // CHECK: kiln.kernel on "vulkan:1"(%{{.*}}) : (tensor<4xf32>) -> tensor<4xf32> {
+  // CHECK-NEXT: ^bb0(%[[A:.*]]: tensor<4xf32>):
+  // CHECK-NEXT: %[[E:.*]] = kiln.exp %[[A]]
+  // CHECK-NEXT: kiln.yield %[[E]] : tensor<4xf32>
+  %1 = kiln.kernel on "vulkan:1" (%0) : (tensor<4xf32>) -> tensor<4xf32> {
+  ^bb0(%a: tensor<4xf32>):
+    %e = kiln.exp %a : tensor<4xf32>
+    kiln.yield %e : tensor<4xf32>
+  }
+  return %1 : tensor<4xf32>
+}

@@ -1,0 +1,108 @@
+// RUN: kiln-opt %s -split-input-file -pass-pipeline='builtin.module(func.func(kiln-place-devices,kiln-fuse-elementwise))' | FileCheck %s
+// Fusion: every maximal elementwise chain on one device becomes one kernel.
+
+// Six elementwise ops with a broadcast: one kernel; the splat constant is
+// copied into it; the broadcast operand stays a kernel input.
+// CHECK-LABEL: func.func @chain_with_broadcast
+func.func @chain_with_broadcast() -> tensor<64x32xf32> {
+  %x = kiln.input 0 on "vulkan:0" : tensor<64x32xf32>
+  %b = kiln.input 1 : tensor<32xf32>
+  %h = kiln.constant dense<0.5> : tensor<f32>
+  %0 = kiln.add %x, %b : tensor<64x32xf32>, tensor<32xf32> -> tensor<64x32xf32>
+  %1 = kiln.mul %0, %h : tensor<64x32xf32>, tensor<f32> -> tensor<64x32xf32>
+  %2 = kiln.tanh %1 : tensor<64x32xf32>
+  %3 = kiln.exp %2 : tensor<64x32xf32>
+  %4 = kiln.gelu %3 : tensor<64x32xf32>
+  %5 = kiln.sub %4, %x : tensor<64x32xf32>, tensor<64x32xf32> -> tensor<64x32xf32>
+  return %5 : tensor<64x32xf32>
+  // CHECK: %[[X:.*]] = kiln.input 0 on "vulkan:0"
+  // CHECK: %[[B:.*]] = kiln.input 1 on "vulkan:0"
+  // CHECK: %[[K:.*]] = kiln.kernel on "vulkan:0"(%[[X]], %[[B]]) : (tensor<64x32xf32>, tensor<32xf32>) -> tensor<64x32xf32>
+  // CHECK-NEXT: ^bb0
+  // CHECK-DAG: kiln.constant dense<5.000000e-01> : tensor<f32>
+  // CHECK-DAG: kiln.add
+  // CHECK: kiln.mul
+  // CHECK-NEXT: kiln.tanh
+  // CHECK-NEXT: kiln.exp
+  // CHECK-NEXT: kiln.gelu
+  // CHECK-NEXT: kiln.sub
+  // CHECK-NEXT: kiln.yield
+  // CHECK-NEXT: }
+  // CHECK-NOT: kiln.kernel
+  // CHECK: return %[[K]]
+}
+
+// -----
+
+// A value used by two different kernels is not duplicated: it ends its own
+// kernel, and both consumers read it.
+// CHECK-LABEL: func.func @shared_producer
+func.func @shared_producer() -> (tensor<8xf32>, tensor<4x8xf32>) {
+  %x = kiln.input 0 : tensor<8xf32>
+  %y = kiln.input 1 : tensor<4x8xf32>
+  %e = kiln.exp %x : tensor<8xf32>
+  %a = kiln.neg %e : tensor<8xf32>
+  %b = kiln.add %y, %e : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xf32>
+  return %a, %b : tensor<8xf32>, tensor<4x8xf32>
+  // CHECK: %[[E:.*]] = kiln.kernel {{.*}} -> tensor<8xf32>
+  // CHECK-NEXT: ^bb0
+  // CHECK-NEXT: kiln.exp
+  // CHECK-DAG: %[[A:.*]] = kiln.kernel {{.*}}(%[[E]]) : (tensor<8xf32>) -> tensor<8xf32>
+  // CHECK-DAG: %[[B:.*]] = kiln.kernel {{.*}}(%{{.*}}, %[[E]]) : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+  // CHECK: return %[[A]], %[[B]]
+}
+
+// -----
+
+// Fusion never crosses a device or a transfer.
+// CHECK-LABEL: func.func @device_boundary
+func.func @device_boundary() -> tensor<8xf32> {
+  %x = kiln.input 0 on "vulkan:0" : tensor<8xf32>
+  %a = kiln.exp %x : tensor<8xf32>
+  %b = kiln.neg %a : tensor<8xf32>
+  %t = kiln.transfer %b to "vulkan:1" : tensor<8xf32>
+  %c = kiln.tanh %t : tensor<8xf32>
+  %d = kiln.abs %c : tensor<8xf32>
+  return %d : tensor<8xf32>
+  // CHECK: kiln.kernel on "vulkan:0"
+  // CHECK-NEXT: ^bb0
+  // CHECK-NEXT: kiln.exp
+  // CHECK-NEXT: kiln.neg
+  // CHECK: kiln.transfer {{.*}} to "vulkan:1"
+  // CHECK: kiln.kernel on "vulkan:1"
+  // CHECK-NEXT: ^bb0
+  // CHECK-NEXT: kiln.tanh
+  // CHECK-NEXT: kiln.abs
+}
+
+// -----
+
+// An intermediate the host reads is an extra result of the same kernel.
+// CHECK-LABEL: func.func @two_results
+func.func @two_results() -> (tensor<8xf32>, tensor<8xf32>) {
+  %x = kiln.input 0 : tensor<8xf32>
+  %a = kiln.exp %x : tensor<8xf32>
+  %b = kiln.sqrt %a : tensor<8xf32>
+  return %a, %b : tensor<8xf32>, tensor<8xf32>
+  // CHECK: %[[K:.*]]:2 = kiln.kernel {{.*}} -> (tensor<8xf32>, tensor<8xf32>)
+  // CHECK: kiln.yield %{{.*}}, %{{.*}} : tensor<8xf32>, tensor<8xf32>
+  // CHECK: return %[[K]]#0, %[[K]]#1
+}
+
+// -----
+
+// Comparison and select fuse with the arithmetic around them.
+// CHECK-LABEL: func.func @where
+func.func @where() -> tensor<16xf32> {
+  %x = kiln.input 0 : tensor<16xf32>
+  %z = kiln.constant dense<0.0> : tensor<f32>
+  %m = kiln.cmp gt, %x, %z : tensor<16xf32>, tensor<f32> -> tensor<16xi1>
+  %n = kiln.neg %x : tensor<16xf32>
+  %r = kiln.select %m, %x, %n : tensor<16xi1>, tensor<16xf32>, tensor<16xf32> -> tensor<16xf32>
+  return %r : tensor<16xf32>
+  // CHECK: kiln.kernel
+  // CHECK: kiln.cmp gt
+  // CHECK: kiln.neg
+  // CHECK: kiln.select
+  // CHECK-NOT: kiln.kernel
+}
