@@ -1,0 +1,128 @@
+// Device handles and the consistency check through the API. The test main
+// sets KILN_VIRTUAL_DEVICES=2, so vulkan:0 and vulkan:1 are two logical
+// devices of one adapter with separate memory.
+
+#include "TestUtil.h"
+
+#include <cstdlib>
+
+using namespace kiln;
+
+namespace {
+TEST(Device, SpellingsResolveToOneIdentity) {
+  KILN_REQUIRE_DEVICES(1u);
+  Device d = Device::default_device();
+  EXPECT_EQ(d, Device::parse("default"));
+  EXPECT_EQ(d, Device::vulkan());
+  EXPECT_EQ(Device::vulkan(0), Device::parse("vulkan:0"));
+  EXPECT_EQ(d.adapter_uuid().size(), 36u);
+  EXPECT_EQ(Device::parse("default").written(), "default");
+}
+
+TEST(Device, MissingDevicesAreErrorsNamingTheExistingOnes) {
+  KILN_REQUIRE_DEVICES(1u);
+  try {
+    Device::parse("vulkan:7");
+    FAIL();
+  } catch (const DeviceError &error) {
+    std::string text = error.what();
+    EXPECT_NE(text.find("\"vulkan:7\" does not exist"), std::string::npos) << text;
+    EXPECT_NE(text.find("vulkan:0 ("), std::string::npos) << text;
+  }
+  EXPECT_THROW(Device::parse("metal"), DeviceError);
+  EXPECT_THROW(Device::parse("vulkan:x"), DeviceError);
+  EXPECT_THROW(Device::parse("tpu"), DeviceError);
+}
+
+TEST(Device, UncommittedValuesFollowCommittedOnes) {
+  KILN_REQUIRE_DEVICES(2u);
+  Device d1 = Device::vulkan(1);
+  Tensor x = Tensor::randn({32}, d1);
+  Tensor mask = Tensor::full({32}, 2.0f); // made inside a "layer", no device
+  Tensor y = x * mask;
+  EXPECT_FALSE(mask.is_committed());
+  std::vector<float> xs = x.to_vector<float>(), ys = y.to_vector<float>();
+  for (size_t i = 0; i < xs.size(); ++i)
+    EXPECT_FLOAT_EQ(ys[i], 2 * xs[i]);
+  EXPECT_EQ(y.device(), d1);
+}
+
+TEST(Device, MismatchIsOneTypedErrorBeforeAnyKernel) {
+  KILN_REQUIRE_DEVICES(2u);
+  Tensor weights = Tensor::randn({8, 4}, Device::vulkan(0));
+  unsigned inputLine = __LINE__ + 1;
+  Tensor input = Tensor::randn({8, 4}, Device::vulkan(1));
+  Tensor bias = Tensor::randn({4}, Device::vulkan(0));
+  unsigned useLine = __LINE__ + 1;
+  Tensor h = weights * input;                                  // conflict 1
+  Tensor labels = Tensor::randn({8, 4}, Device::parse("vulkan:1"));
+  Tensor loss = (h + bias) - kiln::exp(labels) * weights;     // conflict 2 (mul)
+  reset_stats();
+  try {
+    (void)loss.to_vector<float>();
+    FAIL() << "expected DeviceMismatchError";
+  } catch (const DeviceMismatchError &error) {
+    ASSERT_EQ(error.conflicts().size(), 2u) << error.what();
+    const DeviceConflict &first = error.conflicts()[0];
+    EXPECT_EQ(first.op, "kiln.mul");
+    EXPECT_EQ(first.location.line, useLine);
+    EXPECT_NE(first.location.file.find("DeviceTest.cpp"), std::string::npos);
+    ASSERT_EQ(first.operands.size(), 2u);
+    EXPECT_EQ(first.operands[0].device, "vulkan:0");
+    EXPECT_EQ(first.operands[1].device, "vulkan:1");
+    EXPECT_EQ(first.operands[1].committedAt.line, inputLine);
+    EXPECT_EQ(first.operands[1].type, "tensor<8x4xf32>");
+    EXPECT_NE(first.fix.find(".to("), std::string::npos);
+    std::string text = error.what();
+    EXPECT_NE(text.find("DeviceTest.cpp:" + std::to_string(useLine)), std::string::npos) << text;
+    EXPECT_NE(text.find("error: operands of 'kiln.mul' are on different devices"),
+              std::string::npos) << text;
+    EXPECT_NE(text.find("note: operand #1 ('tensor<8x4xf32>') is committed to \"vulkan:1\""),
+              std::string::npos) << text;
+  }
+  Stats s = stats();
+  EXPECT_EQ(s.kernels_compiled, 0u);
+  EXPECT_EQ(s.kernel_cache_hits, 0u);
+  EXPECT_EQ(s.kernels_dispatched, 0u);
+
+  // The suggested fix: move the input and the labels, then it runs.
+  Tensor fixed = (weights * input.to(weights.device()) + bias) -
+                 kiln::exp(labels.to(weights.device())) * weights;
+  std::vector<float> w = weights.to_vector<float>(), in = input.to_vector<float>(),
+                     b = bias.to_vector<float>(), l = labels.to_vector<float>();
+  std::vector<double> want;
+  for (size_t i = 0; i < w.size(); ++i)
+    want.push_back(double(w[i]) * in[i] + b[i % 4] - std::exp(double(l[i])) * w[i]);
+  EXPECT_TRUE(kiln::test::allClose(fixed.to_vector<float>(), want));
+}
+
+TEST(Device, TransferPolicyAllowInsertsRealTransfers) {
+  KILN_REQUIRE_DEVICES(2u);
+  setenv("KILN_TRANSFER_POLICY", "allow", 1);
+  Tensor a = Tensor::randn({100}, Device::vulkan(0));
+  Tensor b = Tensor::randn({100}, Device::vulkan(1));
+  reset_stats();
+  std::vector<float> got = (a + b).to_vector<float>();
+  unsetenv("KILN_TRANSFER_POLICY");
+  EXPECT_EQ(stats().transfers, 1u);
+  std::vector<float> as = a.to_vector<float>(), bs = b.to_vector<float>();
+  for (size_t i = 0; i < got.size(); ++i)
+    EXPECT_FLOAT_EQ(got[i], as[i] + bs[i]);
+}
+
+TEST(Device, ExplicitTransferMovesData) {
+  KILN_REQUIRE_DEVICES(2u);
+  Tensor a = Tensor::randn({1000}, Device::vulkan(0));
+  Tensor b = kiln::exp(a).to(Device::vulkan(1)) + 1.0f;
+  reset_stats();
+  std::vector<float> got = b.to_vector<float>();
+  EXPECT_EQ(stats().transfers, 1u);
+  EXPECT_EQ(stats().kernels_dispatched, 2u); // one kernel per device
+  EXPECT_EQ(b.device(), Device::vulkan(1));
+  std::vector<float> as = a.to_vector<float>();
+  std::vector<double> want;
+  for (float v : as)
+    want.push_back(std::exp(double(v)) + 1);
+  EXPECT_TRUE(kiln::test::allClose(got, want));
+}
+} // namespace

@@ -1,0 +1,114 @@
+// The lazy graph: no work before a read, reads that do not recompute,
+// freed nodes, errors at the user's line.
+
+#include "TestUtil.h"
+
+#include "../../../lib/API/Graph.h"
+
+using namespace kiln;
+
+namespace {
+TEST(Graph, NothingRunsBeforeARead) {
+  KILN_REQUIRE_DEVICES(1u);
+  reset_stats();
+  Tensor x = Tensor::randn({64});
+  Tensor y = kiln::exp(x) * 2.0f + x;
+  EXPECT_FALSE(y.is_realized());
+  EXPECT_EQ(stats().graphs_compiled, 0u);
+  EXPECT_EQ(stats().kernels_dispatched, 0u);
+  (void)y.to_vector<float>();
+  EXPECT_TRUE(y.is_realized());
+  EXPECT_EQ(stats().kernels_dispatched, 1u);
+}
+
+TEST(Graph, ReadingAgainDoesNotRecompute) {
+  KILN_REQUIRE_DEVICES(1u);
+  Tensor y = kiln::sigmoid(Tensor::randn({1000}));
+  std::vector<float> first = y.to_vector<float>();
+  reset_stats();
+  std::vector<float> second = y.to_vector<float>();
+  EXPECT_EQ(first, second);
+  EXPECT_EQ(stats().graphs_compiled, 0u);
+  EXPECT_EQ(stats().kernels_dispatched, 0u);
+  // A realized value feeds later graphs as an input, not as its ops again.
+  reset_stats();
+  (void)(y + 1.0f).to_vector<float>();
+  EXPECT_EQ(stats().kernels_dispatched, 1u);
+}
+
+TEST(Graph, SecondRealizeOfTheSameShapeCompilesNothing) {
+  KILN_REQUIRE_DEVICES(1u);
+  auto run = [] {
+    Tensor a = Tensor::randn({33, 17});
+    return (kiln::relu(a) * 3.0f - kiln::abs(a)).to_vector<float>();
+  };
+  run();
+  reset_stats();
+  run();
+  EXPECT_EQ(stats().kernels_compiled, 0u);
+  EXPECT_EQ(stats().kernel_cache_hits, 1u);
+}
+
+TEST(Graph, UnusedNodesAreFreed) {
+  KILN_REQUIRE_DEVICES(1u);
+  std::weak_ptr<Node> input, middle;
+  Tensor out;
+  {
+    Tensor x = Tensor::randn({16});
+    Tensor m = kiln::exp(x);
+    out = m + 1.0f;
+    input = x.node();
+    middle = m.node();
+  }
+  // Still needed by `out`.
+  EXPECT_FALSE(middle.expired());
+  (void)out.to_vector<float>();
+  // Realized: `out` holds its buffer and lets go of the graph above it.
+  EXPECT_TRUE(middle.expired());
+  EXPECT_TRUE(input.expired());
+}
+
+TEST(Graph, DroppedGraphIsFreedWithoutRunning) {
+  std::weak_ptr<Node> node;
+  {
+    Tensor x = Tensor::full({4}, 1.0f);
+    Tensor y = x * x;
+    node = y.node();
+  }
+  EXPECT_TRUE(node.expired());
+}
+
+TEST(Graph, ShapeErrorsNameTheUsersLine) {
+  Tensor a = Tensor::zeros({4, 3});
+  Tensor b = Tensor::zeros({5});
+  unsigned line = __LINE__ + 2;
+  try {
+    Tensor c = a + b;
+    FAIL() << "expected a shape error";
+  } catch (const Error &error) {
+    std::string text = error.what();
+    EXPECT_NE(text.find("GraphTest.cpp:" + std::to_string(line)), std::string::npos) << text;
+    EXPECT_NE(text.find("[4, 3] and [5] do not broadcast"), std::string::npos) << text;
+  }
+  EXPECT_THROW(Tensor::from({1, 2, 3}, {2, 2}), Error);
+  EXPECT_THROW((void)Tensor::zeros({2}).item<float>(), Error);
+  EXPECT_THROW(where(a, a, a), Error);
+  EXPECT_THROW(kiln::exp(Tensor()), Error);
+}
+
+TEST(Graph, RealizeSeveralAtOnceSharesWork) {
+  KILN_REQUIRE_DEVICES(1u);
+  Tensor x = Tensor::randn({128});
+  Tensor e = kiln::exp(x);
+  Tensor a = e + 1.0f, b = e * 2.0f;
+  reset_stats();
+  realize({a, b});
+  EXPECT_EQ(stats().graphs_compiled, 1u);
+  std::vector<float> xs = x.to_vector<float>(), as = a.to_vector<float>(),
+                     bs = b.to_vector<float>();
+  for (size_t i = 0; i < xs.size(); ++i) {
+    EXPECT_NEAR(as[i], std::exp(double(xs[i])) + 1, 1e-5 * (std::exp(double(xs[i])) + 1));
+    EXPECT_NEAR(bs[i], 2 * std::exp(double(xs[i])), 1e-5 * 2 * std::exp(double(xs[i])));
+  }
+}
+} // namespace

@@ -1,0 +1,39 @@
+// Test main: a private cache folder for Mesa, two logical devices per
+// adapter (so cross-device graphs exist on one GPU), the Khronos validation
+// layer on, and a final check that it reported nothing.
+
+#include "kiln/runtime/Vulkan.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+namespace {
+class ValidationEnvironment : public ::testing::Environment {
+public:
+  void TearDown() override {
+    EXPECT_EQ(kiln::rt::VulkanContext::validationMessagesInProcess(), 0u)
+        << "the Vulkan validation layer reported problems (see stderr)";
+  }
+};
+} // namespace
+
+int main(int argc, char **argv) {
+  std::string dir = (std::filesystem::temp_directory_path() /
+                     ("kiln-api-tests-" + std::to_string(::getpid())))
+                        .string();
+  std::filesystem::create_directories(dir + "/mesa");
+  setenv("XDG_CACHE_HOME", dir.c_str(), 1);
+  setenv("MESA_SHADER_CACHE_DIR", (dir + "/mesa").c_str(), 1);
+  setenv("KILN_VIRTUAL_DEVICES", "2", 0);
+  setenv("KILN_VULKAN_VALIDATION", "1", 0);
+  unsetenv("KILN_DEVICE");
+  unsetenv("KILN_TRANSFER_POLICY");
+  ::testing::InitGoogleTest(&argc, argv);
+  ::testing::AddGlobalTestEnvironment(new ValidationEnvironment);
+  int result = RUN_ALL_TESTS();
+  std::filesystem::remove_all(dir);
+  return result;
+}

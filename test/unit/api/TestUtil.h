@@ -1,0 +1,76 @@
+// Shared helpers of the API tests: the device list (skipping visibly when no
+// Vulkan device exists) and the float64 comparison.
+#ifndef KILN_TEST_UNIT_API_TESTUTIL_H
+#define KILN_TEST_UNIT_API_TESTUTIL_H
+
+#include "kiln/kiln.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+namespace kiln::test {
+
+/// Every device, or empty when there is none (tests then GTEST_SKIP).
+inline std::vector<Device> availableDevices() {
+  try {
+    return devices();
+  } catch (const DeviceError &) {
+    return {};
+  }
+}
+
+#define KILN_REQUIRE_DEVICES(n)                                                \
+  do {                                                                         \
+    if (::kiln::test::availableDevices().size() < (n))                         \
+      GTEST_SKIP() << "needs " << (n) << " Vulkan device(s); found "           \
+                   << ::kiln::test::availableDevices().size();                 \
+  } while (0)
+
+/// f32 tolerance: |got - want| <= atol + rtol * |want| (numpy's allclose).
+inline ::testing::AssertionResult allClose(const std::vector<float> &got,
+                                           const std::vector<double> &want,
+                                           double rtol = 1e-5, double atol = 1e-6) {
+  if (got.size() != want.size())
+    return ::testing::AssertionFailure()
+           << "size " << got.size() << " != " << want.size();
+  for (size_t i = 0; i < got.size(); ++i) {
+    bool bothNaN = std::isnan(got[i]) && std::isnan(want[i]);
+    if (!bothNaN && !(std::abs(got[i] - want[i]) <= atol + rtol * std::abs(want[i])))
+      return ::testing::AssertionFailure()
+             << "element " << i << ": got " << got[i] << ", want " << want[i]
+             << " (of " << got.size() << ")";
+  }
+  return ::testing::AssertionSuccess();
+}
+
+/// Row-major broadcast of `shape` into `out`: the flat source index of each
+/// output element (the reference's own, independent of the compiler's maps).
+inline std::vector<size_t> broadcastIndex(const Shape &shape, const Shape &out) {
+  size_t n = 1;
+  for (int64_t d : out)
+    n *= d;
+  std::vector<size_t> index(n);
+  size_t offset = out.size() - shape.size();
+  for (size_t i = 0; i < n; ++i) {
+    size_t rest = i, src = 0, stride = 1;
+    for (size_t k = out.size(); k-- > 0;) {
+      size_t coord = rest % out[k];
+      rest /= out[k];
+      if (k >= offset) {
+        int64_t d = shape[k - offset];
+        if (d != 1)
+          src += coord * stride;
+        stride *= d;
+      }
+    }
+    index[i] = src;
+  }
+  return index;
+}
+
+} // namespace kiln::test
+
+#endif
