@@ -38,6 +38,12 @@ struct Node {
   std::optional<Device> bufferDevice;
 
   bool realized() const { return buffer != nullptr; }
+
+  Node() = default;
+  Node(const Node &) = delete;
+  Node &operator=(const Node &) = delete;
+  /// Iterative: a chain of 100k recorded ops must not recurse 100k deep.
+  ~Node();
 };
 
 int64_t numElements(const Shape &shape);

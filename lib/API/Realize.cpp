@@ -462,6 +462,9 @@ void kiln::realizeNodes(const std::vector<std::shared_ptr<Node>> &roots) {
   double kernelCompileBefore = s.stats.compile_seconds;
   Executor executor(s, graph);
   std::vector<Placed> results = executor.run();
+  // Synchronous: when realize returns the results are computed.
+  for (const Placed &result : results)
+    check(result.device->flush(), "waiting for the device");
   for (size_t i = 0; i < roots.size(); ++i) {
     Node &root = *roots[i];
     root.buffer = results[i].buffer;

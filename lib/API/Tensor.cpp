@@ -140,6 +140,18 @@ Tensor binary(OpKind kind, const char *op, const Tensor &a, const Tensor &b,
 }
 } // namespace
 
+Node::~Node() {
+  std::vector<std::shared_ptr<Node>> pending = std::move(operands);
+  while (!pending.empty()) {
+    std::shared_ptr<Node> last = std::move(pending.back());
+    pending.pop_back();
+    // Only the last owner takes the operands over; others just release.
+    if (last && last.use_count() == 1)
+      for (auto &operand : last->operands)
+        pending.push_back(std::move(operand));
+  }
+}
+
 int64_t kiln::numElements(const Shape &shape) {
   int64_t n = 1;
   for (int64_t d : shape)
