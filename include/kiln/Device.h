@@ -22,6 +22,9 @@ public:
   static Device default_device();
   /// The Vulkan device `index`, or the preferred one when index < 0.
   static Device vulkan(int index = -1);
+  /// Metal exists on Apple platforms only: elsewhere this throws DeviceError
+  /// naming the devices that do exist.
+  static Device metal(int index = 0);
   /// "default", "vulkan", "vulkan:1". Throws DeviceError naming the devices
   /// that exist when the name is malformed or absent here.
   static Device parse(std::string_view name);

@@ -51,6 +51,13 @@ public:
   static Tensor randn(Shape shape, Loc loc = Loc::current());
   static Tensor randn(Shape shape, const Device &device, Loc loc = Loc::current());
 
+  /// On `like`'s placement: committed to its device if it is committed,
+  /// uncommitted (following what it meets) otherwise.
+  static Tensor like(const Tensor &like, std::vector<float> data, Shape shape,
+                     Loc loc = Loc::current());
+  static Tensor full_like(const Tensor &like, float value, Loc loc = Loc::current());
+  static Tensor zeros_like(const Tensor &like, Loc loc = Loc::current());
+
   /// A copy committed to `device` (no copy if it is already there).
   Tensor to(const Device &device, Loc loc = Loc::current()) const;
 
@@ -136,8 +143,25 @@ Tensor operator-(float a, At b);
 Tensor operator*(float a, At b);
 Tensor operator/(float a, At b);
 
-/// Realizes several tensors in one graph (shared work runs once).
-void realize(const std::vector<Tensor> &tensors);
+/// What to do when an op's operands live on different devices.
+enum class TransferPolicy {
+  error, ///< throw DeviceMismatchError (the default)
+  log,   ///< insert transfers and print each one to stderr
+  allow, ///< insert transfers silently
+};
+
+struct RealizeOptions {
+  /// Unset: set_transfer_policy's, else KILN_TRANSFER_POLICY, else error.
+  std::optional<TransferPolicy> transfer_policy;
+};
+
+/// The policy for the rest of the process (KILN_TRANSFER_POLICY still wins
+/// when set; a RealizeOptions policy wins over both).
+void set_transfer_policy(TransferPolicy policy);
+
+/// Realizes several tensors in one graph (shared work runs once). Returns
+/// when the results are computed.
+void realize(const std::vector<Tensor> &tensors, const RealizeOptions &options = {});
 
 } // namespace kiln
 

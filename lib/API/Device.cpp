@@ -71,6 +71,12 @@ Device Device::vulkan(int index) {
   return Device("vulkan", index, written);
 }
 
+Device Device::metal(int index) {
+  throw DeviceError("device \"metal:" + std::to_string(index) +
+                    "\" does not exist: Metal is available on Apple platforms only; "
+                    "the devices here are: " + listDevices());
+}
+
 Device Device::parse(std::string_view name) {
   if (name == "default") {
     Device device = default_device();

@@ -50,7 +50,8 @@ int64_t numElements(const Shape &shape);
 size_t elementBytes(DType dtype);
 
 /// Compiles and runs everything `roots` need (kiln/lib/API/Realize.cpp).
-void realizeNodes(const std::vector<std::shared_ptr<Node>> &roots);
+void realizeNodes(const std::vector<std::shared_ptr<Node>> &roots,
+                  const RealizeOptions &options = {});
 
 /// Copies a realized node's buffer to the host as floats.
 std::vector<float> readNode(Node &node);

@@ -403,28 +403,42 @@ private:
   std::unordered_map<std::pair<Node *, rt::VulkanDevice *>, Placed, PairHash> uploads;
 };
 
-TransferPolicy policyFromEnvironment() {
-  const char *env = std::getenv("KILN_TRANSFER_POLICY");
-  if (!env || !*env)
-    return TransferPolicy::Error;
-  std::optional<TransferPolicy> policy = parseTransferPolicy(env);
-  if (!policy)
-    throw Error(std::string("KILN_TRANSFER_POLICY=") + env +
-                " is not a policy: use error, log or allow");
-  return *policy;
+std::optional<TransferPolicy> programPolicy;
+
+PlacementPolicy toPlacement(TransferPolicy policy) {
+  switch (policy) {
+  case TransferPolicy::error: return PlacementPolicy::Error;
+  case TransferPolicy::log: return PlacementPolicy::Log;
+  case TransferPolicy::allow: return PlacementPolicy::Allow;
+  }
+  return PlacementPolicy::Error;
 }
 
-void placeAndFuse(Session &session, GraphBuilder &graph) {
+/// RealizeOptions, then KILN_TRANSFER_POLICY, then set_transfer_policy.
+PlacementPolicy resolvePolicy(const RealizeOptions &realize) {
+  if (realize.transfer_policy)
+    return toPlacement(*realize.transfer_policy);
+  if (const char *env = std::getenv("KILN_TRANSFER_POLICY"); env && *env) {
+    std::optional<PlacementPolicy> policy = parsePlacementPolicy(env);
+    if (!policy)
+      throw Error(std::string("KILN_TRANSFER_POLICY=") + env +
+                  " is not a policy: use error, log or allow");
+    return *policy;
+  }
+  return programPolicy ? toPlacement(*programPolicy) : PlacementPolicy::Error;
+}
+
+void placeAndFuse(Session &session, GraphBuilder &graph, const RealizeOptions &realize) {
   MLIRContext *ctx = &session.context;
   PlacementOptions options;
   options.defaultDevice = deviceAttr(ctx, Device::default_device());
-  options.policy = policyFromEnvironment();
+  options.policy = resolvePolicy(realize);
 
   std::string report;
   ScopedDiagnosticHandler handler(ctx, [&](Diagnostic &diag) {
     std::string text = formatDiagnostic(diag);
     if (diag.getSeverity() == DiagnosticSeverity::Remark) {
-      if (options.policy == TransferPolicy::Log)
+      if (options.policy == PlacementPolicy::Log)
         std::cerr << "kiln: " << text;
       return success();
     }
@@ -448,13 +462,20 @@ void placeAndFuse(Session &session, GraphBuilder &graph) {
 }
 } // namespace
 
-void kiln::realizeNodes(const std::vector<std::shared_ptr<Node>> &roots) {
+void kiln::set_transfer_policy(TransferPolicy policy) {
+  Session &s = session();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  programPolicy = policy;
+}
+
+void kiln::realizeNodes(const std::vector<std::shared_ptr<Node>> &roots,
+                        const RealizeOptions &options) {
   Session &s = session();
   std::lock_guard<std::mutex> lock(s.mutex);
   auto compileStart = Clock::now();
   GraphBuilder graph(&s.context);
   graph.build(roots);
-  placeAndFuse(s, graph);
+  placeAndFuse(s, graph, options);
   ++s.stats.graphs_compiled;
   s.stats.compile_seconds += secondsSince(compileStart);
 

@@ -214,6 +214,15 @@ Tensor Tensor::randn(Shape shape, const Device &device, Loc loc) {
   return random(std::move(shape), device, loc, std::normal_distribution<float>(0, 1));
 }
 
+Tensor Tensor::like(const Tensor &like, std::vector<float> data, Shape shape, Loc loc) {
+  return input(std::move(data), std::move(shape), nodeOf(like, loc).device, loc);
+}
+Tensor Tensor::full_like(const Tensor &like, float value, Loc loc) {
+  const Node &n = nodeOf(like, loc);
+  return constant(n.shape, value, n.device, loc);
+}
+Tensor Tensor::zeros_like(const Tensor &like, Loc loc) { return full_like(like, 0.0f, loc); }
+
 Tensor Tensor::to(const Device &device, Loc loc) const {
   const Node &in = nodeOf(*this, loc);
   if (in.device && *in.device == device)
@@ -257,13 +266,13 @@ template <> float Tensor::item<float>() const {
   return to_vector<float>().front();
 }
 
-void kiln::realize(const std::vector<Tensor> &tensors) {
+void kiln::realize(const std::vector<Tensor> &tensors, const RealizeOptions &options) {
   std::vector<std::shared_ptr<Node>> roots;
   for (const Tensor &t : tensors)
     if (!nodeOf(t, std::source_location::current()).realized())
       roots.push_back(t.node());
   if (!roots.empty())
-    realizeNodes(roots);
+    realizeNodes(roots, options);
 }
 
 #define KILN_UNARY(NAME)                                                       \

@@ -26,7 +26,7 @@ struct PlaceDevicesPass
           << defaultDevice << "': expected e.g. \"vulkan:0\" or \"cpu\"";
       return signalPassFailure();
     }
-    std::optional<TransferPolicy> policy = parseTransferPolicy(transferPolicy);
+    std::optional<PlacementPolicy> policy = parsePlacementPolicy(transferPolicy);
     if (!policy) {
       func.emitError("invalid transfer-policy '")
           << transferPolicy << "': expected error, log or allow";

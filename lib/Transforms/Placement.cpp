@@ -19,11 +19,11 @@
 using namespace mlir;
 using namespace kiln;
 
-std::optional<TransferPolicy> kiln::parseTransferPolicy(StringRef text) {
-  return llvm::StringSwitch<std::optional<TransferPolicy>>(text)
-      .Case("error", TransferPolicy::Error)
-      .Case("log", TransferPolicy::Log)
-      .Case("allow", TransferPolicy::Allow)
+std::optional<PlacementPolicy> kiln::parsePlacementPolicy(StringRef text) {
+  return llvm::StringSwitch<std::optional<PlacementPolicy>>(text)
+      .Case("error", PlacementPolicy::Error)
+      .Case("log", PlacementPolicy::Log)
+      .Case("allow", PlacementPolicy::Allow)
       .Default(std::nullopt);
 }
 
@@ -35,8 +35,24 @@ int64_t kiln::tensorBytes(Type type) {
 
 std::vector<std::string> kiln::suggestFixes(const PlacementConflict &conflict) {
   std::vector<std::string> fixes;
-  const OperandPlacement &keep = conflict.operands.front();
-  for (const OperandPlacement &move : ArrayRef(conflict.operands).drop_front()) {
+  const OperandPlacement &keep = conflict.operands[conflict.keep];
+  auto others = llvm::make_filter_range(conflict.operands, [&](const OperandPlacement &o) {
+    return !o.device.isSameDevice(keep.device);
+  });
+  if (!keep.device.getAdapter().empty())
+    for (const OperandPlacement &other : others)
+      if (other.device.getAdapter() == keep.device.getAdapter() &&
+          other.device.getApi() != keep.device.getApi())
+        fixes.push_back("fix: use one execution context for both: create operand #" +
+                        std::to_string(other.index) + " on \"" +
+                        keep.device.getName() + "\" (or set KILN_DEVICE=" +
+                        keep.device.getApi().str() + "), or move it with `.to(<operand #" +
+                        std::to_string(keep.index) + ">.device())` (" +
+                        std::to_string(tensorBytes(other.value.getType())) +
+                        " bytes, copied through the host)");
+  if (!fixes.empty())
+    return fixes;
+  for (const OperandPlacement &move : others) {
     std::string text = "fix: move operand #" + std::to_string(move.index) +
                        " to \"" + keep.device.getName() + "\" with `.to(<operand #" +
                        std::to_string(keep.index) + ">.device())`";
@@ -64,13 +80,35 @@ std::string describe(DeviceAttr device) {
   return text;
 }
 
+/// The operand that shares a physical adapter with the first operand but
+/// reaches it through another execution context, if any.
+const OperandPlacement *sameAdapterOtherContext(const PlacementConflict &conflict) {
+  DeviceAttr first = conflict.operands.front().device;
+  for (const OperandPlacement &operand : ArrayRef(conflict.operands).drop_front())
+    if (!first.getAdapter().empty() && operand.device.getAdapter() == first.getAdapter() &&
+        operand.device.getApi() != first.getApi())
+      return &operand;
+  return nullptr;
+}
+
 void emitConflict(const PlacementConflict &conflict) {
   Operation *op = conflict.op;
   InFlightDiagnostic diag = op->emitError();
-  diag << "operands of '" << op->getName() << "' are on different devices: ";
-  for (auto [i, operand] : llvm::enumerate(conflict.operands))
-    diag << (i ? ", " : "") << "operand #" << operand.index << " is on \""
-         << operand.device.getName() << "\"";
+  if (const OperandPlacement *other = sameAdapterOtherContext(conflict)) {
+    // One GPU, two runtimes (Burn's "Auto" vs "Metal" handle): not a generic
+    // mismatch, and the fix is to pick one context.
+    const OperandPlacement &first = conflict.operands.front();
+    diag << "operands of '" << op->getName() << "' are on the same physical adapter ("
+         << first.device.getAdapter() << ") through two execution contexts: operand #"
+         << first.index << " through \"" << first.device.getName() << "\", operand #"
+         << other->index << " through \"" << other->device.getName()
+         << "\"; they are separate runtimes whose memory cannot be shared";
+  } else {
+    diag << "operands of '" << op->getName() << "' are on different devices: ";
+    for (auto [i, operand] : llvm::enumerate(conflict.operands))
+      diag << (i ? ", " : "") << "operand #" << operand.index << " is on \""
+           << operand.device.getName() << "\"";
+  }
   for (const OperandPlacement &operand : conflict.operands) {
     diag.attachNote(operand.committedAt)
         << "operand #" << operand.index << " (" << operand.value.getType()
@@ -96,6 +134,8 @@ private:
   func::FuncOp func;
   const PlacementOptions &options;
   DenseMap<Value, ValuePlacement> placement;
+  /// Committed sources per device: where "the model" lives.
+  std::map<std::string, unsigned> sourcesOn;
 };
 } // namespace
 
@@ -146,13 +186,17 @@ void Placer::placeForward(Operation &op,
       distinct.push_back(entry);
 
   if (distinct.size() > 1) {
-    if (options.policy == TransferPolicy::Error) {
+    if (options.policy == PlacementPolicy::Error) {
       PlacementConflict conflict{&op, {}};
       // Report every operand that is off the first one's device, plus it.
       for (const OperandPlacement &entry : committed)
         if (&entry == &committed.front() ||
             !entry.device.isSameDevice(committed.front().device))
           conflict.operands.push_back(entry);
+      for (size_t i = 1; i < conflict.operands.size(); ++i)
+        if (sourcesOn[conflict.operands[i].device.getName()] >
+            sourcesOn[conflict.operands[conflict.keep].device.getName()])
+          conflict.keep = i;
       found.push_back(conflict);
       // The result stays uncommitted so one conflict does not cascade.
       return;
@@ -216,6 +260,10 @@ void Placer::placeUncommitted(Operation &op) {
 
 LogicalResult Placer::run(SmallVectorImpl<PlacementConflict> *conflicts) {
   SmallVector<PlacementConflict> found;
+  func.walk([&](PlacedOpInterface op) {
+    if (op.isPlacementSource() && op.getPlacement())
+      ++sourcesOn[op.getPlacement().getName()];
+  });
   for (Operation &op : llvm::make_early_inc_range(func.getBody().getOps()))
     placeForward(op, found);
   if (!found.empty()) {

@@ -18,12 +18,12 @@
 
 namespace kiln {
 
-enum class TransferPolicy { Error, Log, Allow };
-std::optional<TransferPolicy> parseTransferPolicy(llvm::StringRef text);
+enum class PlacementPolicy { Error, Log, Allow };
+std::optional<PlacementPolicy> parsePlacementPolicy(llvm::StringRef text);
 
 struct PlacementOptions {
   DeviceAttr defaultDevice;
-  TransferPolicy policy = TransferPolicy::Error;
+  PlacementPolicy policy = PlacementPolicy::Error;
 };
 
 /// One operand of a conflicting op: where it lives and where that was decided.
@@ -37,6 +37,9 @@ struct OperandPlacement {
 struct PlacementConflict {
   mlir::Operation *op;
   llvm::SmallVector<OperandPlacement> operands;
+  /// The operand whose device the fix keeps: the device most committed
+  /// sources of the graph are on (the model's), the first on a tie.
+  size_t keep = 0;
 };
 
 /// "move operand #1 to ..." for each operand off the first one's device.
@@ -45,7 +48,7 @@ std::vector<std::string> suggestFixes(const PlacementConflict &conflict);
 /// Bytes a value of this type occupies on a device (i1 as one byte).
 int64_t tensorBytes(mlir::Type type);
 
-/// Places every kiln op in `func`. Under TransferPolicy::Error each conflict
+/// Places every kiln op in `func`. Under PlacementPolicy::Error each conflict
 /// is emitted as an error with notes and appended to `conflicts`, and the
 /// result is failure; otherwise transfers are inserted and reported as
 /// remarks.

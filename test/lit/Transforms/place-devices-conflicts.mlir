@@ -53,3 +53,19 @@ func.func @committed_through_ops() -> tensor<2xf32> {
   %s = kiln.select %m, %y, %b : tensor<2xi1>, tensor<2xf32>, tensor<2xf32> -> tensor<2xf32>
   return %s : tensor<2xf32>
 }
+
+// -----
+
+// One physical adapter reached through two execution contexts (Vulkan and
+// Metal on one Mac GPU) is its own case: separate runtimes, not a generic
+// mismatch.
+func.func @same_adapter_two_contexts() -> tensor<4xf32> {
+  // expected-note @+1 {{operand #0 ('tensor<4xf32>') is committed to "vulkan:0" (written "default") here}}
+  %a = kiln.input 0 on "vulkan:0" adapter "0000-gpu" written "default" : tensor<4xf32>
+  // expected-note @+1 {{operand #1 ('tensor<4xf32>') is committed to "metal:0" here}}
+  %b = kiln.input 1 on "metal:0" adapter "0000-gpu" written "metal:0" : tensor<4xf32>
+  // expected-error @+2 {{operands of 'kiln.add' are on the same physical adapter (0000-gpu) through two execution contexts: operand #0 through "vulkan:0", operand #1 through "metal:0"; they are separate runtimes whose memory cannot be shared}}
+  // expected-note @+1 {{fix: use one execution context for both: create operand #1 on "vulkan:0" (or set KILN_DEVICE=vulkan), or move it with `.to(<operand #0>.device())` (16 bytes, copied through the host)}}
+  %c = kiln.add %a, %b : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+  return %c : tensor<4xf32>
+}
