@@ -17,15 +17,17 @@ namespace kiln {
 
 class Device {
 public:
-  /// KILN_DEVICE if set, else set_default_device's, else the preferred
-  /// GPU. Throws DeviceError when no device exists.
+  /// KILN_DEVICE if set, else set_default_device's, else a discrete or
+  /// integrated GPU, else the CPU device.
   static Device default_device();
+  /// The host CPU: kernels JIT-compiled to native, vectorized, threaded code.
+  static Device cpu();
   /// The Vulkan device `index`, or the preferred one when index < 0.
   static Device vulkan(int index = -1);
   /// Metal exists on Apple platforms only: elsewhere this throws DeviceError
   /// naming the devices that do exist.
   static Device metal(int index = 0);
-  /// "default", "vulkan", "vulkan:1". Throws DeviceError naming the devices
+  /// "default", "cpu", "vulkan", "vulkan:1". Throws DeviceError naming the devices
   /// that exist when the name is malformed or absent here.
   static Device parse(std::string_view name);
 
@@ -36,7 +38,7 @@ public:
   /// How the handle was written ("default", "vulkan", "vulkan:0").
   const std::string &written() const { return written_; }
   std::string adapter_name() const;
-  /// The physical adapter (Vulkan deviceUUID).
+  /// The physical adapter (Vulkan deviceUUID; "host" for the CPU).
   std::string adapter_uuid() const;
 
   /// Same execution API and logical device: the spelling does not matter.
@@ -53,8 +55,8 @@ private:
   std::string written_;
 };
 
-/// Every device of this machine (each Vulkan adapter KILN_VIRTUAL_DEVICES
-/// times).
+/// Every device of this machine: cpu:0, then each Vulkan adapter
+/// KILN_VIRTUAL_DEVICES times.
 std::vector<Device> devices();
 
 /// The default device for the rest of the process (KILN_DEVICE still wins

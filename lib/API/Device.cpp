@@ -39,18 +39,34 @@ rt::VulkanContext &kiln::vulkanContext() {
   return **context;
 }
 
-std::string kiln::listDevices() {
-  rt::VulkanContext &context = vulkanContext();
-  std::string text;
-  for (size_t i = 0; i < context.numDevices(); ++i) {
-    const rt::AdapterInfo &adapter = context.adapterOf(i);
-    text += (i ? ", " : "") + std::string("vulkan:") + std::to_string(i) + " (" +
-            adapter.name + ", " + adapter.typeName() + ")";
-  }
-  return text.empty() ? "none" : text;
+namespace {
+/// The Vulkan context, or null when this machine has no Vulkan device (the
+/// CPU device still exists then).
+rt::VulkanContext *optionalVulkan() {
+  rt::StatusOr<rt::VulkanContext *> context = rt::VulkanContext::get();
+  return context.isOk() ? *context : nullptr;
 }
 
-rt::VulkanDevice &kiln::runtimeDevice(const Device &device) {
+size_t vulkanCount() {
+  rt::VulkanContext *context = optionalVulkan();
+  return context ? context->numDevices() : 0;
+}
+} // namespace
+
+std::string kiln::listDevices() {
+  std::string text = "cpu:0 (" + rt::CpuDevice::get().adapterName() + ")";
+  if (rt::VulkanContext *context = optionalVulkan())
+    for (size_t i = 0; i < context->numDevices(); ++i) {
+      const rt::AdapterInfo &adapter = context->adapterOf(i);
+      text += ", vulkan:" + std::to_string(i) + " (" + adapter.name + ", " +
+              adapter.typeName() + ")";
+    }
+  return text;
+}
+
+rt::Device &kiln::runtimeDevice(const Device &device) {
+  if (device.api() == "cpu")
+    return rt::CpuDevice::get();
   rt::StatusOr<rt::VulkanDevice *> found =
       vulkanContext().device(static_cast<size_t>(device.index()));
   if (!found.isOk())
@@ -58,9 +74,17 @@ rt::VulkanDevice &kiln::runtimeDevice(const Device &device) {
   return **found;
 }
 
+Device kiln::apiDevice(const rt::Device &device) { return Device::parse(device.name()); }
+
+Device Device::cpu() { return Device("cpu", 0, "cpu"); }
+
 Device Device::vulkan(int index) {
-  rt::VulkanContext &context = vulkanContext();
   std::string written = index < 0 ? "vulkan" : "vulkan:" + std::to_string(index);
+  if (!optionalVulkan())
+    throw DeviceError("device \"" + written + "\" does not exist: " +
+                      rt::VulkanContext::get().status().message() +
+                      "; the devices here are: " + listDevices());
+  rt::VulkanContext &context = vulkanContext();
   if (index < 0)
     index = static_cast<int>(context.preferredOrdinal());
   if (static_cast<size_t>(index) >= context.numDevices())
@@ -97,7 +121,16 @@ Device Device::parse(std::string_view name) {
     device.written_ = std::string(name);
     return device;
   }
-  if (api == "metal" || api == "cpu")
+  if (api == "cpu") {
+    if (index && *index != 0)
+      throw DeviceError("device \"" + std::string(name) +
+                        "\" does not exist: there is one CPU device, \"cpu:0\"; the "
+                        "devices here are: " + listDevices());
+    Device device = cpu();
+    device.written_ = std::string(name);
+    return device;
+  }
+  if (api == "metal")
     throw DeviceError("device \"" + std::string(name) +
                       "\" is not available in this build on this machine; the "
                       "devices here are: " + listDevices());
@@ -121,7 +154,18 @@ Device Device::default_device() {
     if (programDefault)
       return *programDefault;
   }
-  Device device = vulkan(-1);
+  // A real GPU first; a Vulkan device that is itself a CPU (lavapipe) is
+  // not preferred over the native CPU device, but stays available by name.
+  if (rt::VulkanContext *context = optionalVulkan(); context && context->numDevices()) {
+    size_t preferred = context->preferredOrdinal();
+    rt::AdapterInfo::Type type = context->adapterOf(preferred).type;
+    if (type == rt::AdapterInfo::Type::Discrete || type == rt::AdapterInfo::Type::Integrated) {
+      Device device = vulkan(static_cast<int>(preferred));
+      device.written_ = "default";
+      return device;
+    }
+  }
+  Device device = cpu();
   device.written_ = "default";
   return device;
 }
@@ -133,17 +177,13 @@ void kiln::set_default_device(const Device &device) {
 
 std::string Device::name() const { return api_ + ":" + std::to_string(index_); }
 
-std::string Device::adapter_name() const {
-  return vulkanContext().adapterOf(static_cast<size_t>(index_)).name;
-}
+std::string Device::adapter_name() const { return runtimeDevice(*this).adapterName(); }
 
-std::string Device::adapter_uuid() const {
-  return vulkanContext().adapterOf(static_cast<size_t>(index_)).uuid;
-}
+std::string Device::adapter_uuid() const { return runtimeDevice(*this).adapterUuid(); }
 
 std::vector<Device> kiln::devices() {
-  std::vector<Device> all;
-  for (size_t i = 0; i < vulkanContext().numDevices(); ++i)
+  std::vector<Device> all = {Device::cpu()};
+  for (size_t i = 0; i < vulkanCount(); ++i)
     all.push_back(Device::vulkan(static_cast<int>(i)));
   return all;
 }

@@ -4,6 +4,7 @@
 #define KILN_LIB_API_DEVICES_H
 
 #include "kiln/Device.h"
+#include "kiln/runtime/Cpu.h"
 #include "kiln/runtime/Vulkan.h"
 
 namespace kiln {
@@ -11,7 +12,9 @@ namespace kiln {
 /// The process's Vulkan context; throws DeviceError when Vulkan is missing.
 rt::VulkanContext &vulkanContext();
 /// The runtime device behind a handle; throws DeviceError.
-rt::VulkanDevice &runtimeDevice(const Device &device);
+rt::Device &runtimeDevice(const Device &device);
+/// The API handle of a runtime device.
+Device apiDevice(const rt::Device &device);
 /// "vulkan:0 (llvmpipe ..., CPU), vulkan:1 (...)".
 std::string listDevices();
 /// Throws kiln::Error carrying `status`'s message when it is not ok.

@@ -39,22 +39,37 @@ std::string kiln::validateSPIRV(const std::vector<uint32_t> &words) {
   return messages;
 }
 
-const CompiledKernel &kiln::compileKernel(Session &session, KernelOp kernel,
-                                          const rt::AdapterInfo &adapter) {
-  MLIRContext *ctx = kernel.getContext();
-  OwningOpRef<ModuleOp> module = ModuleOp::create(kernel.getLoc());
-  OpBuilder builder = OpBuilder::atBlockEnd(module->getBody());
+KernelModule kiln::buildKernelModule(KernelOp kernel) {
+  KernelModule result;
+  result.module = ModuleOp::create(kernel.getLoc());
+  OpBuilder builder = OpBuilder::atBlockEnd(result.module->getBody());
   std::string diagnostics;
-  ScopedDiagnosticHandler handler(ctx, [&](Diagnostic &diag) {
+  ScopedDiagnosticHandler handler(kernel.getContext(), [&](Diagnostic &diag) {
     diagnostics += diag.str() + "\n";
     return success();
   });
   FailureOr<func::FuncOp> fn = buildKernelFunction(kernel, builder, "kiln_kernel");
   if (failed(fn))
     throw CompileError("kernel lowering failed: " + diagnostics);
+  result.fn = *fn;
+  result.iterations = (*fn)->getAttrOfType<IntegerAttr>("kiln.iteration_size").getInt();
+  llvm::raw_string_ostream os(result.text);
+  result.fn.print(os);
+  return result;
+}
 
-  int64_t iterations =
-      (*fn)->getAttrOfType<IntegerAttr>("kiln.iteration_size").getInt();
+const CompiledKernel &kiln::compileKernel(Session &session, KernelOp kernel,
+                                          const rt::AdapterInfo &adapter) {
+  MLIRContext *ctx = kernel.getContext();
+  KernelModule km = buildKernelModule(kernel);
+  OwningOpRef<ModuleOp> &module = km.module;
+  func::FuncOp *fn = &km.fn;
+  int64_t iterations = km.iterations;
+  std::string diagnostics;
+  ScopedDiagnosticHandler handler(ctx, [&](Diagnostic &diag) {
+    diagnostics += diag.str() + "\n";
+    return success();
+  });
   SPIRVPipelineOptions options;
   options.subgroupSize = static_cast<int>(adapter.subgroupSize ? adapter.subgroupSize : 32);
   options.maxWorkgroupInvocations =
@@ -68,10 +83,9 @@ const CompiledKernel &kiln::compileKernel(Session &session, KernelOp kernel,
                        " allows; split the tensor");
   options.threads = *threads;
 
-  std::string key;
+  std::string key = km.text;
   {
     llvm::raw_string_ostream os(key);
-    fn->print(os);
     os << "\nsubgroup=" << options.subgroupSize
        << " invocations=" << options.maxWorkgroupInvocations
        << " threads=" << options.threads;
@@ -88,7 +102,7 @@ const CompiledKernel &kiln::compileKernel(Session &session, KernelOp kernel,
 
   CompiledKernel compiled;
   compiled.hash = std::hash<std::string>()(key);
-  compiled.numBindings = fn->getNumArguments();
+  compiled.numBindings = (*fn).getNumArguments();
   spirv::ModuleOp spirvModule;
   module->walk([&](spirv::ModuleOp m) { spirvModule = m; });
   module->walk([&](spirv::EntryPointOp entry) {

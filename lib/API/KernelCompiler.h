@@ -8,7 +8,21 @@
 #include "dialects/Kiln/KilnDialect.h"
 #include "kiln/runtime/Vulkan.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+
 namespace kiln {
+
+/// One kernel as a module holding `func.func @kiln_kernel` (linalg on flat
+/// memrefs), plus its text: the cache key before target options.
+struct KernelModule {
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+  mlir::func::FuncOp fn;
+  std::string text;
+  int64_t iterations = 0;
+};
+KernelModule buildKernelModule(KernelOp kernel);
 
 /// The SPIR-V of `kernel` for `adapter`'s limits, from the session cache or
 /// freshly lowered and validated. Throws CompileError.

@@ -10,6 +10,7 @@
 
 #include "Devices.h"
 #include "Graph.h"
+#include "CpuCompiler.h"
 #include "KernelCompiler.h"
 #include "Session.h"
 
@@ -99,7 +100,7 @@ DeviceAttr deviceAttr(MLIRContext *ctx, const Device &device) {
 
 Device deviceOf(Operation *op) {
   DeviceAttr attr = cast<PlacedOpInterface>(op).getPlacement();
-  return Device::vulkan(static_cast<int>(attr.getOrdinal()));
+  return Device::parse(attr.getName());
 }
 
 SourceLocation sourceOf(Location loc) {
@@ -249,7 +250,7 @@ DeviceConflict describe(const PlacementConflict &conflict) {
 /// Buffers of values in the executing graph, with their devices.
 struct Placed {
   std::shared_ptr<rt::Buffer> buffer;
-  rt::VulkanDevice *device = nullptr;
+  rt::Device *device = nullptr;
 };
 
 std::vector<uint8_t> readBytes(const Placed &value, size_t bytes) {
@@ -258,7 +259,7 @@ std::vector<uint8_t> readBytes(const Placed &value, size_t bytes) {
   return host;
 }
 
-Placed upload(rt::VulkanDevice &device, const void *data, size_t bytes, Stats &stats) {
+Placed upload(rt::Device &device, const void *data, size_t bytes, Stats &stats) {
   rt::StatusOr<std::shared_ptr<rt::Buffer>> buffer = device.allocate(bytes);
   check(buffer.status(), "allocating device memory");
   check(device.upload(**buffer, data, bytes), "upload");
@@ -266,13 +267,25 @@ Placed upload(rt::VulkanDevice &device, const void *data, size_t bytes, Stats &s
   return {*buffer, &device};
 }
 
-/// Device -> host -> device: the only path between two logical devices.
-Placed moveTo(const Placed &value, rt::VulkanDevice &target, size_t bytes, Stats &stats) {
+/// Between two devices: one copy each way through host memory. A CPU
+/// buffer is host memory, so to or from the CPU it is a single copy.
+Placed moveTo(const Placed &value, rt::Device &target, size_t bytes, Stats &stats) {
   if (value.device == &target)
     return value;
-  std::vector<uint8_t> host = readBytes(value, bytes);
-  stats.bytes_downloaded += bytes;
   ++stats.transfers;
+  stats.bytes_downloaded += bytes;
+  if (void *source = rt::CpuDevice::data(*value.buffer)) {
+    check(value.device->flush(), "waiting for the device");
+    return upload(target, source, bytes, stats);
+  }
+  if (&target == &rt::CpuDevice::get()) {
+    rt::StatusOr<std::shared_ptr<rt::Buffer>> buffer = target.allocate(bytes);
+    check(buffer.status(), "allocating host memory");
+    check(value.device->download(*value.buffer, rt::CpuDevice::data(**buffer), bytes),
+          "download");
+    return {*buffer, &target};
+  }
+  std::vector<uint8_t> host = readBytes(value, bytes);
   return upload(target, host.data(), bytes, stats);
 }
 
@@ -321,7 +334,7 @@ public:
 
 private:
   Placed materialize(Node *node, const Device &device) {
-    rt::VulkanDevice &target = runtimeDevice(device);
+    rt::Device &target = runtimeDevice(device);
     size_t bytes = numElements(node->shape) * elementBytes(node->dtype);
     if (node->realized())
       return moveTo({node->buffer, &runtimeDevice(*node->bufferDevice)}, target,
@@ -358,11 +371,7 @@ private:
 
   void runKernel(KernelOp kernel) {
     Device device = deviceOf(kernel);
-    rt::VulkanDevice &target = runtimeDevice(device);
-    auto compileStart = Clock::now();
-    const CompiledKernel &compiled = compileKernel(session, kernel, target.adapter());
-    session.stats.compile_seconds += secondsSince(compileStart);
-
+    rt::Device &target = runtimeDevice(device);
     std::vector<Placed> keep;
     std::vector<rt::Buffer *> bindings;
     for (Value input : kernel.getInputs()) {
@@ -376,23 +385,36 @@ private:
       values[result] = {*buffer, &target};
       bindings.push_back(buffer->get());
     }
-    if (cast<RankedTensorType>(kernel.getResult(0).getType()).getNumElements() == 0)
+    int64_t elements =
+        cast<RankedTensorType>(kernel.getResult(0).getType()).getNumElements();
+    if (elements == 0)
       return;
+    auto compileStart = Clock::now();
+    if (device.api() == "cpu") {
+      const CompiledCpuKernel &compiled = compileCpuKernel(session, kernel);
+      session.stats.compile_seconds += secondsSince(compileStart);
+      check(rt::CpuDevice::get().dispatch(compiled.fn, bindings, elements), "running a kernel");
+      ++session.stats.kernels_dispatched;
+      return;
+    }
+    auto &gpu = static_cast<rt::VulkanDevice &>(target);
+    const CompiledKernel &compiled = compileKernel(session, kernel, gpu.adapter());
+    session.stats.compile_seconds += secondsSince(compileStart);
     rt::KernelBinary binary;
     binary.hash = compiled.hash;
     binary.spirv = &compiled.spirv;
     binary.entryPoint = compiled.entryPoint;
     binary.numBindings = compiled.numBindings;
-    rt::StatusOr<rt::Pipeline *> pipeline = target.pipeline(binary);
+    rt::StatusOr<rt::Pipeline *> pipeline = gpu.pipeline(binary);
     check(pipeline.status(), "creating a compute pipeline");
-    check(target.dispatch(*pipeline, bindings, compiled.groups[0], compiled.groups[1],
+    check(gpu.dispatch(*pipeline, bindings, compiled.groups[0], compiled.groups[1],
                           compiled.groups[2]),
           "dispatch");
     ++session.stats.kernels_dispatched;
   }
 
   struct PairHash {
-    size_t operator()(const std::pair<Node *, rt::VulkanDevice *> &p) const {
+    size_t operator()(const std::pair<Node *, rt::Device *> &p) const {
       return std::hash<void *>()(p.first) ^ (std::hash<void *>()(p.second) << 1);
     }
   };
@@ -400,7 +422,7 @@ private:
   Session &session;
   GraphBuilder &graph;
   llvm::DenseMap<Value, Placed> values;
-  std::unordered_map<std::pair<Node *, rt::VulkanDevice *>, Placed, PairHash> uploads;
+  std::unordered_map<std::pair<Node *, rt::Device *>, Placed, PairHash> uploads;
 };
 
 std::optional<TransferPolicy> programPolicy;
@@ -489,7 +511,7 @@ void kiln::realizeNodes(const std::vector<std::shared_ptr<Node>> &roots,
   for (size_t i = 0; i < roots.size(); ++i) {
     Node &root = *roots[i];
     root.buffer = results[i].buffer;
-    root.bufferDevice = Device::vulkan(static_cast<int>(results[i].device->ordinal()));
+    root.bufferDevice = apiDevice(*results[i].device);
     root.operands.clear();
   }
   // Kernel compilation inside the run is counted as compile time only.
@@ -503,18 +525,22 @@ std::vector<float> kiln::readNode(Node &node) {
   auto start = Clock::now();
   size_t n = numElements(node.shape);
   size_t bytes = n * elementBytes(node.dtype);
-  rt::VulkanDevice &device = runtimeDevice(*node.bufferDevice);
+  rt::Device &device = runtimeDevice(*node.bufferDevice);
+  std::vector<float> values(n);
+  if (node.dtype == DType::f32) {
+    // Straight into the result: from a CPU buffer this is the one copy.
+    check(device.download(*node.buffer, values.data(), bytes), "download");
+    s.stats.bytes_downloaded += bytes;
+    s.stats.run_seconds += secondsSince(start);
+    return values;
+  }
   std::vector<uint8_t> raw = readBytes({node.buffer, &device}, bytes);
   s.stats.bytes_downloaded += bytes;
-  std::vector<float> values(n);
-  if (node.dtype == DType::f32)
-    std::memcpy(values.data(), raw.data(), bytes);
-  else if (node.dtype == DType::boolean)
-    for (size_t i = 0; i < n; ++i)
-      values[i] = raw[i] ? 1.0f : 0.0f;
-  else
+  if (node.dtype != DType::boolean)
     throw Error(std::string("reading ") + dtype_name(node.dtype) +
                 " tensors as float is not supported yet");
+  for (size_t i = 0; i < n; ++i)
+    values[i] = raw[i] ? 1.0f : 0.0f;
   s.stats.run_seconds += secondsSince(start);
   return values;
 }

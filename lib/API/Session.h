@@ -11,7 +11,15 @@
 
 #include "kiln/Stats.h"
 
+#include "kiln/runtime/Cpu.h"
+
 #include "mlir/IR/MLIRContext.h"
+
+#include <memory>
+
+namespace mlir {
+class ExecutionEngine;
+} // namespace mlir
 
 #include <mutex>
 #include <string>
@@ -28,11 +36,20 @@ struct CompiledKernel {
   uint32_t groups[3] = {1, 1, 1};
 };
 
+struct CompiledCpuKernel {
+  std::shared_ptr<mlir::ExecutionEngine> engine;
+  rt::CpuKernelFn fn = nullptr;
+  uint32_t numBindings = 0;
+  std::string optimizedIR; // kept when Session::captureCpuIR is set (tests)
+};
+
 struct Session {
   Session();
   std::mutex mutex;
   mlir::MLIRContext context;
   std::unordered_map<std::string, CompiledKernel> kernels;
+  std::unordered_map<std::string, CompiledCpuKernel> cpuKernels;
+  bool captureCpuIR = false;
   Stats stats;
 };
 

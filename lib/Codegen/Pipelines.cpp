@@ -51,3 +51,17 @@ FailureOr<int> kiln::workgroupSizeFor(int64_t iterations, int maxInvocations,
     return failure();
   return static_cast<int>(std::min<int64_t>(size, maxInvocations));
 }
+
+LogicalResult kiln::populateLinalgToLLVMPipeline(OpPassManager &pm) {
+  // Math first (polynomials in arith), then loops; the range arguments need
+  // the loop that convert-linalg-to-loops makes; bare pointers give the
+  // runtime a calling convention without memref descriptors.
+  std::string text =
+      "kiln-approximate-math{all=true},"
+      "func.func(convert-linalg-to-loops),kiln-cpu-range-args,"
+      "lower-affine,canonicalize,convert-scf-to-cf,convert-math-to-llvm,"
+      "convert-arith-to-llvm,expand-strided-metadata,finalize-memref-to-llvm,"
+      "convert-func-to-llvm{use-bare-ptr-memref-call-conv=true},"
+      "convert-cf-to-llvm,convert-index-to-llvm,reconcile-unrealized-casts";
+  return parsePassPipeline(text, pm, llvm::errs());
+}

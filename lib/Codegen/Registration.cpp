@@ -10,6 +10,7 @@
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
 #include "mlir/InitAllPasses.h"
+#include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "mlir/Pass/PassRegistry.h"
 
 void kiln::registerKilnPasses() {
@@ -29,6 +30,9 @@ void kiln::registerKilnPasses() {
           options.subgroupSize = 8;
           (void)populateLinalgToSPIRVPipeline(pm, options);
         });
+    mlir::PassPipelineRegistration<>(
+        "kiln-linalg-to-llvm", "kernel functions to the LLVM dialect for the host CPU",
+        [](mlir::OpPassManager &pm) { (void)populateLinalgToLLVMPipeline(pm); });
     return true;
   }();
   (void)once;
@@ -38,4 +42,5 @@ void kiln::registerKilnDialects(mlir::DialectRegistry &registry) {
   mlir::registerAllDialects(registry);
   mlir::registerAllExtensions(registry);
   registry.insert<KilnDialect>();
+  mlir::registerAllToLLVMIRTranslations(registry);
 }

@@ -32,6 +32,11 @@ struct SPIRVPipelineOptions {
 mlir::LogicalResult populateLinalgToSPIRVPipeline(
     mlir::OpPassManager &pm, const SPIRVPipelineOptions &options);
 
+/// From functions of one linalg.generic on memrefs to the LLVM dialect for
+/// the host: polynomial math (so loops vectorize), loops over a [begin, end)
+/// slice given as the last two arguments, bare-pointer memref arguments.
+mlir::LogicalResult populateLinalgToLLVMPipeline(mlir::OpPassManager &pm);
+
 /// The workgroup size for a kernel of `iterations` elements: 256, raised
 /// (up to maxInvocations) when the grid would exceed `maxGroups` workgroups.
 /// Fails when even the largest workgroup leaves too many groups.

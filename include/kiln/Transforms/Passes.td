@@ -85,6 +85,15 @@ def KilnKernelToLinalg : Pass<"kiln-kernel-to-linalg", "mlir::ModuleOp"> {
 
 def KilnApproximateMath : Pass<"kiln-approximate-math"> {
   let summary = "replace math ops the targets lack (erf) with polynomials";
+  let description = [{
+    By default only erf (SPIR-V's GLSL set lacks it). With `all`, every math
+    op the CPU would call libm for (tanh, exp, log, erf, ...) becomes a
+    polynomial in arith ops, so LLVM's loop vectorizer can vectorize kernels.
+  }];
+  let options = [
+    Option<"all", "all", "bool", "false",
+           "approximate every transcendental with a polynomial (CPU)">,
+  ];
   let dependentDialects = ["mlir::arith::ArithDialect", "mlir::math::MathDialect",
                            "mlir::vector::VectorDialect"];
 }
@@ -103,6 +112,20 @@ def KilnSetSPIRVTarget : Pass<"kiln-set-spirv-target", "mlir::ModuleOp"> {
            "the device's maxComputeWorkGroupInvocations">,
   ];
   let dependentDialects = ["mlir::spirv::SPIRVDialect", "mlir::gpu::GPUDialect"];
+}
+
+def KilnCpuRangeArgs : Pass<"kiln-cpu-range-args", "mlir::ModuleOp"> {
+  let summary = "let each CPU kernel compute one [begin, end) slice of its elements";
+  let description = [{
+    On every function with `kiln.iteration_size` (after
+    convert-linalg-to-loops), appends two `index` arguments, begin and end,
+    and makes them the bounds of the outermost loop, so the runtime's thread
+    pool can split a kernel's elements across threads.
+
+    Before: `func.func @k(%a: memref<8xf32>) { scf.for %i = %c0 to %c8 ... }`
+    After: `func.func @k(%a: memref<8xf32>, %begin: index, %end: index) { scf.for %i = %begin to %end ... }`
+  }];
+  let dependentDialects = ["mlir::scf::SCFDialect"];
 }
 
 #endif // KILN_TRANSFORMS_PASSES_TD

@@ -13,14 +13,27 @@ TEST(Device, SpellingsResolveToOneIdentity) {
   KILN_REQUIRE_DEVICES(1u);
   Device d = Device::default_device();
   EXPECT_EQ(d, Device::parse("default"));
-  EXPECT_EQ(d, Device::vulkan());
-  EXPECT_EQ(Device::vulkan(0), Device::parse("vulkan:0"));
-  EXPECT_EQ(d.adapter_uuid().size(), 36u);
+  EXPECT_EQ(d, Device::parse(d.name()));
   EXPECT_EQ(Device::parse("default").written(), "default");
+  EXPECT_EQ(Device::cpu(), Device::parse("cpu"));
+  EXPECT_EQ(Device::cpu(), Device::parse("cpu:0"));
+  EXPECT_EQ(Device::cpu().adapter_uuid(), "host");
+  EXPECT_THROW(Device::parse("cpu:1"), DeviceError);
+  std::vector<Device> all = devices();
+  ASSERT_FALSE(all.empty());
+  EXPECT_EQ(all.front(), Device::cpu());
+  if (all.size() > 1) {
+    EXPECT_EQ(Device::vulkan(0), Device::parse("vulkan:0"));
+    EXPECT_EQ(Device::vulkan(0).adapter_uuid().size(), 36u);
+    // A Vulkan device that is itself a CPU (lavapipe) is not preferred over
+    // the native CPU device.
+    if (Device::vulkan().adapter_name().find("llvmpipe") != std::string::npos)
+      EXPECT_EQ(d, Device::cpu());
+  }
 }
 
 TEST(Device, MissingDevicesAreErrorsNamingTheExistingOnes) {
-  KILN_REQUIRE_DEVICES(1u);
+  KILN_REQUIRE_DEVICES(2u);
   try {
     Device::parse("vulkan:7");
     FAIL();
@@ -35,7 +48,7 @@ TEST(Device, MissingDevicesAreErrorsNamingTheExistingOnes) {
 }
 
 TEST(Device, UncommittedValuesFollowCommittedOnes) {
-  KILN_REQUIRE_DEVICES(2u);
+  KILN_REQUIRE_DEVICES(3u);
   Device d1 = Device::vulkan(1);
   Tensor x = Tensor::randn({32}, d1);
   Tensor mask = Tensor::full({32}, 2.0f); // made inside a "layer", no device
@@ -48,7 +61,7 @@ TEST(Device, UncommittedValuesFollowCommittedOnes) {
 }
 
 TEST(Device, MismatchIsOneTypedErrorBeforeAnyKernel) {
-  KILN_REQUIRE_DEVICES(2u);
+  KILN_REQUIRE_DEVICES(3u);
   Tensor weights = Tensor::randn({8, 4}, Device::vulkan(0));
   unsigned inputLine = __LINE__ + 1;
   Tensor input = Tensor::randn({8, 4}, Device::vulkan(1));
@@ -97,7 +110,7 @@ TEST(Device, MismatchIsOneTypedErrorBeforeAnyKernel) {
 }
 
 TEST(Device, TransferPolicyAllowInsertsRealTransfers) {
-  KILN_REQUIRE_DEVICES(2u);
+  KILN_REQUIRE_DEVICES(3u);
   setenv("KILN_TRANSFER_POLICY", "allow", 1);
   Tensor a = Tensor::randn({100}, Device::vulkan(0));
   Tensor b = Tensor::randn({100}, Device::vulkan(1));
@@ -111,7 +124,7 @@ TEST(Device, TransferPolicyAllowInsertsRealTransfers) {
 }
 
 TEST(Device, ExplicitTransferMovesData) {
-  KILN_REQUIRE_DEVICES(2u);
+  KILN_REQUIRE_DEVICES(3u);
   Tensor a = Tensor::randn({1000}, Device::vulkan(0));
   Tensor b = kiln::exp(a).to(Device::vulkan(1)) + 1.0f;
   reset_stats();
@@ -123,6 +136,35 @@ TEST(Device, ExplicitTransferMovesData) {
   std::vector<double> want;
   for (float v : as)
     want.push_back(std::exp(double(v)) + 1);
+  EXPECT_TRUE(kiln::test::allClose(got, want));
+}
+} // namespace
+
+namespace {
+// The PyTorch seed's own case: CPU tensors meeting GPU tensors.
+TEST(Device, CpuAndVulkanFollowTheRules) {
+  KILN_REQUIRE_DEVICES(2u);
+  Tensor host = Tensor::randn({256}, Device::cpu());
+  Tensor gpu = Tensor::randn({256}, Device::vulkan(0));
+  Tensor mixed = host * gpu;
+  try {
+    (void)mixed.to_vector<float>();
+    FAIL() << "expected DeviceMismatchError";
+  } catch (const DeviceMismatchError &error) {
+    ASSERT_EQ(error.conflicts().size(), 1u);
+    EXPECT_EQ(error.conflicts()[0].operands[0].device, "cpu:0");
+    EXPECT_EQ(error.conflicts()[0].operands[1].device, "vulkan:0");
+  }
+  // Explicit transfers both ways, through the runtime.
+  Tensor there = (kiln::exp(host).to(Device::vulkan(0)) + gpu).to(Device::cpu()) * 2.0f;
+  reset_stats();
+  std::vector<float> got = there.to_vector<float>();
+  EXPECT_EQ(stats().transfers, 2u);
+  EXPECT_EQ(stats().kernels_dispatched, 3u);
+  std::vector<float> h = host.to_vector<float>(), g = gpu.to_vector<float>();
+  std::vector<double> want;
+  for (size_t i = 0; i < h.size(); ++i)
+    want.push_back(2 * (std::exp(double(h[i])) + g[i]));
   EXPECT_TRUE(kiln::test::allClose(got, want));
 }
 } // namespace

@@ -155,7 +155,7 @@ TEST_P(OnEveryDevice, ScalarAndEmptyTensors) {
   EXPECT_TRUE(e.to_vector<float>().empty());
 }
 
-INSTANTIATE_TEST_SUITE_P(Devices, OnEveryDevice, ::testing::Range(0, 2),
+INSTANTIATE_TEST_SUITE_P(Devices, OnEveryDevice, ::testing::Range(0, 3),
                          [](const ::testing::TestParamInfo<int> &info) {
                            return "device" + std::to_string(info.param);
                          });

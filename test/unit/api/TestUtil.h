@@ -13,7 +13,7 @@
 
 namespace kiln::test {
 
-/// Every device, or empty when there is none (tests then GTEST_SKIP).
+/// Every device: cpu:0, then the Vulkan ones (tests needing more GTEST_SKIP).
 inline std::vector<Device> availableDevices() {
   try {
     return devices();

@@ -1,0 +1,98 @@
+//===- CpuCompiler.cpp - kiln.kernel to native code -----------------------===//
+//
+// Kernels go linalg -> loops -> LLVM dialect (populateLinalgToLLVMPipeline)
+// and are compiled in process by MLIR's ExecutionEngine with the host's
+// TargetMachine, so LLVM's O3 pipeline vectorizes for this CPU. Engines live
+// in the session cache for the rest of the process (destroying one during
+// static destruction crashed: TOOLCHAIN.md).
+//
+//===----------------------------------------------------------------------===//
+
+#include "CpuCompiler.h"
+#include "KernelCompiler.h"
+
+#include "kiln/Codegen/Pipelines.h"
+#include "kiln/Errors.h"
+
+#include "mlir/ExecutionEngine/ExecutionEngine.h"
+#include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
+#include "llvm/IR/Module.h"
+#include "llvm/Support/TargetSelect.h"
+
+#include <cstdlib>
+
+using namespace mlir;
+using namespace kiln;
+
+namespace {
+llvm::TargetMachine *hostTargetMachine() {
+  static llvm::TargetMachine *machine = [] () -> llvm::TargetMachine * {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+    auto builder = llvm::orc::JITTargetMachineBuilder::detectHost();
+    if (!builder)
+      return nullptr;
+    builder->setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
+    auto machine = builder->createTargetMachine();
+    return machine ? machine->release() : nullptr;
+  }();
+  return machine;
+}
+} // namespace
+
+const CompiledCpuKernel &kiln::compileCpuKernel(Session &session, KernelOp kernel) {
+  KernelModule km = buildKernelModule(kernel);
+  std::string key = "cpu\n" + km.text;
+  if (auto it = session.cpuKernels.find(key); it != session.cpuKernels.end()) {
+    ++session.stats.kernel_cache_hits;
+    return it->second;
+  }
+  llvm::TargetMachine *machine = hostTargetMachine();
+  if (!machine)
+    throw CompileError("cannot create a target machine for this CPU");
+
+  std::string diagnostics;
+  ScopedDiagnosticHandler handler(kernel.getContext(), [&](Diagnostic &diag) {
+    diagnostics += diag.str() + "\n";
+    return success();
+  });
+  unsigned numBindings = km.fn.getNumArguments();
+  PassManager pm(kernel.getContext(), ModuleOp::getOperationName());
+  if (failed(populateLinalgToLLVMPipeline(pm)) || failed(pm.run(*km.module)))
+    throw CompileError("lowering a kernel to LLVM failed: " + diagnostics);
+
+  CompiledCpuKernel compiled;
+  compiled.numBindings = numBindings;
+  auto optimize = makeOptimizingTransformer(3, 0, machine);
+  bool capture = session.captureCpuIR || std::getenv("KILN_DUMP_CPU_IR");
+  std::string *ir = &compiled.optimizedIR;
+  std::function<llvm::Error(llvm::Module *)> transformer =
+      [&](llvm::Module *module) -> llvm::Error {
+    if (llvm::Error error = optimize(module))
+      return error;
+    if (capture) {
+      llvm::raw_string_ostream os(*ir);
+      module->print(os, nullptr);
+    }
+    return llvm::Error::success();
+  };
+  ExecutionEngineOptions options;
+  options.transformer = transformer;
+  options.jitCodeGenOptLevel = llvm::CodeGenOptLevel::Aggressive;
+  auto engine = ExecutionEngine::create(*km.module, options);
+  if (!engine)
+    throw CompileError("JIT compilation failed: " + llvm::toString(engine.takeError()) +
+                       "\n" + diagnostics);
+  auto fn = (*engine)->lookupPacked("kiln_kernel");
+  if (!fn)
+    throw CompileError("JIT: no kernel entry: " + llvm::toString(fn.takeError()));
+  compiled.fn = reinterpret_cast<rt::CpuKernelFn>(*fn);
+  if (capture && std::getenv("KILN_DUMP_CPU_IR"))
+    llvm::errs() << "kiln: optimized LLVM IR of a CPU kernel:\n" << compiled.optimizedIR;
+  compiled.engine = std::move(*engine);
+  ++session.stats.kernels_compiled;
+  return session.cpuKernels.emplace(key, std::move(compiled)).first->second;
+}

@@ -1,0 +1,19 @@
+//===- CpuCompiler.h - kiln.kernel to native code ---------------*- C++ -*-===//
+
+#ifndef KILN_LIB_API_CPUCOMPILER_H
+#define KILN_LIB_API_CPUCOMPILER_H
+
+#include "Session.h"
+
+#include "dialects/Kiln/KilnDialect.h"
+
+namespace kiln {
+
+/// The JIT-compiled host function of `kernel`, from the session cache or
+/// freshly lowered (polynomial math, LLVM O3 for the host CPU, vectorized).
+/// Throws CompileError.
+const CompiledCpuKernel &compileCpuKernel(Session &session, KernelOp kernel);
+
+} // namespace kiln
+
+#endif // KILN_LIB_API_CPUCOMPILER_H

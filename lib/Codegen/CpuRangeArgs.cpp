@@ -1,0 +1,46 @@
+//===- CpuRangeArgs.cpp - CPU kernels over a [begin, end) slice -----------===//
+
+#include "kiln/Transforms/Passes.h"
+
+namespace kiln {
+#define GEN_PASS_DEF_KILNCPURANGEARGS
+#include "kiln/Transforms/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+
+namespace {
+struct CpuRangeArgsPass
+    : public kiln::impl::KilnCpuRangeArgsBase<CpuRangeArgsPass> {
+  void runOnOperation() override {
+    WalkResult result = getOperation().walk([&](func::FuncOp fn) {
+      if (!fn->hasAttr("kiln.iteration_size") || fn.isExternal())
+        return WalkResult::advance();
+      SmallVector<scf::ForOp> loops;
+      for (Operation &op : fn.getBody().front())
+        if (auto loop = dyn_cast<scf::ForOp>(op))
+          loops.push_back(loop);
+      if (loops.size() != 1) {
+        fn.emitError("expected one outermost loop in a CPU kernel, found ")
+            << loops.size();
+        return WalkResult::interrupt();
+      }
+      Type index = IndexType::get(&getContext());
+      unsigned n = fn.getNumArguments();
+      if (failed(fn.insertArguments({n, n}, {index, index}, {{}, {}},
+                                    {fn.getLoc(), fn.getLoc()}))) {
+        fn.emitError("cannot add the range arguments");
+        return WalkResult::interrupt();
+      }
+      loops.front().getLowerBoundMutable().assign(fn.getArgument(n));
+      loops.front().getUpperBoundMutable().assign(fn.getArgument(n + 1));
+      // The range now comes from the caller; LLVM IR translation has no use
+      // (and no translation) for the kiln attribute.
+      fn->removeAttr("kiln.iteration_size");
+      return WalkResult::advance();
+    });
+    if (result.wasInterrupted())
+      signalPassFailure();
+  }
+};
+} // namespace
