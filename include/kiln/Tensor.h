@@ -17,6 +17,7 @@
 #include <memory>
 #include <optional>
 #include <source_location>
+#include <span>
 #include <vector>
 
 namespace kiln {
@@ -74,6 +75,10 @@ public:
   /// Compiles and runs what this tensor needs, then copies it to the host.
   template <typename T> std::vector<T> to_vector() const;
   template <typename T> T item() const;
+  /// The values of a realized CPU tensor in place: no copy, 64-byte aligned,
+  /// valid while this tensor lives. Throws Error for tensors on other
+  /// devices (read those with to_vector, or move them with .to(cpu())).
+  std::span<const float> cpu_view() const;
 
   bool defined() const { return node_ != nullptr; }
   const std::shared_ptr<Node> &node() const { return node_; }

@@ -44,12 +44,15 @@ llvm::TargetMachine *hostTargetMachine() {
 } // namespace
 
 const CompiledCpuKernel &kiln::compileCpuKernel(Session &session, KernelOp kernel) {
-  KernelModule km = buildKernelModule(kernel);
+  KernelModule km = buildKernelModule(kernel, KernelLayout::Coalesced);
   std::string key = "cpu\n" + km.text;
   if (auto it = session.cpuKernels.find(key); it != session.cpuKernels.end()) {
     ++session.stats.kernel_cache_hits;
     return it->second;
   }
+  CompiledCpuKernel compiled;
+  compiled.outerIterations = km.outerIterations;
+  compiled.innerIterations = km.outerIterations ? km.iterations / km.outerIterations : 1;
   llvm::TargetMachine *machine = hostTargetMachine();
   if (!machine)
     throw CompileError("cannot create a target machine for this CPU");
@@ -64,7 +67,6 @@ const CompiledCpuKernel &kiln::compileCpuKernel(Session &session, KernelOp kerne
   if (failed(populateLinalgToLLVMPipeline(pm)) || failed(pm.run(*km.module)))
     throw CompileError("lowering a kernel to LLVM failed: " + diagnostics);
 
-  CompiledCpuKernel compiled;
   compiled.numBindings = numBindings;
   auto optimize = makeOptimizingTransformer(3, 0, machine);
   bool capture = session.captureCpuIR || std::getenv("KILN_DUMP_CPU_IR");

@@ -39,7 +39,7 @@ std::string kiln::validateSPIRV(const std::vector<uint32_t> &words) {
   return messages;
 }
 
-KernelModule kiln::buildKernelModule(KernelOp kernel) {
+KernelModule kiln::buildKernelModule(KernelOp kernel, KernelLayout layout) {
   KernelModule result;
   result.module = ModuleOp::create(kernel.getLoc());
   OpBuilder builder = OpBuilder::atBlockEnd(result.module->getBody());
@@ -48,11 +48,12 @@ KernelModule kiln::buildKernelModule(KernelOp kernel) {
     diagnostics += diag.str() + "\n";
     return success();
   });
-  FailureOr<func::FuncOp> fn = buildKernelFunction(kernel, builder, "kiln_kernel");
+  FailureOr<func::FuncOp> fn = buildKernelFunction(kernel, builder, "kiln_kernel", layout);
   if (failed(fn))
     throw CompileError("kernel lowering failed: " + diagnostics);
   result.fn = *fn;
   result.iterations = (*fn)->getAttrOfType<IntegerAttr>("kiln.iteration_size").getInt();
+  result.outerIterations = (*fn)->getAttrOfType<IntegerAttr>("kiln.outer_size").getInt();
   llvm::raw_string_ostream os(result.text);
   result.fn.print(os);
   return result;
@@ -61,7 +62,7 @@ KernelModule kiln::buildKernelModule(KernelOp kernel) {
 const CompiledKernel &kiln::compileKernel(Session &session, KernelOp kernel,
                                           const rt::AdapterInfo &adapter) {
   MLIRContext *ctx = kernel.getContext();
-  KernelModule km = buildKernelModule(kernel);
+  KernelModule km = buildKernelModule(kernel, KernelLayout::Flat);
   OwningOpRef<ModuleOp> &module = km.module;
   func::FuncOp *fn = &km.fn;
   int64_t iterations = km.iterations;

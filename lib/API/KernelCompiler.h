@@ -6,6 +6,7 @@
 #include "Session.h"
 
 #include "dialects/Kiln/KilnDialect.h"
+#include "kiln/Codegen/KernelToLinalg.h"
 #include "kiln/runtime/Vulkan.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -21,8 +22,9 @@ struct KernelModule {
   mlir::func::FuncOp fn;
   std::string text;
   int64_t iterations = 0;
+  int64_t outerIterations = 0;
 };
-KernelModule buildKernelModule(KernelOp kernel);
+KernelModule buildKernelModule(KernelOp kernel, KernelLayout layout);
 
 /// The SPIR-V of `kernel` for `adapter`'s limits, from the session cache or
 /// freshly lowered and validated. Throws CompileError.

@@ -393,7 +393,11 @@ private:
     if (device.api() == "cpu") {
       const CompiledCpuKernel &compiled = compileCpuKernel(session, kernel);
       session.stats.compile_seconds += secondsSince(compileStart);
-      check(rt::CpuDevice::get().dispatch(compiled.fn, bindings, elements), "running a kernel");
+      // Chunks of at least ~16K elements: below that, waking a thread costs
+      // more than it saves.
+      int64_t grain = std::max<int64_t>(1, 16384 / compiled.innerIterations);
+      check(rt::CpuDevice::get().dispatch(compiled.fn, bindings, compiled.outerIterations, grain),
+            "running a kernel");
       ++session.stats.kernels_dispatched;
       return;
     }

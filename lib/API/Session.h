@@ -40,6 +40,10 @@ struct CompiledCpuKernel {
   std::shared_ptr<mlir::ExecutionEngine> engine;
   rt::CpuKernelFn fn = nullptr;
   uint32_t numBindings = 0;
+  /// The threads split the outermost loop; each of its iterations computes
+  /// innerIterations elements.
+  int64_t outerIterations = 0;
+  int64_t innerIterations = 1;
   std::string optimizedIR; // kept when Session::captureCpuIR is set (tests)
 };
 

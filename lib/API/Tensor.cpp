@@ -8,6 +8,8 @@
 
 #include "Graph.h"
 
+#include "kiln/runtime/Cpu.h"
+
 #include <mutex>
 #include <random>
 
@@ -257,6 +259,19 @@ template <> std::vector<float> Tensor::to_vector<float>() const {
   if (!node_->realized())
     realizeNodes({node_});
   return readNode(*node_);
+}
+
+std::span<const float> Tensor::cpu_view() const {
+  nodeOf(*this, Loc::current());
+  if (!node_->realized())
+    realizeNodes({node_});
+  void *data = rt::CpuDevice::data(*node_->buffer);
+  if (!data || node_->dtype != DType::f32)
+    throw Error("cpu_view needs an f32 tensor on cpu:0; this one is " +
+                std::string(dtype_name(node_->dtype)) + " on " +
+                node_->bufferDevice->name() +
+                ": read it with to_vector<float>() or move it with .to(Device::cpu())");
+  return {static_cast<const float *>(data), static_cast<size_t>(numel())};
 }
 
 template <> float Tensor::item<float>() const {

@@ -36,7 +36,8 @@ struct CpuRangeArgsPass
       loops.front().getUpperBoundMutable().assign(fn.getArgument(n + 1));
       // The range now comes from the caller; LLVM IR translation has no use
       // (and no translation) for the kiln attribute.
-      fn->removeAttr("kiln.iteration_size");
+      for (StringRef attr : {"kiln.iteration_size", "kiln.outer_size"})
+        fn->removeAttr(attr);
       return WalkResult::advance();
     });
     if (result.wasInterrupted())

@@ -54,6 +54,60 @@ AffineMap broadcastMap(ArrayRef<int64_t> shape, ArrayRef<int64_t> space,
   return AffineMap::get(1, 0, index);
 }
 
+/// The iteration space and operand shapes after merging adjacent dimensions
+/// that every operand treats alike (all operands padded to the space's rank).
+struct Coalesced {
+  SmallVector<int64_t> space;
+  SmallVector<SmallVector<int64_t>> shapes;
+};
+
+Coalesced coalesce(ArrayRef<int64_t> space, ArrayRef<ArrayRef<int64_t>> shapes) {
+  size_t rank = space.size();
+  auto broadcasts = [&](size_t operand, size_t k) {
+    ArrayRef<int64_t> shape = shapes[operand];
+    size_t offset = rank - shape.size();
+    return k < offset || shape[k - offset] == 1;
+  };
+  Coalesced out;
+  out.shapes.resize(shapes.size());
+  SmallVector<bool> previous;
+  for (size_t k = 0; k < rank; ++k) {
+    if (space[k] == 1)
+      continue; // a size-1 dimension changes no index
+    SmallVector<bool> pattern;
+    for (size_t i = 0; i < shapes.size(); ++i)
+      pattern.push_back(broadcasts(i, k));
+    if (!out.space.empty() && pattern == previous) {
+      out.space.back() *= space[k];
+      for (size_t i = 0; i < shapes.size(); ++i)
+        if (!pattern[i])
+          out.shapes[i].back() *= space[k];
+      continue;
+    }
+    out.space.push_back(space[k]);
+    for (size_t i = 0; i < shapes.size(); ++i)
+      out.shapes[i].push_back(pattern[i] ? 1 : space[k]);
+    previous = pattern;
+  }
+  if (out.space.empty()) { // a single element
+    out.space.push_back(1);
+    for (auto &shape : out.shapes)
+      shape.push_back(1);
+  }
+  return out;
+}
+
+/// The map of an operand of `shape` (same rank as `space`, 1 where it
+/// broadcasts) into the iteration space.
+AffineMap projectedMap(ArrayRef<int64_t> shape, ArrayRef<int64_t> space,
+                       MLIRContext *ctx) {
+  SmallVector<AffineExpr> exprs;
+  for (size_t k = 0; k < space.size(); ++k)
+    exprs.push_back(shape[k] == 1 && space[k] != 1 ? getAffineConstantExpr(0, ctx)
+                                                   : getAffineDimExpr(k, ctx));
+  return AffineMap::get(space.size(), 0, exprs, ctx);
+}
+
 Value floatConstant(OpBuilder &b, Location loc, Type type, double value) {
   return arith::ConstantOp::create(b, loc, type, b.getFloatAttr(type, value));
 }
@@ -127,7 +181,8 @@ Value emitScalar(OpBuilder &b, Operation *op, ValueRange args) {
 
 FailureOr<func::FuncOp> kiln::buildKernelFunction(KernelOp kernel,
                                                    OpBuilder &builder,
-                                                   StringRef name) {
+                                                   StringRef name,
+                                                   KernelLayout layout) {
   MLIRContext *ctx = builder.getContext();
   Location loc = kernel.getLoc();
   ArrayRef<int64_t> space =
@@ -136,35 +191,58 @@ FailureOr<func::FuncOp> kiln::buildKernelFunction(KernelOp kernel,
   for (int64_t d : space)
     iterations *= d;
 
-  auto flatType = [&](Type tensorType) {
-    auto tensor = cast<RankedTensorType>(tensorType);
-    return MemRefType::get({std::max<int64_t>(1, tensor.getNumElements())},
-                           storageElementType(tensor.getElementType()));
-  };
-  SmallVector<Type> argTypes;
+  size_t numInputs = kernel.getInputs().size();
+  SmallVector<ArrayRef<int64_t>> inputShapes;
   for (Value v : kernel.getInputs())
-    argTypes.push_back(flatType(v.getType()));
-  for (Type t : kernel.getResultTypes())
-    argTypes.push_back(flatType(t));
+    inputShapes.push_back(cast<RankedTensorType>(v.getType()).getShape());
+
+  // Memref shapes and indexing maps per layout; outputs come last.
+  SmallVector<SmallVector<int64_t>> shapes;
+  SmallVector<AffineMap> maps;
+  SmallVector<int64_t> loops;
+  if (layout == KernelLayout::Flat) {
+    for (ArrayRef<int64_t> shape : inputShapes) {
+      int64_t n = 1;
+      for (int64_t d : shape)
+        n *= d;
+      shapes.push_back({std::max<int64_t>(1, n)});
+      maps.push_back(broadcastMap(shape, space, ctx));
+    }
+    loops = {std::max<int64_t>(1, iterations)};
+    for (size_t i = 0; i < kernel.getNumResults(); ++i) {
+      shapes.push_back(loops);
+      maps.push_back(AffineMap::getMultiDimIdentityMap(1, ctx));
+    }
+  } else {
+    Coalesced merged = coalesce(space, inputShapes);
+    loops = merged.space;
+    for (auto &shape : merged.shapes) {
+      maps.push_back(projectedMap(shape, loops, ctx));
+      shapes.push_back(shape);
+    }
+    for (size_t i = 0; i < kernel.getNumResults(); ++i) {
+      shapes.push_back(loops);
+      maps.push_back(AffineMap::getMultiDimIdentityMap(loops.size(), ctx));
+    }
+  }
+  SmallVector<Type> argTypes;
+  for (auto [i, shape] : llvm::enumerate(shapes)) {
+    Type element = i < numInputs ? getElementTypeOrSelf(kernel.getInputs()[i].getType())
+                                 : getElementTypeOrSelf(kernel.getResultTypes()[i - numInputs]);
+    argTypes.push_back(MemRefType::get(shape, storageElementType(element)));
+  }
   auto func = func::FuncOp::create(builder, loc, name,
                                    builder.getFunctionType(argTypes, {}));
   func->setAttr("kiln.iteration_size", builder.getI64IntegerAttr(iterations));
+  func->setAttr("kiln.outer_size", builder.getI64IntegerAttr(loops.front()));
   Block *entry = func.addEntryBlock();
   OpBuilder b = OpBuilder::atBlockBegin(entry);
-
-  size_t numInputs = kernel.getInputs().size();
-  SmallVector<AffineMap> maps;
-  for (Value v : kernel.getInputs())
-    maps.push_back(broadcastMap(cast<RankedTensorType>(v.getType()).getShape(),
-                                space, ctx));
-  for (size_t i = 0; i < kernel.getNumResults(); ++i)
-    maps.push_back(AffineMap::getMultiDimIdentityMap(1, ctx));
 
   bool failedOp = false;
   auto generic = linalg::GenericOp::create(
       b, loc, TypeRange{}, entry->getArguments().take_front(numInputs),
       entry->getArguments().drop_front(numInputs), maps,
-      {utils::IteratorType::parallel},
+      SmallVector<utils::IteratorType>(loops.size(), utils::IteratorType::parallel),
       [&](OpBuilder &nb, Location nloc, ValueRange scalars) {
         IRMapping values;
         Block &body = kernel.getBody().front();

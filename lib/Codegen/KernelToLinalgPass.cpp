@@ -14,6 +14,8 @@ using namespace kiln;
 namespace {
 struct KernelToLinalgPass
     : public kiln::impl::KilnKernelToLinalgBase<KernelToLinalgPass> {
+  using KilnKernelToLinalgBase::KilnKernelToLinalgBase;
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SmallVector<KernelOp> kernels;
@@ -24,7 +26,8 @@ struct KernelToLinalgPass
       std::string name =
           (graph ? graph.getName() + "_kernel" : Twine("kernel")).str() +
           std::to_string(i);
-      FailureOr<func::FuncOp> fn = buildKernelFunction(kernel, builder, name);
+      FailureOr<func::FuncOp> fn = buildKernelFunction(
+          kernel, builder, name, coalesce ? KernelLayout::Coalesced : KernelLayout::Flat);
       if (failed(fn))
         return signalPassFailure();
       kernel->setAttr("kernel", FlatSymbolRefAttr::get(fn->getSymNameAttr()));

@@ -9,14 +9,24 @@
 
 namespace kiln {
 
+enum class KernelLayout {
+  /// One loop over every element; broadcasts as floordiv/mod maps. One grid
+  /// dimension on GPUs.
+  Flat,
+  /// Adjacent dimensions merged wherever every operand broadcasts them alike
+  /// (a [r, c] + [c] add stays 2-D, a plain [a, b, c] op becomes 1-D):
+  /// broadcast operands are read contiguously in the inner loop (CPU).
+  Coalesced,
+};
+
 /// Builds `func.func @name(inputs..., outputs...)` at the builder's insertion
-/// point: every argument a flat 1-D memref (i1 stored as i8), the body one
-/// linalg.generic over the kernel's flattened iteration space. The function
-/// carries `kiln.iteration_size`. Fails (with a diagnostic) on an op it
-/// cannot lower.
+/// point: every argument a memref (i1 stored as i8) over the same buffer as
+/// the tensor, the body one linalg.generic. The function carries
+/// `kiln.iteration_size` (all elements) and `kiln.outer_size` (iterations of
+/// the outermost loop). Fails (with a diagnostic) on an op it cannot lower.
 mlir::FailureOr<mlir::func::FuncOp>
 buildKernelFunction(KernelOp kernel, mlir::OpBuilder &builder,
-                    llvm::StringRef name);
+                    llvm::StringRef name, KernelLayout layout = KernelLayout::Flat);
 
 /// The element type a tensor of `elementType` has in device memory.
 mlir::Type storageElementType(mlir::Type elementType);

@@ -76,8 +76,14 @@ def KilnKernelToLinalg : Pass<"kiln-kernel-to-linalg", "mlir::ModuleOp"> {
     its arguments are the kernel inputs then outputs, each a flat 1-D memref;
     its body is one `linalg.generic` over the flattened iteration space, with
     broadcasting expressed as `floordiv`/`mod` indexing maps and the scalar
-    body in arith/math. The kernel op gets `kernel = @<name>`.
+    body in arith/math. The kernel op gets `kernel = @<name>`. With
+    `coalesce` (the CPU form) dimensions are only merged where every operand
+    broadcasts them alike, and broadcasts are projected maps.
   }];
+  let options = [
+    Option<"coalesce", "coalesce", "bool", "false",
+           "merge only dimensions that all operands treat alike (CPU layout)">,
+  ];
   let dependentDialects = ["mlir::linalg::LinalgDialect", "mlir::memref::MemRefDialect",
                            "mlir::arith::ArithDialect", "mlir::math::MathDialect",
                            "mlir::func::FuncDialect"];

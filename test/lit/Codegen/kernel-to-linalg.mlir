@@ -18,7 +18,7 @@ func.func @graph(%x: tensor<64x32xf32>, %r: tensor<64x1xf32>, %c: tensor<32xf32>
   }
   return %0 : tensor<64x32xf32>
 }
-// CHECK: func.func @graph_kernel0(%{{.*}}: memref<2048xf32>, %{{.*}}: memref<64xf32>, %{{.*}}: memref<32xf32>, %{{.*}}: memref<1xf32>, %{{.*}}: memref<2048xf32>) attributes {kiln.iteration_size = 2048 : i64}
+// CHECK: func.func @graph_kernel0(%{{.*}}: memref<2048xf32>, %{{.*}}: memref<64xf32>, %{{.*}}: memref<32xf32>, %{{.*}}: memref<1xf32>, %{{.*}}: memref<2048xf32>) attributes {kiln.iteration_size = 2048 : i64, kiln.outer_size = 2048 : i64}
 // CHECK: linalg.generic {indexing_maps = [#[[ID]], #[[ROW]], #[[COL]], #[[SCALAR]], #[[ID]]], iterator_types = ["parallel"]}
 // CHECK: arith.addf
 // CHECK: arith.mulf

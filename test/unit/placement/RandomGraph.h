@@ -473,8 +473,10 @@ inline std::string printGraph(mlir::MLIRContext &ctx, const Graph &g) {
   BuiltGraph built = buildGraph(ctx, g);
   std::string text;
   llvm::raw_string_ostream os(text);
-  os << "// seed " << g.seed << ", default device "
-     << identityOf(g.defaultDevice) << "\n";
+  os << "// seed " << g.seed << "\n// RUN: kiln-opt %s -verify-diagnostics "
+        "-pass-pipeline='builtin.module(func.func(kiln-place-devices{"
+        "default-device="
+     << identityOf(g.defaultDevice) << "}))'\n";
   built.module->print(os);
   return text;
 }

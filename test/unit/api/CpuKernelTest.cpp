@@ -1,0 +1,72 @@
+// The CPU device's code and memory: kernels are vectorized (checked in the
+// optimized LLVM IR, not only by their results), call no libm, and results
+// live in aligned host memory that can be read without a copy.
+
+#include "TestUtil.h"
+
+#include "../../../lib/API/Session.h"
+
+#include <regex>
+
+using namespace kiln;
+
+namespace {
+TEST(CpuKernel, TranscendentalChainIsVectorizedWithoutLibmCalls) {
+  Session &s = session();
+  s.captureCpuIR = true;
+  // A shape no other test uses, so this compiles now.
+  Tensor x = Tensor::randn({37, 129}, Device::cpu());
+  Tensor w = Tensor::randn({129});
+  Tensor y = kiln::tanh(x * w) + kiln::exp(-x) + gelu(x) + kiln::log(kiln::abs(x) + 1.0f);
+  reset_stats();
+  std::vector<float> got = y.to_vector<float>();
+  s.captureCpuIR = false;
+  ASSERT_EQ(stats().kernels_compiled, 1u);
+  std::string ir;
+  for (auto &[key, kernel] : s.cpuKernels)
+    if (key.find("37x129") != std::string::npos || key.find("4773") != std::string::npos)
+      ir += kernel.optimizedIR;
+  ASSERT_FALSE(ir.empty()) << "no captured IR for the kernel";
+  EXPECT_TRUE(std::regex_search(ir, std::regex(R"(fmul (fast )?<\d+ x float>)"))) << ir;
+  EXPECT_TRUE(std::regex_search(ir, std::regex(R"(load <\d+ x float>)"))) << ir;
+  for (const char *libm : {"@tanhf", "@expf", "@logf", "@erff", "@llvm.tanh", "@llvm.exp.", "@llvm.log."})
+    EXPECT_EQ(ir.find(libm), std::string::npos) << "calls " << libm;
+
+  std::vector<float> xs = x.to_vector<float>(), ws = w.to_vector<float>();
+  std::vector<double> want;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    double v = xs[i];
+    want.push_back(std::tanh(v * ws[i % 129]) + std::exp(-v) +
+                   0.5 * v * (1 + std::erf(v / std::sqrt(2.0))) + std::log(std::abs(v) + 1));
+  }
+  EXPECT_TRUE(kiln::test::allClose(got, want));
+}
+
+TEST(CpuKernel, ResultsAreAlignedHostMemoryReadWithoutCopy) {
+  Tensor y = Tensor::randn({1000}, Device::cpu()) * 2.0f;
+  std::span<const float> view = y.cpu_view();
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(view.data()) % 64, 0u);
+  EXPECT_EQ(view.size(), 1000u);
+  EXPECT_EQ(y.cpu_view().data(), view.data()); // the buffer itself, no copy
+  std::vector<float> copy = y.to_vector<float>();
+  EXPECT_TRUE(std::equal(copy.begin(), copy.end(), view.begin()));
+  if (kiln::test::availableDevices().size() > 1) {
+    Tensor gpu = Tensor::zeros({4}, Device::vulkan(0)) + 1.0f;
+    EXPECT_THROW((void)gpu.cpu_view(), Error);
+  }
+}
+
+TEST(CpuKernel, ThreadedKernelsCoverEveryElement) {
+  // Odd sizes: the outer loop splits into chunks, the inner one has a tail.
+  for (Shape shape : {Shape{1}, Shape{17}, Shape{100003}, Shape{513, 1027}, Shape{3, 1, 70001}}) {
+    Tensor x = Tensor::randn(shape, Device::cpu());
+    Tensor b = Tensor::randn({shape.back()});
+    std::vector<float> got = (x * 3.0f + b).to_vector<float>();
+    std::vector<float> xs = x.to_vector<float>(), bs = b.to_vector<float>();
+    std::vector<double> want;
+    for (size_t i = 0; i < xs.size(); ++i)
+      want.push_back(3.0 * xs[i] + bs[i % shape.back()]);
+    EXPECT_TRUE(kiln::test::allClose(got, want)) << shape.size();
+  }
+}
+} // namespace
