@@ -41,6 +41,8 @@ Session::Session() {
   // Kernels are small and compiled one at a time; MLIR's thread pool would
   // only compete with the devices' own threads.
   context.disableMultithreading();
+  // Users get their own lines in diagnostics, not a dump of the graph op.
+  context.printOpOnDiagnostic(false);
   registerKilnPasses();
 }
 

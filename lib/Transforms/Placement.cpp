@@ -193,9 +193,13 @@ void Placer::placeForward(Operation &op,
         if (&entry == &committed.front() ||
             !entry.device.isSameDevice(committed.front().device))
           conflict.operands.push_back(entry);
+      // Keep the device more of the graph lives on (the model's); on a tie
+      // an accelerator over the host CPU, where people want the work to run.
+      auto rank = [&](const OperandPlacement &o) {
+        return std::make_pair(sourcesOn[o.device.getName()], o.device.getApi() != "cpu");
+      };
       for (size_t i = 1; i < conflict.operands.size(); ++i)
-        if (sourcesOn[conflict.operands[i].device.getName()] >
-            sourcesOn[conflict.operands[conflict.keep].device.getName()])
+        if (rank(conflict.operands[i]) > rank(conflict.operands[conflict.keep]))
           conflict.keep = i;
       found.push_back(conflict);
       // The result stays uncommitted so one conflict does not cascade.
