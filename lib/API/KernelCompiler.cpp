@@ -19,9 +19,12 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Target/SPIRV/Serialization.h"
+#include "llvm/ADT/StringExtras.h"
 
 #include "spirv-tools/libspirv.hpp"
 
+#include <cstdlib>
+#include <fstream>
 #include <functional>
 
 using namespace mlir;
@@ -57,6 +60,27 @@ KernelModule kiln::buildKernelModule(KernelOp kernel, KernelLayout layout) {
   llvm::raw_string_ostream os(result.text);
   result.fn.print(os);
   return result;
+}
+
+/// KILN_DUMP_SPIRV=<dir>: each compiled kernel as <hash>.spv plus a
+/// manifest <hash>.kernel that bench/spirv_replay.cpp (runtime only) runs on
+/// machines without MLIR, such as the lent GPU.
+static void dumpKernel(const char *dir, const CompiledKernel &kernel,
+                       const std::vector<uint64_t> &bindingBytes, const std::string &source) {
+  std::string base = std::string(dir) + "/" + llvm::utohexstr(kernel.hash);
+  std::ofstream spv(base + ".spv", std::ios::binary);
+  spv.write(reinterpret_cast<const char *>(kernel.spirv.data()),
+            static_cast<std::streamsize>(kernel.spirv.size() * 4));
+  std::ofstream manifest(base + ".kernel");
+  manifest << "spirv " << llvm::utohexstr(kernel.hash) << ".spv\nentry " << kernel.entryPoint
+           << "\ngroups " << kernel.groups[0] << " " << kernel.groups[1] << " "
+           << kernel.groups[2] << "\nbindings";
+  for (uint64_t bytes : bindingBytes)
+    manifest << " " << bytes;
+  manifest << "\n";
+  std::ofstream(base + ".mlir") << source;
+  if (!spv || !manifest)
+    llvm::errs() << "kiln: KILN_DUMP_SPIRV: cannot write to " << dir << "\n";
 }
 
 const CompiledKernel &kiln::compileKernel(Session &session, KernelOp kernel,
@@ -126,5 +150,14 @@ const CompiledKernel &kiln::compileKernel(Session &session, KernelOp kernel,
     throw CompileError("generated SPIR-V failed validation (a Kiln bug): " +
                        errors);
   ++session.stats.kernels_compiled;
+  if (const char *dir = std::getenv("KILN_DUMP_SPIRV"); dir && *dir) {
+    std::vector<uint64_t> bindingBytes;
+    for (Type type : fn->getArgumentTypes()) {
+      auto memref = cast<MemRefType>(type);
+      bindingBytes.push_back(memref.getNumElements() *
+                             std::max<int64_t>(1, memref.getElementTypeBitWidth() / 8));
+    }
+    dumpKernel(dir, compiled, bindingBytes, key);
+  }
   return session.kernels.emplace(key, std::move(compiled)).first->second;
 }

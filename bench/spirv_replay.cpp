@@ -1,0 +1,152 @@
+// Replays kernels that Kiln compiled elsewhere (KILN_DUMP_SPIRV=<dir>) on a
+// Vulkan device, with the runtime alone: no MLIR or LLVM, so it runs on
+// machines that only have a Vulkan driver (the lent GPU).
+//
+//   kiln-spirv-replay [--device N] [--runs N] <dir>/<hash>.kernel...
+//
+// Inputs are filled from a fixed-seed generator; per kernel it prints the
+// time per dispatch (median of batches), GB/s over all bindings (each read or
+// written once by an elementwise kernel) and a checksum of the outputs, so
+// two machines can be compared.
+
+#include "kiln/runtime/Vulkan.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+struct Manifest {
+  std::string spirvPath, entry;
+  uint32_t groups[3] = {1, 1, 1};
+  std::vector<uint64_t> bindings;
+};
+
+bool readManifest(const std::string &path, Manifest &m) {
+  std::ifstream in(path);
+  std::string line, dir = path.substr(0, path.find_last_of('/') + 1);
+  while (std::getline(in, line)) {
+    std::istringstream fields(line);
+    std::string key;
+    fields >> key;
+    if (key == "spirv") {
+      fields >> m.spirvPath;
+      m.spirvPath = dir + m.spirvPath;
+    } else if (key == "entry") {
+      fields >> m.entry;
+    } else if (key == "groups") {
+      fields >> m.groups[0] >> m.groups[1] >> m.groups[2];
+    } else if (key == "bindings") {
+      for (uint64_t b; fields >> b;)
+        m.bindings.push_back(b);
+    }
+  }
+  return !m.entry.empty() && !m.bindings.empty();
+}
+
+int fail(const std::string &what) {
+  std::fprintf(stderr, "kiln-spirv-replay: %s\n", what.c_str());
+  return 1;
+}
+} // namespace
+
+int main(int argc, char **argv) {
+  size_t deviceIndex = SIZE_MAX;
+  int runs = 50;
+  std::vector<std::string> files;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--device") && i + 1 < argc)
+      deviceIndex = std::stoul(argv[++i]);
+    else if (!std::strcmp(argv[i], "--runs") && i + 1 < argc)
+      runs = std::stoi(argv[++i]);
+    else
+      files.push_back(argv[i]);
+  }
+  auto context = kiln::rt::VulkanContext::get();
+  if (!context.isOk())
+    return fail(context.status().message());
+  if (deviceIndex == SIZE_MAX)
+    deviceIndex = (*context)->preferredOrdinal();
+  auto device = (*context)->device(deviceIndex);
+  if (!device.isOk())
+    return fail(device.status().message());
+  kiln::rt::VulkanDevice &gpu = **device;
+  std::printf("device %s: %s\n", gpu.name().c_str(), gpu.adapterName().c_str());
+
+  for (const std::string &file : files) {
+    Manifest m;
+    if (!readManifest(file, m))
+      return fail("cannot read manifest " + file);
+    std::ifstream spv(m.spirvPath, std::ios::binary);
+    std::vector<char> bytes((std::istreambuf_iterator<char>(spv)), {});
+    std::vector<uint32_t> words(bytes.size() / 4);
+    std::memcpy(words.data(), bytes.data(), words.size() * 4);
+
+    // Inputs: every binding but the last (elementwise kernels write last).
+    std::vector<std::shared_ptr<kiln::rt::Buffer>> buffers;
+    std::vector<kiln::rt::Buffer *> bindings;
+    std::mt19937 rng(1234);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    uint64_t traffic = 0;
+    for (size_t i = 0; i < m.bindings.size(); ++i) {
+      auto buffer = gpu.allocate(m.bindings[i]);
+      if (!buffer.isOk())
+        return fail(buffer.status().message());
+      std::vector<float> data(m.bindings[i] / 4);
+      for (float &v : data)
+        v = normal(rng);
+      if (auto status = gpu.upload(**buffer, data.data(), m.bindings[i]); !status.isOk())
+        return fail(status.message());
+      buffers.push_back(*buffer);
+      bindings.push_back(buffer->get());
+      traffic += m.bindings[i];
+    }
+    kiln::rt::KernelBinary binary;
+    binary.hash = std::hash<std::string>()(m.spirvPath);
+    binary.spirv = &words;
+    binary.entryPoint = m.entry;
+    binary.numBindings = static_cast<uint32_t>(m.bindings.size());
+    auto pipeline = gpu.pipeline(binary);
+    if (!pipeline.isOk())
+      return fail(pipeline.status().message());
+
+    auto batch = [&](int n) {
+      auto start = std::chrono::steady_clock::now();
+      for (int i = 0; i < n; ++i)
+        if (auto s = gpu.dispatch(*pipeline, bindings, m.groups[0], m.groups[1], m.groups[2]);
+            !s.isOk())
+          return -1.0;
+      if (!gpu.flush().isOk())
+        return -1.0;
+      return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / n;
+    };
+    batch(3); // warm-up: pipeline compilation, clocks
+    std::vector<double> times;
+    for (int i = 0; i < 7; ++i)
+      times.push_back(batch(runs));
+    std::sort(times.begin(), times.end());
+    double t = times[times.size() / 2];
+    if (t <= 0)
+      return fail("dispatch failed");
+
+    std::vector<float> out(m.bindings.back() / 4);
+    if (auto s = gpu.download(*buffers.back(), out.data(), m.bindings.back()); !s.isOk())
+      return fail(s.message());
+    double sum = 0, sumAbs = 0;
+    for (float v : out) {
+      sum += v;
+      sumAbs += std::abs(v);
+    }
+    std::printf("%s: %.3f ms per dispatch, %.1f GB/s over %.1f MB; output sum %.6e, "
+                "sum|.| %.6e\n",
+                file.c_str(), t * 1e3, traffic / t / 1e9, traffic / 1e6, sum, sumAbs);
+  }
+  return 0;
+}

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Measures Kiln's Vulkan kernels on a machine that has a GPU but no MLIR
+# (the lent H200), next to PyTorch CUDA on the same chain.
+#
+# Here (with the compiler):   scripts/gpu-bench.sh dump
+#   compiles the six-op chain of bench_ops.cpp and its op-by-op kernels and
+#   writes them to .dev/kernels (KILN_DUMP_SPIRV), and downloads the Vulkan
+#   loader packages to .gl (see the device tool's README).
+# There (carry .gl, .dev/kernels, build/bin/kiln-spirv-replay):
+#   scripts/gpu-bench.sh run
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+case "${1:-}" in
+dump)
+  rm -rf .dev/kernels && mkdir -p .dev/kernels
+  KILN_DUMP_SPIRV=$root/.dev/kernels build/bin/kiln-bench-ops \
+    --benchmark_filter=vulkan --benchmark_min_time=0.01 >/dev/null
+  ls .dev/kernels/*.kernel
+  if [ ! -d .gl ]; then
+    mkdir -p .gl /tmp/amd64/partial
+    o='-oAPT::Architecture=amd64 -oAPT::Architectures=amd64 -oDir::State::Lists=/tmp/amd64'
+    apt-get $o update -qq
+    (cd .gl && apt-get $o download libvulkan1 libegl1 libglvnd0 libopengl0 libgl1 libglx0 libgles2)
+  fi
+  ;;
+run)
+  for f in .gl/*.deb; do dpkg -x "$f" /; done
+  ldconfig
+  icd=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+  [ -f "$icd" ] && export VK_DRIVER_FILES=$icd
+  build/bin/kiln-spirv-replay --runs 50 .dev/kernels/*.kernel
+  python3 bench/torch_chain_cuda.py
+  ;;
+*)
+  echo "usage: scripts/gpu-bench.sh dump|run" >&2
+  exit 2
+  ;;
+esac
