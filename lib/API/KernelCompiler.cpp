@@ -86,10 +86,12 @@ static void dumpKernel(const char *dir, const CompiledKernel &kernel,
 const CompiledKernel &kiln::compileKernel(Session &session, KernelOp kernel,
                                           const rt::AdapterInfo &adapter) {
   MLIRContext *ctx = kernel.getContext();
-  KernelModule km = buildKernelModule(kernel, KernelLayout::Flat);
+  // 16-byte accesses where the shapes allow: needed for GPU bandwidth.
+  KernelModule km = buildKernelModule(
+      kernel, supportsVector4(kernel) ? KernelLayout::Vector4 : KernelLayout::Flat);
   OwningOpRef<ModuleOp> &module = km.module;
   func::FuncOp *fn = &km.fn;
-  int64_t iterations = km.iterations;
+  int64_t iterations = km.outerIterations;
   std::string diagnostics;
   ScopedDiagnosticHandler handler(ctx, [&](Diagnostic &diag) {
     diagnostics += diag.str() + "\n";
@@ -154,8 +156,11 @@ const CompiledKernel &kiln::compileKernel(Session &session, KernelOp kernel,
     std::vector<uint64_t> bindingBytes;
     for (Type type : fn->getArgumentTypes()) {
       auto memref = cast<MemRefType>(type);
-      bindingBytes.push_back(memref.getNumElements() *
-                             std::max<int64_t>(1, memref.getElementTypeBitWidth() / 8));
+      Type element = memref.getElementType();
+      int64_t bits = element.isIntOrFloat() ? element.getIntOrFloatBitWidth()
+                                            : cast<VectorType>(element).getNumElements() *
+                                                  cast<VectorType>(element).getElementTypeBitWidth();
+      bindingBytes.push_back(memref.getNumElements() * std::max<int64_t>(1, bits / 8));
     }
     dumpKernel(dir, compiled, bindingBytes, key);
   }

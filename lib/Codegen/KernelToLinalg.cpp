@@ -13,6 +13,8 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/AffineExprVisitor.h"
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/TypeSwitch.h"
 
@@ -108,7 +110,11 @@ AffineMap projectedMap(ArrayRef<int64_t> shape, ArrayRef<int64_t> space,
   return AffineMap::get(space.size(), 0, exprs, ctx);
 }
 
+/// A float constant of `type`, a scalar or a splat vector.
 Value floatConstant(OpBuilder &b, Location loc, Type type, double value) {
+  if (auto vector = dyn_cast<VectorType>(type))
+    return arith::ConstantOp::create(
+        b, loc, DenseElementsAttr::get(vector, b.getFloatAttr(vector.getElementType(), value)));
   return arith::ConstantOp::create(b, loc, type, b.getFloatAttr(type, value));
 }
 
@@ -124,16 +130,21 @@ arith::CmpFPredicate toArith(CmpPredicate predicate) {
   llvm_unreachable("unknown predicate");
 }
 
-/// The scalar computation of one kiln op; null when unsupported.
-Value emitScalar(OpBuilder &b, Operation *op, ValueRange args) {
+/// The computation of one kiln op on one element (lanes == 1) or on a
+/// vector of `lanes` elements; null when unsupported.
+Value emitScalar(OpBuilder &b, Operation *op, ValueRange args, int64_t lanes = 1) {
   Location loc = op->getLoc();
   Type type = getElementTypeOrSelf(op->getResult(0).getType());
+  if (lanes > 1)
+    type = VectorType::get({lanes}, type);
   auto one = [&] { return floatConstant(b, loc, type, 1.0); };
   return llvm::TypeSwitch<Operation *, Value>(op)
       .Case([&](ConstantOp c) -> Value {
         auto dense = cast<DenseElementsAttr>(c.getValue());
-        return arith::ConstantOp::create(
-            b, loc, cast<TypedAttr>(dense.getSplatValue<Attribute>()));
+        auto splat = cast<TypedAttr>(dense.getSplatValue<Attribute>());
+        if (auto vector = dyn_cast<VectorType>(type))
+          return arith::ConstantOp::create(b, loc, DenseElementsAttr::get(vector, splat));
+        return arith::ConstantOp::create(b, loc, splat);
       })
       .Case([&](NegOp) { return arith::NegFOp::create(b, loc, args[0]); })
       .Case([&](AbsOp) { return math::AbsFOp::create(b, loc, args[0]); })
@@ -179,6 +190,15 @@ Value emitScalar(OpBuilder &b, Operation *op, ValueRange args) {
 }
 } // namespace
 
+bool kiln::supportsVector4(KernelOp kernel) {
+  auto f32 = [](Type t) { return getElementTypeOrSelf(t).isF32(); };
+  ArrayRef<int64_t> space =
+      cast<RankedTensorType>(kernel.getResult(0).getType()).getShape();
+  return !space.empty() && space.back() % 4 == 0 &&
+         llvm::all_of(kernel.getInputs().getTypes(), f32) &&
+         llvm::all_of(kernel.getResultTypes(), f32);
+}
+
 FailureOr<func::FuncOp> kiln::buildKernelFunction(KernelOp kernel,
                                                    OpBuilder &builder,
                                                    StringRef name,
@@ -200,7 +220,41 @@ FailureOr<func::FuncOp> kiln::buildKernelFunction(KernelOp kernel,
   SmallVector<SmallVector<int64_t>> shapes;
   SmallVector<AffineMap> maps;
   SmallVector<int64_t> loops;
-  if (layout == KernelLayout::Flat) {
+  // Per argument: read as vector<4xf32> (else a scalar, splatted).
+  SmallVector<bool> vectorArgs;
+  if (layout == KernelLayout::Vector4) {
+    if (!supportsVector4(kernel))
+      return kernel.emitOpError("cannot use the vector4 layout"), failure();
+    AffineExpr group = getAffineDimExpr(0, ctx);
+    loops = {iterations / 4};
+    for (ArrayRef<int64_t> shape : inputShapes) {
+      int64_t n = 1;
+      for (int64_t d : shape)
+        n *= d;
+      // The element index of the group's first lane.
+      AffineExpr first = simplifyAffineExpr(
+          broadcastMap(shape, space, ctx).getResult(0).replaceDims({group * 4}), 1, 0);
+      bool lanesContiguous = !shape.empty() && shape.back() == space.back();
+      if (n == 1) {
+        shapes.push_back({1});
+        maps.push_back(AffineMap::get(1, 0, getAffineConstantExpr(0, ctx)));
+        vectorArgs.push_back(false);
+      } else if (lanesContiguous) {
+        shapes.push_back({n / 4});
+        maps.push_back(AffineMap::get(1, 0, simplifyAffineExpr(first.floorDiv(4), 1, 0)));
+        vectorArgs.push_back(true);
+      } else { // broadcast along the innermost dimension: one value per group
+        shapes.push_back({n});
+        maps.push_back(AffineMap::get(1, 0, first));
+        vectorArgs.push_back(false);
+      }
+    }
+    for (size_t i = 0; i < kernel.getNumResults(); ++i) {
+      shapes.push_back(loops);
+      maps.push_back(AffineMap::getMultiDimIdentityMap(1, ctx));
+      vectorArgs.push_back(true);
+    }
+  } else if (layout == KernelLayout::Flat) {
     for (ArrayRef<int64_t> shape : inputShapes) {
       int64_t n = 1;
       for (int64_t d : shape)
@@ -229,8 +283,12 @@ FailureOr<func::FuncOp> kiln::buildKernelFunction(KernelOp kernel,
   for (auto [i, shape] : llvm::enumerate(shapes)) {
     Type element = i < numInputs ? getElementTypeOrSelf(kernel.getInputs()[i].getType())
                                  : getElementTypeOrSelf(kernel.getResultTypes()[i - numInputs]);
-    argTypes.push_back(MemRefType::get(shape, storageElementType(element)));
+    element = storageElementType(element);
+    if (!vectorArgs.empty() && vectorArgs[i])
+      element = VectorType::get({4}, element);
+    argTypes.push_back(MemRefType::get(shape, element));
   }
+  int64_t lanes = layout == KernelLayout::Vector4 ? 4 : 1;
   auto func = func::FuncOp::create(builder, loc, name,
                                    builder.getFunctionType(argTypes, {}));
   func->setAttr("kiln.iteration_size", builder.getI64IntegerAttr(iterations));
@@ -249,6 +307,8 @@ FailureOr<func::FuncOp> kiln::buildKernelFunction(KernelOp kernel,
         for (auto [arg, scalar] :
              llvm::zip(body.getArguments(), scalars.take_front(numInputs))) {
           Value v = scalar;
+          if (lanes > 1 && !isa<VectorType>(v.getType()))
+            v = vector::BroadcastOp::create(nb, nloc, VectorType::get({lanes}, v.getType()), v);
           // Booleans live in memory as i8.
           if (getElementTypeOrSelf(arg.getType()).isInteger(1))
             v = arith::CmpIOp::create(
@@ -260,7 +320,7 @@ FailureOr<func::FuncOp> kiln::buildKernelFunction(KernelOp kernel,
           SmallVector<Value> args;
           for (Value operand : op.getOperands())
             args.push_back(values.lookup(operand));
-          Value result = emitScalar(nb, &op, args);
+          Value result = emitScalar(nb, &op, args, lanes);
           if (!result) {
             op.emitOpError("has no scalar lowering inside a kernel");
             failedOp = true;

@@ -27,7 +27,10 @@ struct KernelToLinalgPass
           (graph ? graph.getName() + "_kernel" : Twine("kernel")).str() +
           std::to_string(i);
       FailureOr<func::FuncOp> fn = buildKernelFunction(
-          kernel, builder, name, coalesce ? KernelLayout::Coalesced : KernelLayout::Flat);
+          kernel, builder, name,
+          coalesce                               ? KernelLayout::Coalesced
+          : vector4 && supportsVector4(kernel) ? KernelLayout::Vector4
+                                                 : KernelLayout::Flat);
       if (failed(fn))
         return signalPassFailure();
       kernel->setAttr("kernel", FlatSymbolRefAttr::get(fn->getSymNameAttr()));

@@ -83,10 +83,12 @@ def KilnKernelToLinalg : Pass<"kiln-kernel-to-linalg", "mlir::ModuleOp"> {
   let options = [
     Option<"coalesce", "coalesce", "bool", "false",
            "merge only dimensions that all operands treat alike (CPU layout)">,
+    Option<"vector4", "vector4", "bool", "false",
+           "vector<4xf32> accesses where supported (GPU layout)">,
   ];
   let dependentDialects = ["mlir::linalg::LinalgDialect", "mlir::memref::MemRefDialect",
                            "mlir::arith::ArithDialect", "mlir::math::MathDialect",
-                           "mlir::func::FuncDialect"];
+                           "mlir::func::FuncDialect", "mlir::vector::VectorDialect"];
 }
 
 def KilnApproximateMath : Pass<"kiln-approximate-math"> {

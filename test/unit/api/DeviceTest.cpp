@@ -47,6 +47,27 @@ TEST(Device, MissingDevicesAreErrorsNamingTheExistingOnes) {
   EXPECT_THROW(Device::parse("tpu"), DeviceError);
 }
 
+TEST(Device, KilnDeviceVariableIsResolvedAndChecked) {
+  setenv("KILN_DEVICE", "cpu", 1);
+  EXPECT_EQ(Device::default_device(), Device::cpu());
+  EXPECT_EQ(Device::default_device().written(), "KILN_DEVICE=cpu");
+  setenv("KILN_DEVICE", "vulkan:9", 1);
+  try {
+    Device::default_device();
+    ADD_FAILURE() << "expected DeviceError";
+  } catch (const DeviceError &error) {
+    std::string text = error.what();
+    EXPECT_NE(text.find("KILN_DEVICE"), std::string::npos) << text;
+    EXPECT_NE(text.find("cpu:0 ("), std::string::npos) << text;
+  }
+  setenv("KILN_DEVICE", "gpu", 1);
+  EXPECT_THROW(Device::default_device(), DeviceError);
+  unsetenv("KILN_DEVICE");
+  // A program-wide default, overridden by the environment.
+  set_default_device(Device::cpu());
+  EXPECT_EQ(Device::default_device(), Device::cpu());
+}
+
 TEST(Device, UncommittedValuesFollowCommittedOnes) {
   KILN_REQUIRE_DEVICES(3u);
   Device d1 = Device::vulkan(1);

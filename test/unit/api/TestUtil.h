@@ -25,7 +25,7 @@ inline std::vector<Device> availableDevices() {
 #define KILN_REQUIRE_DEVICES(n)                                                \
   do {                                                                         \
     if (::kiln::test::availableDevices().size() < (n))                         \
-      GTEST_SKIP() << "needs " << (n) << " Vulkan device(s); found "           \
+      GTEST_SKIP() << "needs " << (n) << " devices (cpu:0, then Vulkan); found " \
                    << ::kiln::test::availableDevices().size();                 \
   } while (0)
 
