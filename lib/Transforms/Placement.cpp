@@ -11,10 +11,8 @@
 #include "kiln/Transforms/Placement.h"
 
 #include "mlir/IR/Builders.h"
-#include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/StringSwitch.h"
 
-#include <map>
 
 using namespace mlir;
 using namespace kiln;
@@ -135,7 +133,7 @@ private:
   const PlacementOptions &options;
   DenseMap<Value, ValuePlacement> placement;
   /// Committed sources per device: where "the model" lives.
-  std::map<std::string, unsigned> sourcesOn;
+  llvm::DenseMap<std::pair<StringRef, int64_t>, unsigned> sourcesOn;
 };
 } // namespace
 
@@ -196,7 +194,8 @@ void Placer::placeForward(Operation &op,
       // Keep the device more of the graph lives on (the model's); on a tie
       // an accelerator over the host CPU, where people want the work to run.
       auto rank = [&](const OperandPlacement &o) {
-        return std::make_pair(sourcesOn[o.device.getName()], o.device.getApi() != "cpu");
+        return std::make_pair(sourcesOn.lookup({o.device.getApi(), o.device.getOrdinal()}),
+                              o.device.getApi() != "cpu");
       };
       for (size_t i = 1; i < conflict.operands.size(); ++i)
         if (rank(conflict.operands[i]) > rank(conflict.operands[conflict.keep]))
@@ -232,31 +231,35 @@ void Placer::placeUncommitted(Operation &op) {
   auto placed = dyn_cast<PlacedOpInterface>(op);
   if (!placed || placed.getPlacement())
     return;
-  // Group the uses by the device their user runs on.
-  llvm::MapVector<std::string, std::pair<DeviceAttr, SmallVector<OpOperand *>>,
-                  std::map<std::string, unsigned>>
-      demand;
+  // Group the uses by the device their user runs on (few devices: a linear
+  // search beats hashing names).
+  SmallVector<std::pair<DeviceAttr, SmallVector<OpOperand *, 4>>, 2> demand;
   for (Value result : op.getResults())
     for (OpOperand &use : result.getUses()) {
       DeviceAttr device = options.defaultDevice;
       if (auto user = dyn_cast<PlacedOpInterface>(use.getOwner()))
         if (user.getPlacement())
           device = user.getPlacement();
-      auto &entry = demand[device.getName()];
-      entry.first = device;
-      entry.second.push_back(&use);
+      auto *entry = llvm::find_if(demand, [&](const auto &d) {
+        return d.first.isSameDevice(device);
+      });
+      if (entry == demand.end()) {
+        demand.push_back({device, {}});
+        entry = &demand.back();
+      }
+      entry->second.push_back(&use);
     }
   if (demand.empty()) {
     placed.setPlacement(options.defaultDevice);
     return;
   }
   auto it = demand.begin();
-  placed.setPlacement(it->second.first);
+  placed.setPlacement(it->first);
   for (++it; it != demand.end(); ++it) {
     OpBuilder builder(&op);
     Operation *clone = builder.clone(op);
-    cast<PlacedOpInterface>(clone).setPlacement(it->second.first);
-    for (OpOperand *use : it->second.second)
+    cast<PlacedOpInterface>(clone).setPlacement(it->first);
+    for (OpOperand *use : it->second)
       use->set(clone->getResult(
           cast<OpResult>(use->get()).getResultNumber()));
   }
@@ -266,7 +269,7 @@ LogicalResult Placer::run(SmallVectorImpl<PlacementConflict> *conflicts) {
   SmallVector<PlacementConflict> found;
   func.walk([&](PlacedOpInterface op) {
     if (op.isPlacementSource() && op.getPlacement())
-      ++sourcesOn[op.getPlacement().getName()];
+      ++sourcesOn[{op.getPlacement().getApi(), op.getPlacement().getOrdinal()}];
   });
   for (Operation &op : llvm::make_early_inc_range(func.getBody().getOps()))
     placeForward(op, found);
