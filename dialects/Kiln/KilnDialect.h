@@ -9,6 +9,7 @@
 #define KILN_DIALECTS_KILN_KILNDIALECT_H
 
 #include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/AffineExpr.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Dialect.h"
 #include "mlir/IR/OpDefinition.h"
@@ -29,6 +30,12 @@ namespace kiln {
 template <typename ConcreteType>
 class Elementwise : public mlir::OpTrait::TraitBase<ConcreteType, Elementwise> {};
 
+/// Marks ops whose result element at an index is the operand element at
+/// another index (transpose, reshape, broadcast_to, slice): fusion folds them
+/// into the indexing of the kernel that uses them, with no copy.
+template <typename ConcreteType>
+class View : public mlir::OpTrait::TraitBase<ConcreteType, View> {};
+
 /// Numpy-style broadcast of two shapes; failure when they are incompatible.
 mlir::FailureOr<llvm::SmallVector<int64_t>>
 broadcastShapes(llvm::ArrayRef<int64_t> a, llvm::ArrayRef<int64_t> b);
@@ -37,6 +44,15 @@ broadcastShapes(llvm::ArrayRef<int64_t> a, llvm::ArrayRef<int64_t> b);
 /// adapter); failure on anything else.
 mlir::FailureOr<DeviceAttr> parseDeviceName(mlir::MLIRContext *ctx,
                                             llvm::StringRef name);
+/// For a view op: the flat operand index of the result element at flat
+/// index `resultIndex` (an affine expression of it).
+mlir::AffineExpr viewSourceIndex(mlir::Operation *view, mlir::AffineExpr resultIndex);
+
+/// The flat index of an operand of `shape` broadcast into `space`, for the
+/// result element at flat index `index`.
+mlir::AffineExpr broadcastSourceIndex(llvm::ArrayRef<int64_t> shape,
+                                      llvm::ArrayRef<int64_t> space,
+                                      mlir::AffineExpr index);
 } // namespace kiln
 
 #include "dialects/Kiln/KilnInterfaces.h.inc"

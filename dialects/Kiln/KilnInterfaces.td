@@ -29,4 +29,8 @@ def Kiln_Elementwise : NativeOpTrait<"Elementwise"> {
   let cppNamespace = "::kiln";
 }
 
+def Kiln_View : NativeOpTrait<"View"> {
+  let cppNamespace = "::kiln";
+}
+
 #endif // KILN_INTERFACES_TD

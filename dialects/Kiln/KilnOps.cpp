@@ -8,14 +8,14 @@
 using namespace mlir;
 using namespace kiln;
 
-namespace {
-std::string shapeString(ArrayRef<int64_t> shape) {
+static std::string shapeString(ArrayRef<int64_t> shape) {
   std::string s = "[";
   for (size_t i = 0; i < shape.size(); ++i)
     s += (i ? ", " : "") + std::to_string(shape[i]);
   return s + "]";
 }
 
+namespace {
 /// Checks that the operands broadcast to the result's shape.
 LogicalResult verifyBroadcast(Operation *op, ValueRange operands,
                               RankedTensorType result) {
@@ -144,9 +144,9 @@ LogicalResult KernelOp::verify() {
     if (cast<RankedTensorType>(r.getType()).getShape() != space)
       return emitOpError("all results must share one iteration shape");
   for (Operation &op : block.without_terminator())
-    if (!op.hasTrait<Elementwise>() && !isa<ConstantOp>(op))
-      return op.emitOpError("cannot be part of a kernel: only elementwise "
-                            "ops and constants fuse");
+    if (!op.hasTrait<Elementwise>() && !op.hasTrait<View>() && !isa<ConstantOp>(op))
+      return op.emitOpError("cannot be part of a kernel: only elementwise ops, "
+                            "views and constants fuse");
   return success();
 }
 
@@ -181,6 +181,128 @@ static void printDevice(OpAsmPrinter &printer, Operation *, DeviceAttr device) {
     printer << " adapter \"" << device.getAdapter() << '"';
   if (!device.getWritten().empty())
     printer << " written \"" << device.getWritten() << '"';
+}
+
+//===----------------------------------------------------------------------===//
+// Views
+//===----------------------------------------------------------------------===//
+
+namespace {
+int64_t numElements(ArrayRef<int64_t> shape) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+SmallVector<int64_t> strides(ArrayRef<int64_t> shape) {
+  SmallVector<int64_t> s(shape.size(), 1);
+  for (int64_t k = static_cast<int64_t>(shape.size()) - 2; k >= 0; --k)
+    s[k] = s[k + 1] * shape[k + 1];
+  return s;
+}
+
+/// Coordinate k of the row-major flat index `flat` in `shape`.
+AffineExpr coordinate(AffineExpr flat, ArrayRef<int64_t> shape, size_t k) {
+  SmallVector<int64_t> s = strides(shape);
+  AffineExpr c = s[k] == 1 ? flat : flat.floorDiv(s[k]);
+  return k == 0 ? c : c % shape[k];
+}
+
+ArrayRef<int64_t> shapeOf(Value v) { return cast<RankedTensorType>(v.getType()).getShape(); }
+} // namespace
+
+LogicalResult TransposeOp::verify() {
+  ArrayRef<int64_t> perm = getPermutation(), in = shapeOf(getInput());
+  if (perm.size() != in.size())
+    return emitOpError("permutation has ") << perm.size() << " entries for a rank-"
+                                           << in.size() << " operand";
+  SmallVector<bool> seen(in.size(), false);
+  SmallVector<int64_t> expected;
+  for (int64_t p : perm) {
+    if (p < 0 || p >= static_cast<int64_t>(in.size()) || seen[p])
+      return emitOpError("permutation ") << shapeString(perm) << " is not a permutation of 0.."
+                                         << in.size() - 1;
+    seen[p] = true;
+    expected.push_back(in[p]);
+  }
+  if (ArrayRef<int64_t>(expected) != shapeOf(getResult()))
+    return emitOpError("result shape ") << shapeString(shapeOf(getResult()))
+                                        << " should be " << shapeString(expected);
+  return success();
+}
+
+LogicalResult ReshapeOp::verify() {
+  if (numElements(shapeOf(getInput())) != numElements(shapeOf(getResult())))
+    return emitOpError("cannot reshape ") << shapeString(shapeOf(getInput())) << " ("
+                                          << numElements(shapeOf(getInput()))
+                                          << " elements) to "
+                                          << shapeString(shapeOf(getResult()));
+  return success();
+}
+
+LogicalResult BroadcastToOp::verify() {
+  FailureOr<SmallVector<int64_t>> shape = broadcastShapes(shapeOf(getInput()), shapeOf(getResult()));
+  if (failed(shape) || ArrayRef<int64_t>(*shape) != shapeOf(getResult()))
+    return emitOpError("cannot broadcast ") << shapeString(shapeOf(getInput())) << " to "
+                                            << shapeString(shapeOf(getResult()));
+  return success();
+}
+
+LogicalResult SliceOp::verify() {
+  ArrayRef<int64_t> in = shapeOf(getInput()), out = shapeOf(getResult());
+  if (getStarts().size() != in.size() || getSteps().size() != in.size() ||
+      out.size() != in.size())
+    return emitOpError("starts, steps and the result must have the operand's rank ")
+           << in.size();
+  for (size_t d = 0; d < in.size(); ++d) {
+    int64_t start = getStarts()[d], step = getSteps()[d], count = out[d];
+    if (step == 0)
+      return emitOpError("step of dimension ") << d << " is 0";
+    if (count == 0)
+      continue;
+    int64_t last = start + (count - 1) * step;
+    if (start < 0 || start >= in[d] || last < 0 || last >= in[d])
+      return emitOpError("dimension ")
+             << d << ": elements " << start << ", " << start + step << ", ... " << last
+             << " are not all inside [0, " << in[d] << ")";
+  }
+  return success();
+}
+
+AffineExpr kiln::broadcastSourceIndex(ArrayRef<int64_t> shape, ArrayRef<int64_t> space,
+                                      AffineExpr index) {
+  MLIRContext *ctx = index.getContext();
+  if (shape == space)
+    return index;
+  size_t offset = space.size() - shape.size();
+  SmallVector<int64_t> s = strides(shape);
+  AffineExpr result = getAffineConstantExpr(0, ctx);
+  for (size_t j = 0; j < shape.size(); ++j)
+    if (shape[j] != 1)
+      result = result + coordinate(index, space, j + offset) * s[j];
+  return result;
+}
+
+AffineExpr kiln::viewSourceIndex(Operation *view, AffineExpr index) {
+  MLIRContext *ctx = index.getContext();
+  ArrayRef<int64_t> in = shapeOf(view->getOperand(0)), out = shapeOf(view->getResult(0));
+  if (isa<ReshapeOp>(view))
+    return index; // row-major order is unchanged
+  if (isa<BroadcastToOp>(view))
+    return broadcastSourceIndex(in, out, index);
+  SmallVector<int64_t> inStrides = strides(in);
+  AffineExpr result = getAffineConstantExpr(0, ctx);
+  if (auto transpose = dyn_cast<TransposeOp>(view)) {
+    for (auto [k, p] : llvm::enumerate(transpose.getPermutation()))
+      result = result + coordinate(index, out, k) * inStrides[p];
+    return result;
+  }
+  auto slice = cast<SliceOp>(view);
+  for (size_t d = 0; d < in.size(); ++d)
+    result = result + (coordinate(index, out, d) * slice.getSteps()[d] + slice.getStarts()[d]) *
+                          inStrides[d];
+  return result;
 }
 
 #define GET_OP_CLASSES

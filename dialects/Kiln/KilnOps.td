@@ -151,6 +151,68 @@ def Kiln_SelectOp : Kiln_Op<"select", [Pure, Kiln_Elementwise]> {
 }
 
 //===----------------------------------------------------------------------===//
+// Views: data movement folded into the indexing of the kernel that uses it
+//===----------------------------------------------------------------------===//
+
+class Kiln_ViewOp<string mnemonic, list<Trait> traits = []>
+    : Kiln_Op<mnemonic, traits # [Pure, Kiln_View]>;
+
+def Kiln_TransposeOp : Kiln_ViewOp<"transpose"> {
+  let summary = "permute dimensions: result dim i is operand dim permutation[i]";
+  let description = [{
+    ```mlir
+    %t = kiln.transpose %x [1, 0] : tensor<4x3xf32> -> tensor<3x4xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_AnyTensor:$input, DenseI64ArrayAttr:$permutation,
+                       OptionalAttr<Kiln_DeviceAttr>:$device);
+  let results = (outs Kiln_AnyTensor:$result);
+  let assemblyFormat = [{
+    $input $permutation (`on` custom<Device>($device)^)? attr-dict `:` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Kiln_ReshapeOp : Kiln_ViewOp<"reshape"> {
+  let summary = "the same elements in row-major order under another shape";
+  let arguments = (ins Kiln_AnyTensor:$input, OptionalAttr<Kiln_DeviceAttr>:$device);
+  let results = (outs Kiln_AnyTensor:$result);
+  let assemblyFormat = [{
+    $input (`on` custom<Device>($device)^)? attr-dict `:` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Kiln_BroadcastToOp : Kiln_ViewOp<"broadcast_to"> {
+  let summary = "numpy broadcast to a larger shape";
+  let arguments = (ins Kiln_AnyTensor:$input, OptionalAttr<Kiln_DeviceAttr>:$device);
+  let results = (outs Kiln_AnyTensor:$result);
+  let assemblyFormat = [{
+    $input (`on` custom<Device>($device)^)? attr-dict `:` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Kiln_SliceOp : Kiln_ViewOp<"slice"> {
+  let summary = "every step-th element from start, per dimension";
+  let description = [{
+    Result element `i` along dimension `d` is operand element
+    `starts[d] + i * steps[d]`; the result type gives the counts. Steps may
+    be negative (a reversed view).
+    ```mlir
+    %s = kiln.slice %x starts [0, 1] steps [2, 1] : tensor<8x4xf32> -> tensor<4x3xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_AnyTensor:$input, DenseI64ArrayAttr:$starts,
+                       DenseI64ArrayAttr:$steps, OptionalAttr<Kiln_DeviceAttr>:$device);
+  let results = (outs Kiln_AnyTensor:$result);
+  let assemblyFormat = [{
+    $input `starts` $starts `steps` $steps (`on` custom<Device>($device)^)? attr-dict `:` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
 // Fused kernels
 //===----------------------------------------------------------------------===//
 

@@ -30,32 +30,6 @@ Type kiln::storageElementType(Type elementType) {
 }
 
 namespace {
-/// The flat index into an operand of `shape`, broadcast into `space`, for
-/// flat iteration index d0.
-AffineMap broadcastMap(ArrayRef<int64_t> shape, ArrayRef<int64_t> space,
-                       MLIRContext *ctx) {
-  AffineExpr d0 = getAffineDimExpr(0, ctx);
-  if (shape == space)
-    return AffineMap::get(1, 0, d0);
-  size_t rank = space.size(), offset = rank - shape.size();
-  SmallVector<int64_t> spaceStride(rank, 1);
-  for (int64_t k = static_cast<int64_t>(rank) - 2; k >= 0; --k)
-    spaceStride[k] = spaceStride[k + 1] * space[k + 1];
-  AffineExpr index = getAffineConstantExpr(0, ctx);
-  int64_t stride = 1;
-  for (int64_t j = static_cast<int64_t>(shape.size()) - 1; j >= 0; --j) {
-    size_t k = j + offset;
-    if (shape[j] != 1) {
-      AffineExpr coord = spaceStride[k] == 1 ? d0 : d0.floorDiv(spaceStride[k]);
-      if (k != 0)
-        coord = coord % space[k];
-      index = index + coord * stride;
-    }
-    stride *= shape[j];
-  }
-  return AffineMap::get(1, 0, index);
-}
-
 /// The iteration space and operand shapes after merging adjacent dimensions
 /// that every operand treats alike (all operands padded to the space's rank).
 struct Coalesced {
@@ -194,10 +168,152 @@ bool kiln::supportsVector4(KernelOp kernel) {
   auto f32 = [](Type t) { return getElementTypeOrSelf(t).isF32(); };
   ArrayRef<int64_t> space =
       cast<RankedTensorType>(kernel.getResult(0).getType()).getShape();
-  return !space.empty() && space.back() % 4 == 0 &&
+  bool views = llvm::any_of(kernel.getBody().front(),
+                            [](Operation &op) { return op.hasTrait<View>(); });
+  return !views && !space.empty() && space.back() % 4 == 0 &&
          llvm::all_of(kernel.getInputs().getTypes(), f32) &&
          llvm::all_of(kernel.getResultTypes(), f32);
 }
+
+namespace {
+/// Builds the flat layout by evaluating each kernel result at the iteration
+/// index d0, walking back through the body: an elementwise op evaluates its
+/// operands at their broadcast indices, a view op its operand at the view's
+/// source index, a block argument becomes a linalg input read through that
+/// index. So views cost no copy, and an input read through two different
+/// views is two linalg inputs over the same buffer.
+class FlatEvaluator {
+public:
+  FlatEvaluator(KernelOp kernel) : kernel(kernel), ctx(kernel.getContext()) {}
+
+  /// Phase 1 (no builder): the accesses, in a deterministic order.
+  void collect() {
+    for (Value result : kernel.getBody().front().getTerminator()->getOperands())
+      visit(result, getAffineDimExpr(0, ctx), nullptr);
+  }
+
+  ArrayRef<std::pair<unsigned, AffineExpr>> getAccesses() const { return accesses; }
+
+  /// Phase 2: the value of `v` at flat index `index`, built with `b`;
+  /// `inputs` are the generic's block arguments, one per access.
+  Value emit(OpBuilder &b, Value v, AffineExpr index, ValueRange inputs, bool &failed) {
+    emitState = {&b, inputs, &failed};
+    return visit(v, index, &b);
+  }
+
+private:
+  struct EmitState {
+    OpBuilder *b = nullptr;
+    ValueRange inputs;
+    bool *failed = nullptr;
+  };
+
+  Value visit(Value v, AffineExpr index, OpBuilder *b) {
+    index = simplifyAffineExpr(index, 1, 0);
+    auto key = std::make_pair(v, index);
+    if (b)
+      if (auto it = values.find(key); it != values.end())
+        return it->second;
+    Value result;
+    if (auto arg = dyn_cast<BlockArgument>(v)) {
+      auto access = std::make_pair(arg.getArgNumber(), index);
+      auto *found = llvm::find(accesses, access);
+      if (found == accesses.end()) {
+        accesses.push_back(access);
+        found = &accesses.back();
+      }
+      if (b) {
+        result = emitState.inputs[found - accesses.begin()];
+        if (getElementTypeOrSelf(arg.getType()).isInteger(1)) // i8 in memory
+          result = arith::CmpIOp::create(
+              *b, arg.getLoc(), arith::CmpIPredicate::ne, result,
+              arith::ConstantIntOp::create(*b, arg.getLoc(), result.getType(), 0));
+      }
+    } else {
+      Operation *op = v.getDefiningOp();
+      if (op->hasTrait<View>()) {
+        result = visit(op->getOperand(0), viewSourceIndex(op, index), b);
+      } else {
+        ArrayRef<int64_t> shape = cast<RankedTensorType>(v.getType()).getShape();
+        SmallVector<Value> args;
+        for (Value operand : op->getOperands())
+          args.push_back(visit(
+              operand,
+              broadcastSourceIndex(cast<RankedTensorType>(operand.getType()).getShape(), shape,
+                                   index),
+              b));
+        if (b) {
+          result = emitScalar(*b, op, args);
+          if (!result) {
+            op->emitOpError("has no scalar lowering inside a kernel");
+            *emitState.failed = true;
+            result = args.empty() ? Value() : args.front();
+          }
+        }
+      }
+    }
+    if (b)
+      values[key] = result;
+    return result;
+  }
+
+  KernelOp kernel;
+  MLIRContext *ctx;
+  SmallVector<std::pair<unsigned, AffineExpr>> accesses;
+  DenseMap<std::pair<Value, AffineExpr>, Value> values;
+  EmitState emitState;
+};
+
+func::FuncOp buildFlatFunction(KernelOp kernel, OpBuilder &builder, StringRef name,
+                               int64_t iterations, bool &failedOp) {
+  MLIRContext *ctx = builder.getContext();
+  Location loc = kernel.getLoc();
+  FlatEvaluator evaluator(kernel);
+  evaluator.collect();
+  auto flatType = [](Type tensorType) {
+    auto tensor = cast<RankedTensorType>(tensorType);
+    return MemRefType::get({std::max<int64_t>(1, tensor.getNumElements())},
+                           storageElementType(tensor.getElementType()));
+  };
+  SmallVector<Type> argTypes;
+  for (Type t : kernel.getInputs().getTypes())
+    argTypes.push_back(flatType(t));
+  for (Type t : kernel.getResultTypes())
+    argTypes.push_back(flatType(t));
+  auto func = func::FuncOp::create(builder, loc, name, builder.getFunctionType(argTypes, {}));
+  func->setAttr("kiln.iteration_size", builder.getI64IntegerAttr(iterations));
+  func->setAttr("kiln.outer_size", builder.getI64IntegerAttr(std::max<int64_t>(1, iterations)));
+  Block *entry = func.addEntryBlock();
+  OpBuilder b = OpBuilder::atBlockBegin(entry);
+
+  size_t numInputs = kernel.getInputs().size();
+  SmallVector<Value> inputs;
+  SmallVector<AffineMap> maps;
+  for (auto [arg, index] : evaluator.getAccesses()) {
+    inputs.push_back(entry->getArgument(arg));
+    maps.push_back(AffineMap::get(1, 0, index));
+  }
+  for (size_t i = 0; i < kernel.getNumResults(); ++i)
+    maps.push_back(AffineMap::getMultiDimIdentityMap(1, ctx));
+  linalg::GenericOp::create(
+      b, loc, TypeRange{}, inputs, entry->getArguments().drop_front(numInputs), maps,
+      {utils::IteratorType::parallel},
+      [&](OpBuilder &nb, Location nloc, ValueRange scalars) {
+        ValueRange loads = scalars.take_front(inputs.size());
+        SmallVector<Value> yielded;
+        for (auto [value, out] : llvm::zip(kernel.getBody().front().getTerminator()->getOperands(),
+                                           scalars.drop_front(inputs.size()))) {
+          Value v = evaluator.emit(nb, value, getAffineDimExpr(0, ctx), loads, failedOp);
+          if (v && v.getType() != out.getType())
+            v = arith::ExtUIOp::create(nb, nloc, out.getType(), v);
+          yielded.push_back(v ? v : out);
+        }
+        linalg::YieldOp::create(nb, nloc, yielded);
+      });
+  func::ReturnOp::create(b, loc);
+  return func;
+}
+} // namespace
 
 FailureOr<func::FuncOp> kiln::buildKernelFunction(KernelOp kernel,
                                                    OpBuilder &builder,
@@ -210,6 +326,19 @@ FailureOr<func::FuncOp> kiln::buildKernelFunction(KernelOp kernel,
   int64_t iterations = 1;
   for (int64_t d : space)
     iterations *= d;
+
+  // Views need per-use indexing, which only the flat layout expresses.
+  bool views = llvm::any_of(kernel.getBody().front(),
+                            [](Operation &op) { return op.hasTrait<View>(); });
+  if (layout == KernelLayout::Flat || views) {
+    bool failedOp = false;
+    func::FuncOp func = buildFlatFunction(kernel, builder, name, iterations, failedOp);
+    if (failedOp) {
+      func.erase();
+      return failure();
+    }
+    return func;
+  }
 
   size_t numInputs = kernel.getInputs().size();
   SmallVector<ArrayRef<int64_t>> inputShapes;
@@ -233,7 +362,7 @@ FailureOr<func::FuncOp> kiln::buildKernelFunction(KernelOp kernel,
         n *= d;
       // The element index of the group's first lane.
       AffineExpr first = simplifyAffineExpr(
-          broadcastMap(shape, space, ctx).getResult(0).replaceDims({group * 4}), 1, 0);
+          broadcastSourceIndex(shape, space, group * 4), 1, 0);
       bool lanesContiguous = !shape.empty() && shape.back() == space.back();
       if (n == 1) {
         shapes.push_back({1});
@@ -253,19 +382,6 @@ FailureOr<func::FuncOp> kiln::buildKernelFunction(KernelOp kernel,
       shapes.push_back(loops);
       maps.push_back(AffineMap::getMultiDimIdentityMap(1, ctx));
       vectorArgs.push_back(true);
-    }
-  } else if (layout == KernelLayout::Flat) {
-    for (ArrayRef<int64_t> shape : inputShapes) {
-      int64_t n = 1;
-      for (int64_t d : shape)
-        n *= d;
-      shapes.push_back({std::max<int64_t>(1, n)});
-      maps.push_back(broadcastMap(shape, space, ctx));
-    }
-    loops = {std::max<int64_t>(1, iterations)};
-    for (size_t i = 0; i < kernel.getNumResults(); ++i) {
-      shapes.push_back(loops);
-      maps.push_back(AffineMap::getMultiDimIdentityMap(1, ctx));
     }
   } else {
     Coalesced merged = coalesce(space, inputShapes);

@@ -1,5 +1,8 @@
 //===- FuseElementwise.cpp - maximal elementwise chains into kernels ------===//
 //
+// Views (transpose, reshape, broadcast_to, slice) fuse like elementwise ops:
+// codegen folds them into the indexing of the kernel's loads.
+//
 // Greedy, from the results upwards: an op joins its users' kernel when every
 // user is in that one kernel on the same device. Only a kernel's first-made
 // op (its root) can then have users outside the kernel, so no two kernels
@@ -129,7 +132,8 @@ struct FuseElementwisePass
     DenseMap<Operation *, int> groupOf;
     SmallVector<Operation *> ops;
     func.walk([&](Operation *op) {
-      if (op->hasTrait<Elementwise>() && !op->getParentOfType<KernelOp>())
+      if ((op->hasTrait<Elementwise>() || op->hasTrait<View>()) &&
+          !op->getParentOfType<KernelOp>())
         ops.push_back(op);
     });
     for (Operation *op : llvm::reverse(ops)) {

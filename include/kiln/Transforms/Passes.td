@@ -51,8 +51,10 @@ def KilnFuseElementwise : Pass<"kiln-fuse-elementwise", "mlir::func::FuncOp"> {
     device; a value needed outside a kernel (read by the host) is a kernel
     result, and must then have the kernel's iteration shape. Splat constants
     are copied into every kernel that uses them; other constants, inputs and
-    transfers stay outside as kernel operands. Fusion never crosses a device
-    or a transfer.
+    transfers stay outside as kernel operands. Views (transpose, reshape,
+    broadcast_to, slice) fuse too: codegen folds them into the indexing, so
+    they cost no copy unless one is itself a kernel result. Fusion never
+    crosses a device or a transfer.
 
     Before: `%1 = kiln.exp %0`, `%2 = kiln.add %1, %b`, `%3 = kiln.tanh %2`.
     After:

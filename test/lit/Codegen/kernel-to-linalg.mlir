@@ -26,3 +26,4 @@ func.func @graph(%x: tensor<64x32xf32>, %r: tensor<64x1xf32>, %c: tensor<32xf32>
 // CHECK: math.exp
 // CHECK: arith.divf
 // CHECK: linalg.yield
+

@@ -79,7 +79,7 @@ func.func @kernel_yield_mismatch(%x: tensor<4xf32>) {
 func.func @kernel_non_elementwise(%x: tensor<4xf32>) {
   %0 = kiln.kernel (%x) : (tensor<4xf32>) -> tensor<4xf32> {
   ^bb0(%a: tensor<4xf32>):
-    // expected-error @+1 {{'kiln.transfer' op cannot be part of a kernel: only elementwise ops and constants fuse}}
+    // expected-error @+1 {{'kiln.transfer' op cannot be part of a kernel: only elementwise ops, views and constants fuse}}
     %t = kiln.transfer %a to "vulkan:1" : tensor<4xf32>
     kiln.yield %t : tensor<4xf32>
   }
@@ -94,5 +94,53 @@ func.func @kernel_shapes(%x: tensor<4xf32>, %y: tensor<2xf32>) {
   ^bb0(%a: tensor<4xf32>, %b: tensor<2xf32>):
     kiln.yield %a, %b : tensor<4xf32>, tensor<2xf32>
   }
+  return
+}
+
+// -----
+
+func.func @bad_permutation(%x: tensor<4x3xf32>) {
+  // expected-error @+1 {{'kiln.transpose' op permutation [0, 0] is not a permutation of 0..1}}
+  %0 = kiln.transpose %x [0, 0] : tensor<4x3xf32> -> tensor<4x4xf32>
+  return
+}
+
+// -----
+
+func.func @transpose_shape(%x: tensor<4x3xf32>) {
+  // expected-error @+1 {{'kiln.transpose' op result shape [4, 3] should be [3, 4]}}
+  %0 = kiln.transpose %x [1, 0] : tensor<4x3xf32> -> tensor<4x3xf32>
+  return
+}
+
+// -----
+
+func.func @reshape_count(%x: tensor<4x3xf32>) {
+  // expected-error @+1 {{'kiln.reshape' op cannot reshape [4, 3] (12 elements) to [5, 2]}}
+  %0 = kiln.reshape %x : tensor<4x3xf32> -> tensor<5x2xf32>
+  return
+}
+
+// -----
+
+func.func @broadcast_to(%x: tensor<4x3xf32>) {
+  // expected-error @+1 {{'kiln.broadcast_to' op cannot broadcast [4, 3] to [2, 4, 4]}}
+  %0 = kiln.broadcast_to %x : tensor<4x3xf32> -> tensor<2x4x4xf32>
+  return
+}
+
+// -----
+
+func.func @slice_out_of_range(%x: tensor<8xf32>) {
+  // expected-error @+1 {{'kiln.slice' op dimension 0: elements 2, 5, ... 8 are not all inside [0, 8)}}
+  %0 = kiln.slice %x starts [2] steps [3] : tensor<8xf32> -> tensor<3xf32>
+  return
+}
+
+// -----
+
+func.func @slice_zero_step(%x: tensor<8xf32>) {
+  // expected-error @+1 {{'kiln.slice' op step of dimension 0 is 0}}
+  %0 = kiln.slice %x starts [2] steps [0] : tensor<8xf32> -> tensor<3xf32>
   return
 }

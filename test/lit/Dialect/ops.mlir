@@ -75,3 +75,17 @@ func.func @transfer_and_kernel(%x: tensor<4xf32>) -> tensor<4xf32> {
   }
   return %1 : tensor<4xf32>
 }
+
+// CHECK-LABEL: func.func @views
+func.func @views(%x: tensor<4x3xf32>) -> (tensor<2x12xf32>, tensor<3x2xf32>) {
+  // CHECK: kiln.transpose %{{.*}} [1, 0] : tensor<4x3xf32> -> tensor<3x4xf32>
+  %t = kiln.transpose %x [1, 0] : tensor<4x3xf32> -> tensor<3x4xf32>
+  // CHECK: kiln.reshape %{{.*}} : tensor<3x4xf32> -> tensor<12xf32>
+  %r = kiln.reshape %t : tensor<3x4xf32> -> tensor<12xf32>
+  // CHECK: kiln.broadcast_to %{{.*}} : tensor<12xf32> -> tensor<2x12xf32>
+  %b = kiln.broadcast_to %r : tensor<12xf32> -> tensor<2x12xf32>
+  // CHECK: kiln.slice %{{.*}} starts [3, 0] steps [-2, 1] : tensor<4x3xf32> -> tensor<2x3xf32>
+  %s = kiln.slice %x starts [3, 0] steps [-2, 1] : tensor<4x3xf32> -> tensor<2x3xf32>
+  %u = kiln.transpose %s [1, 0] : tensor<2x3xf32> -> tensor<3x2xf32>
+  return %b, %u : tensor<2x12xf32>, tensor<3x2xf32>
+}

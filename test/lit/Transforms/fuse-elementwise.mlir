@@ -106,3 +106,23 @@ func.func @where() -> tensor<16xf32> {
   // CHECK: kiln.select
   // CHECK-NOT: kiln.kernel
 }
+
+// -----
+
+// Views fuse: the transpose and the slice become indexing of one kernel.
+// CHECK-LABEL: func.func @views_fold
+func.func @views_fold() -> tensor<3x4xf32> {
+  %x = kiln.input 0 : tensor<4x3xf32>
+  %y = kiln.input 1 : tensor<8x4xf32>
+  %t = kiln.transpose %x [1, 0] : tensor<4x3xf32> -> tensor<3x4xf32>
+  %s = kiln.slice %y starts [7, 0] steps [-2, 1] : tensor<8x4xf32> -> tensor<3x4xf32>
+  %e = kiln.exp %t : tensor<3x4xf32>
+  %r = kiln.add %e, %s : tensor<3x4xf32>, tensor<3x4xf32> -> tensor<3x4xf32>
+  return %r : tensor<3x4xf32>
+  // CHECK: kiln.kernel {{.*}} : (tensor<4x3xf32>, tensor<8x4xf32>) -> tensor<3x4xf32>
+  // CHECK-DAG: kiln.transpose
+  // CHECK-DAG: kiln.slice
+  // CHECK-DAG: kiln.exp
+  // CHECK: kiln.add
+  // CHECK-NOT: kiln.kernel
+}
