@@ -59,6 +59,20 @@ public:
   static Tensor full_like(const Tensor &like, float value, Loc loc = Loc::current());
   static Tensor zeros_like(const Tensor &like, Loc loc = Loc::current());
 
+  // Views: no data moves; the kernel that uses a view reads through it.
+  /// Swaps two dimensions (negative dims count from the end).
+  Tensor transpose(int64_t dim0, int64_t dim1, Loc loc = Loc::current()) const;
+  /// Result dimension i is this tensor's dimension order[i].
+  Tensor permute(std::vector<int64_t> order, Loc loc = Loc::current()) const;
+  /// The same elements in row-major order; one dimension may be -1.
+  Tensor reshape(Shape shape, Loc loc = Loc::current()) const;
+  /// numpy broadcasting to `shape`.
+  Tensor broadcast_to(Shape shape, Loc loc = Loc::current()) const;
+  /// Python's x[start:end:step] along `dim`: unset start/end mean the whole
+  /// range in the step's direction; negative indices count from the end.
+  Tensor slice(int64_t dim, std::optional<int64_t> start, std::optional<int64_t> end,
+               int64_t step = 1, Loc loc = Loc::current()) const;
+
   /// A copy committed to `device` (no copy if it is already there).
   Tensor to(const Device &device, Loc loc = Loc::current()) const;
 

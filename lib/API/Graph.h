@@ -18,7 +18,7 @@
 
 namespace kiln {
 
-enum class OpKind { Input, Constant, Unary, Binary, Compare, Select, Transfer };
+enum class OpKind { Input, Constant, Unary, Binary, Compare, Select, Transfer, View };
 
 struct Node {
   OpKind kind;
@@ -32,6 +32,7 @@ struct Node {
   std::source_location loc;
   std::shared_ptr<const std::vector<float>> host; // Input
   float value = 0;                                // Constant (splat)
+  std::vector<int64_t> permutation, starts, steps; // View
 
   // Set once realized.
   std::shared_ptr<rt::Buffer> buffer;

@@ -183,6 +183,18 @@ struct GraphBuilder {
     case OpKind::Transfer:
       return TransferOp::create(b, loc, type, operands[0],
                                 deviceAttr(ctx, *node->device));
+    case OpKind::View: {
+      OperationState state(loc, "kiln." + node->op);
+      state.addOperands(operands);
+      state.addTypes(type);
+      if (node->op == "transpose")
+        state.addAttribute("permutation", b.getDenseI64ArrayAttr(node->permutation));
+      if (node->op == "slice") {
+        state.addAttribute("starts", b.getDenseI64ArrayAttr(node->starts));
+        state.addAttribute("steps", b.getDenseI64ArrayAttr(node->steps));
+      }
+      return b.create(state)->getResult(0);
+    }
     case OpKind::Compare: {
       std::optional<CmpPredicate> predicate = symbolizeCmpPredicate(node->op);
       OperationState state(loc, "kiln.cmp");

@@ -10,6 +10,7 @@
 
 #include "kiln/runtime/Cpu.h"
 
+#include <algorithm>
 #include <mutex>
 #include <random>
 
@@ -224,6 +225,117 @@ Tensor Tensor::full_like(const Tensor &like, float value, Loc loc) {
   return constant(n.shape, value, n.device, loc);
 }
 Tensor Tensor::zeros_like(const Tensor &like, Loc loc) { return full_like(like, 0.0f, loc); }
+
+namespace {
+std::shared_ptr<Node> view(const Tensor &x, const char *op, Shape shape, std::source_location loc) {
+  auto node = std::make_shared<Node>();
+  node->kind = OpKind::View;
+  node->op = op;
+  node->operands = {x.node()};
+  node->shape = std::move(shape);
+  node->dtype = x.node()->dtype;
+  node->loc = loc;
+  return node;
+}
+
+int64_t normalizeDim(int64_t dim, size_t rank, std::source_location loc, const char *op) {
+  int64_t r = static_cast<int64_t>(rank);
+  if (dim < -r || dim >= r)
+    throw Error(sitePrefix(loc) + op + ": dimension " + std::to_string(dim) +
+                " is out of range for a rank-" + std::to_string(rank) + " tensor");
+  return dim < 0 ? dim + r : dim;
+}
+} // namespace
+
+Tensor Tensor::permute(std::vector<int64_t> order, Loc loc) const {
+  const Node &in = nodeOf(*this, loc);
+  if (order.size() != in.shape.size())
+    throw Error(sitePrefix(loc) + "permute: " + std::to_string(order.size()) +
+                " dimensions given for a rank-" + std::to_string(in.shape.size()) + " tensor");
+  std::vector<bool> seen(order.size(), false);
+  Shape shape;
+  for (int64_t &d : order) {
+    d = normalizeDim(d, in.shape.size(), loc, "permute");
+    if (seen[d])
+      throw Error(sitePrefix(loc) + "permute: dimension " + std::to_string(d) + " appears twice");
+    seen[d] = true;
+    shape.push_back(in.shape[d]);
+  }
+  auto node = view(*this, "transpose", std::move(shape), loc);
+  node->permutation = std::move(order);
+  return Tensor(node);
+}
+
+Tensor Tensor::transpose(int64_t dim0, int64_t dim1, Loc loc) const {
+  const Node &in = nodeOf(*this, loc);
+  std::vector<int64_t> order(in.shape.size());
+  for (size_t i = 0; i < order.size(); ++i)
+    order[i] = static_cast<int64_t>(i);
+  std::swap(order[normalizeDim(dim0, order.size(), loc, "transpose")],
+            order[normalizeDim(dim1, order.size(), loc, "transpose")]);
+  return permute(std::move(order), loc);
+}
+
+Tensor Tensor::reshape(Shape shape, Loc loc) const {
+  const Node &in = nodeOf(*this, loc);
+  int64_t known = 1, inferred = -1;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] == -1 && inferred < 0)
+      inferred = static_cast<int64_t>(i);
+    else if (shape[i] < 0)
+      throw Error(sitePrefix(loc) + "reshape: bad shape " + shapeText(shape) +
+                  " (one dimension may be -1)");
+    else
+      known *= shape[i];
+  }
+  int64_t total = numElements(in.shape);
+  if (inferred >= 0 && known > 0 && total % known == 0)
+    shape[inferred] = total / known;
+  if (inferred >= 0 ? (known == 0 || total % known != 0) : known != total)
+    throw Error(sitePrefix(loc) + "reshape: cannot view " + shapeText(in.shape) + " (" +
+                std::to_string(total) + " elements) as " + shapeText(shape));
+  return Tensor(view(*this, "reshape", std::move(shape), loc));
+}
+
+Tensor Tensor::broadcast_to(Shape shape, Loc loc) const {
+  const Node &in = nodeOf(*this, loc);
+  Node target;
+  target.shape = shape;
+  Shape result = broadcast({&in, &target}, "broadcast_to", loc);
+  if (result != shape)
+    throw Error(sitePrefix(loc) + "broadcast_to: cannot broadcast " + shapeText(in.shape) +
+                " to " + shapeText(shape));
+  return Tensor(view(*this, "broadcast_to", std::move(shape), loc));
+}
+
+Tensor Tensor::slice(int64_t dim, std::optional<int64_t> start, std::optional<int64_t> end,
+                     int64_t step, Loc loc) const {
+  const Node &in = nodeOf(*this, loc);
+  dim = normalizeDim(dim, in.shape.size(), loc, "slice");
+  if (step == 0)
+    throw Error(sitePrefix(loc) + "slice: step must not be 0");
+  int64_t n = in.shape[dim];
+  // Python's rules: wrap negative indices once, then clamp to the range the
+  // step walks through.
+  auto wrap = [&](std::optional<int64_t> i, int64_t fallback, int64_t lo, int64_t hi) {
+    if (!i)
+      return fallback;
+    int64_t v = *i < 0 ? *i + n : *i;
+    return std::clamp(v, lo, hi);
+  };
+  int64_t first = step > 0 ? wrap(start, 0, 0, n) : wrap(start, n - 1, -1, n - 1);
+  int64_t stop = step > 0 ? wrap(end, n, 0, n) : wrap(end, -1, -1, n - 1);
+  int64_t count = step > 0 ? std::max<int64_t>(0, (stop - first + step - 1) / step)
+                           : std::max<int64_t>(0, (first - stop - step - 1) / -step);
+  Shape shape = in.shape;
+  shape[dim] = count;
+  auto node = view(*this, "slice", std::move(shape), loc);
+  node->starts.assign(in.shape.size(), 0);
+  node->steps.assign(in.shape.size(), 1);
+  node->starts[dim] = count ? first : 0;
+  node->steps[dim] = step;
+  return Tensor(node);
+}
 
 Tensor Tensor::to(const Device &device, Loc loc) const {
   const Node &in = nodeOf(*this, loc);

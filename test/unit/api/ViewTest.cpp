@@ -1,0 +1,124 @@
+// Views (transpose, permute, reshape, broadcast_to, slice) on every device:
+// numerics against a host reference, folding into one kernel, and errors at
+// the user's line.
+
+#include "TestUtil.h"
+
+using namespace kiln;
+using kiln::test::allClose;
+
+namespace {
+class ViewOnEveryDevice : public ::testing::TestWithParam<int> {
+protected:
+  void SetUp() override {
+    auto all = kiln::test::availableDevices();
+    if (static_cast<size_t>(GetParam()) >= all.size())
+      GTEST_SKIP() << "no device #" << GetParam() << " (found " << all.size() << ")";
+    device = std::make_unique<Device>(all[GetParam()]);
+  }
+  std::unique_ptr<Device> device;
+};
+
+std::vector<double> widen(const std::vector<float> &v) { return {v.begin(), v.end()}; }
+
+TEST_P(ViewOnEveryDevice, TransposeAndPermute) {
+  Tensor x = Tensor::randn({7, 13}, *device);
+  std::vector<float> xs = x.to_vector<float>();
+  std::vector<double> want;
+  for (int j = 0; j < 13; ++j)
+    for (int i = 0; i < 7; ++i)
+      want.push_back(xs[i * 13 + j]);
+  EXPECT_TRUE(allClose(x.transpose(0, 1).to_vector<float>(), want));
+
+  Tensor y = Tensor::randn({2, 3, 5}, *device);
+  std::vector<float> ys = y.to_vector<float>();
+  std::vector<double> permuted; // [5, 2, 3]
+  for (int c = 0; c < 5; ++c)
+    for (int a = 0; a < 2; ++a)
+      for (int b = 0; b < 3; ++b)
+        permuted.push_back(ys[(a * 3 + b) * 5 + c]);
+  EXPECT_EQ(y.permute({2, 0, 1}).shape(), (Shape{5, 2, 3}));
+  EXPECT_TRUE(allClose(y.permute({-1, 0, 1}).to_vector<float>(), permuted));
+}
+
+TEST_P(ViewOnEveryDevice, ReshapeAndBroadcastTo) {
+  Tensor x = Tensor::randn({6, 4}, *device);
+  std::vector<float> xs = x.to_vector<float>();
+  Tensor r = x.reshape({3, -1});
+  EXPECT_EQ(r.shape(), (Shape{3, 8}));
+  EXPECT_TRUE(allClose(r.to_vector<float>(), widen(xs)));
+  Tensor b = Tensor::randn({1, 1000}, *device).broadcast_to({3, 1000});
+  std::vector<float> bs = b.to_vector<float>();
+  for (int i = 0; i < 1000; ++i)
+    ASSERT_EQ(bs[i], bs[2000 + i]);
+}
+
+TEST_P(ViewOnEveryDevice, SlicesWithSteps) {
+  Tensor x = Tensor::randn({1023}, *device);
+  std::vector<float> xs = x.to_vector<float>();
+  auto expect = [&](Tensor s, int64_t start, int64_t step, int64_t count) {
+    std::vector<double> want;
+    for (int64_t k = 0; k < count; ++k)
+      want.push_back(xs[start + k * step]);
+    EXPECT_EQ(s.numel(), count);
+    EXPECT_TRUE(allClose(s.to_vector<float>(), want)) << start << " " << step;
+  };
+  expect(x.slice(0, 3, 100, 7), 3, 7, 14);
+  expect(x.slice(0, std::nullopt, std::nullopt, -1), 1022, -1, 1023); // reversed
+  expect(x.slice(0, -10, std::nullopt), 1013, 1, 10);
+  expect(x.slice(0, 500, 400, -3), 500, -3, 34);
+  EXPECT_EQ(x.slice(0, 10, 5).numel(), 0);
+}
+
+TEST_P(ViewOnEveryDevice, ViewsFoldIntoOneKernel) {
+  // y = exp(x^T) + z[::2, ::-1] : views feed a fused elementwise chain.
+  Tensor x = Tensor::randn({33, 17}, *device);
+  Tensor z = Tensor::randn({34, 33});
+  Tensor y = kiln::exp(x.transpose(0, 1)) + z.slice(0, std::nullopt, std::nullopt, 2)
+                                              .slice(1, std::nullopt, std::nullopt, -1);
+  reset_stats();
+  std::vector<float> got = y.to_vector<float>();
+  EXPECT_EQ(stats().kernels_dispatched, 1u);
+  std::vector<float> xs = x.to_vector<float>(), zs = z.to_vector<float>();
+  std::vector<double> want;
+  for (int i = 0; i < 17; ++i)
+    for (int j = 0; j < 33; ++j)
+      want.push_back(std::exp(double(xs[j * 17 + i])) + zs[(2 * i) * 33 + (32 - j)]);
+  EXPECT_TRUE(allClose(got, want));
+}
+
+TEST_P(ViewOnEveryDevice, OneInputThroughTwoViews) {
+  Tensor x = Tensor::randn({16, 16}, *device);
+  std::vector<float> xs = x.to_vector<float>();
+  std::vector<double> want;
+  for (int i = 0; i < 16; ++i)
+    for (int j = 0; j < 16; ++j)
+      want.push_back(double(xs[i * 16 + j]) - xs[j * 16 + i]); // antisymmetric part
+  reset_stats();
+  EXPECT_TRUE(allClose((x - x.transpose(0, 1)).to_vector<float>(), want));
+  EXPECT_EQ(stats().kernels_dispatched, 1u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Devices, ViewOnEveryDevice, ::testing::Range(0, 3),
+                         [](const ::testing::TestParamInfo<int> &info) {
+                           return "device" + std::to_string(info.param);
+                         });
+
+TEST(View, ErrorsNameTheLine) {
+  Tensor x = Tensor::zeros({4, 3});
+  EXPECT_THROW(x.permute({0, 0}), Error);
+  EXPECT_THROW(x.transpose(0, 2), Error);
+  EXPECT_THROW(x.broadcast_to({4, 4}), Error);
+  EXPECT_THROW(x.slice(1, 0, 3, 0), Error);
+  unsigned line = __LINE__ + 2;
+  try {
+    (void)x.reshape({5, -1});
+    FAIL();
+  } catch (const Error &error) {
+    std::string text = error.what();
+    EXPECT_NE(text.find("ViewTest.cpp:" + std::to_string(line)), std::string::npos) << text;
+    EXPECT_NE(text.find("cannot view [4, 3] (12 elements) as [5, -1]"), std::string::npos)
+        << text;
+  }
+}
+} // namespace
