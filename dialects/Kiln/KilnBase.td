@@ -60,4 +60,11 @@ def Kiln_CmpPredicate : I64EnumAttr<"CmpPredicate", "comparison predicate", [
   let cppNamespace = "::kiln";
 }
 
+def Kiln_ReduceKind : I64EnumAttr<"ReduceKind", "reduction", [
+  I64EnumAttrCase<"sum", 0>, I64EnumAttrCase<"mean", 1>, I64EnumAttrCase<"max", 2>,
+  I64EnumAttrCase<"min", 3>, I64EnumAttrCase<"prod", 4>
+]> {
+  let cppNamespace = "::kiln";
+}
+
 #endif // KILN_BASE_TD

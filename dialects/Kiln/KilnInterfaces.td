@@ -29,6 +29,10 @@ def Kiln_Elementwise : NativeOpTrait<"Elementwise"> {
   let cppNamespace = "::kiln";
 }
 
+def Kiln_Reduction : NativeOpTrait<"Reduction"> {
+  let cppNamespace = "::kiln";
+}
+
 def Kiln_View : NativeOpTrait<"View"> {
   let cppNamespace = "::kiln";
 }

@@ -144,9 +144,10 @@ LogicalResult KernelOp::verify() {
     if (cast<RankedTensorType>(r.getType()).getShape() != space)
       return emitOpError("all results must share one iteration shape");
   for (Operation &op : block.without_terminator())
-    if (!op.hasTrait<Elementwise>() && !op.hasTrait<View>() && !isa<ConstantOp>(op))
+    if (!op.hasTrait<Elementwise>() && !op.hasTrait<View>() && !isa<ConstantOp>(op) &&
+        !op.hasTrait<Reduction>())
       return op.emitOpError("cannot be part of a kernel: only elementwise ops, "
-                            "views and constants fuse");
+                            "views, reductions and constants fuse");
   return success();
 }
 
@@ -303,6 +304,41 @@ AffineExpr kiln::viewSourceIndex(Operation *view, AffineExpr index) {
     result = result + (coordinate(index, out, d) * slice.getSteps()[d] + slice.getStarts()[d]) *
                           inStrides[d];
   return result;
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+LogicalResult ReduceOp::verify() {
+  ArrayRef<int64_t> in = shapeOf(getInput()), axes = getAxes();
+  SmallVector<int64_t> expected;
+  for (size_t i = 0; i < axes.size(); ++i)
+    if (axes[i] < 0 || axes[i] >= static_cast<int64_t>(in.size()) ||
+        (i && axes[i] <= axes[i - 1]))
+      return emitOpError("axes ") << shapeString(axes)
+                                  << " must be sorted, distinct and inside the rank "
+                                  << in.size();
+  for (size_t d = 0; d < in.size(); ++d) {
+    bool reduced = llvm::is_contained(axes, static_cast<int64_t>(d));
+    if (!reduced)
+      expected.push_back(in[d]);
+    else if (getKeepdims())
+      expected.push_back(1);
+  }
+  if (ArrayRef<int64_t>(expected) != shapeOf(getResult()))
+    return emitOpError("result shape ") << shapeString(shapeOf(getResult())) << " should be "
+                                        << shapeString(expected);
+  if (getInput().getType().getElementType() != getResult().getType().getElementType())
+    return emitOpError("result element type differs from the operand's");
+  return success();
+}
+
+int64_t ReduceOp::getReducedCount() {
+  int64_t n = 1;
+  for (int64_t axis : getAxes())
+    n *= shapeOf(getInput())[axis];
+  return n;
 }
 
 #define GET_OP_CLASSES

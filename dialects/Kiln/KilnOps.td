@@ -213,6 +213,34 @@ def Kiln_SliceOp : Kiln_ViewOp<"slice"> {
 }
 
 //===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+def Kiln_ReduceOp : Kiln_Op<"reduce", [Pure, Kiln_Reduction]> {
+  let summary = "sum, mean, max, min or product over a set of axes";
+  let description = [{
+    Reduces `axes` (sorted, distinct); with `keepdims` the reduced dimensions
+    stay with size 1, otherwise they are dropped.
+    ```mlir
+    %s = kiln.reduce sum %x [1] keepdims : tensor<4x3xf32> -> tensor<4x1xf32>
+    %m = kiln.reduce max %x [0, 1] : tensor<4x3xf32> -> tensor<f32>
+    ```
+  }];
+  let arguments = (ins Kiln_ReduceKind:$kind, Kiln_FloatTensor:$input,
+                       DenseI64ArrayAttr:$axes, UnitAttr:$keepdims,
+                       OptionalAttr<Kiln_DeviceAttr>:$device);
+  let results = (outs Kiln_FloatTensor:$result);
+  let assemblyFormat = [{
+    $kind $input $axes (`keepdims` $keepdims^)? (`on` custom<Device>($device)^)? attr-dict `:` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Elements combined into each result element.
+    int64_t getReducedCount();
+  }];
+}
+
+//===----------------------------------------------------------------------===//
 // Fused kernels
 //===----------------------------------------------------------------------===//
 

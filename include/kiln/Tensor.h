@@ -148,6 +148,26 @@ Tensor ge(const Tensor &a, const Tensor &b, std::source_location loc = std::sour
 Tensor where(const Tensor &cond, const Tensor &a, const Tensor &b,
              std::source_location loc = std::source_location::current());
 
+// Reductions over `axes` (empty: all; negative count from the end). With
+// keepdims the reduced dimensions stay with size 1.
+Tensor sum(const Tensor &x, std::vector<int64_t> axes = {}, bool keepdims = false,
+           std::source_location loc = std::source_location::current());
+Tensor mean(const Tensor &x, std::vector<int64_t> axes = {}, bool keepdims = false,
+            std::source_location loc = std::source_location::current());
+Tensor amax(const Tensor &x, std::vector<int64_t> axes = {}, bool keepdims = false,
+            std::source_location loc = std::source_location::current());
+Tensor amin(const Tensor &x, std::vector<int64_t> axes = {}, bool keepdims = false,
+            std::source_location loc = std::source_location::current());
+Tensor prod(const Tensor &x, std::vector<int64_t> axes = {}, bool keepdims = false,
+            std::source_location loc = std::source_location::current());
+/// Variance with Bessel's correction by default (PyTorch's `var`).
+Tensor var(const Tensor &x, std::vector<int64_t> axes = {}, bool keepdims = false,
+           int64_t correction = 1, std::source_location loc = std::source_location::current());
+Tensor softmax(const Tensor &x, int64_t axis = -1,
+               std::source_location loc = std::source_location::current());
+Tensor log_softmax(const Tensor &x, int64_t axis = -1,
+                   std::source_location loc = std::source_location::current());
+
 Tensor operator-(At x);
 Tensor operator+(At a, const Tensor &b);
 Tensor operator-(At a, const Tensor &b);

@@ -18,7 +18,7 @@
 
 namespace kiln {
 
-enum class OpKind { Input, Constant, Unary, Binary, Compare, Select, Transfer, View };
+enum class OpKind { Input, Constant, Unary, Binary, Compare, Select, Transfer, View, Reduce };
 
 struct Node {
   OpKind kind;
@@ -33,6 +33,8 @@ struct Node {
   std::shared_ptr<const std::vector<float>> host; // Input
   float value = 0;                                // Constant (splat)
   std::vector<int64_t> permutation, starts, steps; // View
+  std::vector<int64_t> axes;                       // Reduce (sorted)
+  bool keepdims = false;
 
   // Set once realized.
   std::shared_ptr<rt::Buffer> buffer;

@@ -183,6 +183,16 @@ struct GraphBuilder {
     case OpKind::Transfer:
       return TransferOp::create(b, loc, type, operands[0],
                                 deviceAttr(ctx, *node->device));
+    case OpKind::Reduce: {
+      OperationState state(loc, "kiln.reduce");
+      state.addOperands(operands);
+      state.addTypes(type);
+      state.addAttribute("kind", ReduceKindAttr::get(ctx, *symbolizeReduceKind(node->op)));
+      state.addAttribute("axes", b.getDenseI64ArrayAttr(node->axes));
+      if (node->keepdims)
+        state.addAttribute("keepdims", b.getUnitAttr());
+      return b.create(state)->getResult(0);
+    }
     case OpKind::View: {
       OperationState state(loc, "kiln." + node->op);
       state.addOperands(operands);

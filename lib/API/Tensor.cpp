@@ -456,6 +456,83 @@ Tensor kiln::where(const Tensor &cond, const Tensor &a, const Tensor &b,
   return Tensor(node);
 }
 
+namespace {
+Tensor reduce(const char *kind, const Tensor &x, std::vector<int64_t> axes, bool keepdims,
+              std::source_location loc) {
+  const Node &in = nodeOf(x, loc);
+  if (in.dtype != DType::f32 && in.dtype != DType::f16)
+    throw Error(sitePrefix(loc) + kind + " needs a floating-point tensor");
+  if (axes.empty())
+    for (size_t d = 0; d < in.shape.size(); ++d)
+      axes.push_back(static_cast<int64_t>(d));
+  for (int64_t &axis : axes)
+    axis = normalizeDim(axis, in.shape.size(), loc, kind);
+  std::sort(axes.begin(), axes.end());
+  if (std::adjacent_find(axes.begin(), axes.end()) != axes.end())
+    throw Error(sitePrefix(loc) + kind + ": an axis appears twice");
+  Shape shape;
+  for (size_t d = 0; d < in.shape.size(); ++d) {
+    bool reduced = std::binary_search(axes.begin(), axes.end(), static_cast<int64_t>(d));
+    if (reduced && in.shape[d] == 0)
+      throw Error(sitePrefix(loc) + kind + ": dimension " + std::to_string(d) +
+                  " is empty; reducing an empty dimension is not supported");
+    if (!reduced)
+      shape.push_back(in.shape[d]);
+    else if (keepdims)
+      shape.push_back(1);
+  }
+  auto node = std::make_shared<Node>();
+  node->kind = OpKind::Reduce;
+  node->op = kind;
+  node->operands = {x.node()};
+  node->shape = std::move(shape);
+  node->dtype = in.dtype;
+  node->loc = loc;
+  node->axes = std::move(axes);
+  node->keepdims = keepdims;
+  return Tensor(node);
+}
+} // namespace
+
+Tensor kiln::sum(const Tensor &x, std::vector<int64_t> axes, bool keepdims, std::source_location loc) {
+  return reduce("sum", x, std::move(axes), keepdims, loc);
+}
+Tensor kiln::mean(const Tensor &x, std::vector<int64_t> axes, bool keepdims, std::source_location loc) {
+  return reduce("mean", x, std::move(axes), keepdims, loc);
+}
+Tensor kiln::amax(const Tensor &x, std::vector<int64_t> axes, bool keepdims, std::source_location loc) {
+  return reduce("max", x, std::move(axes), keepdims, loc);
+}
+Tensor kiln::amin(const Tensor &x, std::vector<int64_t> axes, bool keepdims, std::source_location loc) {
+  return reduce("min", x, std::move(axes), keepdims, loc);
+}
+Tensor kiln::prod(const Tensor &x, std::vector<int64_t> axes, bool keepdims, std::source_location loc) {
+  return reduce("prod", x, std::move(axes), keepdims, loc);
+}
+
+Tensor kiln::var(const Tensor &x, std::vector<int64_t> axes, bool keepdims, int64_t correction,
+                 std::source_location loc) {
+  Tensor centered = sub(x, mean(x, axes, true, loc), loc);
+  Tensor squares = mul(centered, centered, loc);
+  Tensor m = mean(squares, axes, keepdims, loc);
+  int64_t n = numElements(x.shape()) / std::max<int64_t>(1, numElements(m.shape()));
+  if (n - correction <= 0)
+    throw Error(sitePrefix(loc) + "var: " + std::to_string(n) +
+                " elements per result leave no degrees of freedom with correction " +
+                std::to_string(correction));
+  return mul(m, Tensor::scalar(float(double(n) / double(n - correction)), loc), loc);
+}
+
+Tensor kiln::softmax(const Tensor &x, int64_t axis, std::source_location loc) {
+  Tensor e = exp(sub(x, amax(x, {axis}, true, loc), loc), loc);
+  return div(e, sum(e, {axis}, true, loc), loc);
+}
+
+Tensor kiln::log_softmax(const Tensor &x, int64_t axis, std::source_location loc) {
+  Tensor shifted = sub(x, amax(x, {axis}, true, loc), loc);
+  return sub(shifted, log(sum(exp(shifted, loc), {axis}, true, loc), loc), loc);
+}
+
 Tensor kiln::operator-(At x) { return neg(x.tensor, x.loc); }
 Tensor kiln::operator+(At a, const Tensor &b) { return add(a.tensor, b, a.loc); }
 Tensor kiln::operator-(At a, const Tensor &b) { return sub(a.tensor, b, a.loc); }

@@ -16,10 +16,13 @@ struct CpuRangeArgsPass
     WalkResult result = getOperation().walk([&](func::FuncOp fn) {
       if (!fn->hasAttr("kiln.iteration_size") || fn.isExternal())
         return WalkResult::advance();
-      SmallVector<scf::ForOp> loops;
+      // The outermost loop: scf.for from linalg, or the 1-D scf.parallel of
+      // a reduction kernel.
+      SmallVector<Operation *> loops;
       for (Operation &op : fn.getBody().front())
-        if (auto loop = dyn_cast<scf::ForOp>(op))
-          loops.push_back(loop);
+        if (isa<scf::ForOp>(op) ||
+            (isa<scf::ParallelOp>(op) && cast<scf::ParallelOp>(op).getNumLoops() == 1))
+          loops.push_back(&op);
       if (loops.size() != 1) {
         fn.emitError("expected one outermost loop in a CPU kernel, found ")
             << loops.size();
@@ -32,8 +35,14 @@ struct CpuRangeArgsPass
         fn.emitError("cannot add the range arguments");
         return WalkResult::interrupt();
       }
-      loops.front().getLowerBoundMutable().assign(fn.getArgument(n));
-      loops.front().getUpperBoundMutable().assign(fn.getArgument(n + 1));
+      if (auto loop = dyn_cast<scf::ForOp>(loops.front())) {
+        loop.getLowerBoundMutable().assign(fn.getArgument(n));
+        loop.getUpperBoundMutable().assign(fn.getArgument(n + 1));
+      } else {
+        auto parallel = cast<scf::ParallelOp>(loops.front());
+        parallel.getLowerBoundMutable().assign(fn.getArgument(n));
+        parallel.getUpperBoundMutable().assign(fn.getArgument(n + 1));
+      }
       // The range now comes from the caller; LLVM IR translation has no use
       // (and no translation) for the kiln attribute.
       for (StringRef attr : {"kiln.iteration_size", "kiln.outer_size"})

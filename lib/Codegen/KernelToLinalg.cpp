@@ -9,7 +9,9 @@
 
 #include "kiln/Codegen/KernelToLinalg.h"
 
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -18,6 +20,7 @@
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/TypeSwitch.h"
 
+#include <limits>
 #include <numbers>
 
 using namespace mlir;
@@ -168,8 +171,9 @@ bool kiln::supportsVector4(KernelOp kernel) {
   auto f32 = [](Type t) { return getElementTypeOrSelf(t).isF32(); };
   ArrayRef<int64_t> space =
       cast<RankedTensorType>(kernel.getResult(0).getType()).getShape();
-  bool views = llvm::any_of(kernel.getBody().front(),
-                            [](Operation &op) { return op.hasTrait<View>(); });
+  bool views = llvm::any_of(kernel.getBody().front(), [](Operation &op) {
+    return op.hasTrait<View>() || op.hasTrait<Reduction>();
+  });
   return !views && !space.empty() && space.back() % 4 == 0 &&
          llvm::all_of(kernel.getInputs().getTypes(), f32) &&
          llvm::all_of(kernel.getResultTypes(), f32);
@@ -184,13 +188,13 @@ namespace {
 /// views is two linalg inputs over the same buffer.
 class FlatEvaluator {
 public:
-  FlatEvaluator(KernelOp kernel) : kernel(kernel), ctx(kernel.getContext()) {}
+  /// Indices are affine expressions of `numDims` loop dimensions.
+  FlatEvaluator(KernelOp kernel, unsigned numDims = 1)
+      : kernel(kernel), ctx(kernel.getContext()), numDims(numDims) {}
 
-  /// Phase 1 (no builder): the accesses, in a deterministic order.
-  void collect() {
-    for (Value result : kernel.getBody().front().getTerminator()->getOperands())
-      visit(result, getAffineDimExpr(0, ctx), nullptr);
-  }
+  /// Phase 1 (no builder): the accesses `v` at `index` needs, in a
+  /// deterministic order.
+  void collect(Value v, AffineExpr index) { visit(v, index, nullptr); }
 
   ArrayRef<std::pair<unsigned, AffineExpr>> getAccesses() const { return accesses; }
 
@@ -209,7 +213,7 @@ private:
   };
 
   Value visit(Value v, AffineExpr index, OpBuilder *b) {
-    index = simplifyAffineExpr(index, 1, 0);
+    index = simplifyAffineExpr(index, numDims, 0);
     auto key = std::make_pair(v, index);
     if (b)
       if (auto it = values.find(key); it != values.end())
@@ -259,6 +263,7 @@ private:
 
   KernelOp kernel;
   MLIRContext *ctx;
+  unsigned numDims;
   SmallVector<std::pair<unsigned, AffineExpr>> accesses;
   DenseMap<std::pair<Value, AffineExpr>, Value> values;
   EmitState emitState;
@@ -269,7 +274,8 @@ func::FuncOp buildFlatFunction(KernelOp kernel, OpBuilder &builder, StringRef na
   MLIRContext *ctx = builder.getContext();
   Location loc = kernel.getLoc();
   FlatEvaluator evaluator(kernel);
-  evaluator.collect();
+  for (Value result : kernel.getBody().front().getTerminator()->getOperands())
+    evaluator.collect(result, getAffineDimExpr(0, ctx));
   auto flatType = [](Type tensorType) {
     auto tensor = cast<RankedTensorType>(tensorType);
     return MemRefType::get({std::max<int64_t>(1, tensor.getNumElements())},
@@ -293,6 +299,7 @@ func::FuncOp buildFlatFunction(KernelOp kernel, OpBuilder &builder, StringRef na
     inputs.push_back(entry->getArgument(arg));
     maps.push_back(AffineMap::get(1, 0, index));
   }
+  (void)ctx;
   for (size_t i = 0; i < kernel.getNumResults(); ++i)
     maps.push_back(AffineMap::getMultiDimIdentityMap(1, ctx));
   linalg::GenericOp::create(
@@ -313,6 +320,120 @@ func::FuncOp buildFlatFunction(KernelOp kernel, OpBuilder &builder, StringRef na
   func::ReturnOp::create(b, loc);
   return func;
 }
+/// The identity of a reduction and its combining step.
+Value reductionInit(OpBuilder &b, Location loc, ReduceKind kind, Type type) {
+  double value = 0;
+  if (kind == ReduceKind::max)
+    value = -std::numeric_limits<double>::infinity();
+  else if (kind == ReduceKind::min)
+    value = std::numeric_limits<double>::infinity();
+  else if (kind == ReduceKind::prod)
+    value = 1;
+  return floatConstant(b, loc, type, value);
+}
+
+Value reductionStep(OpBuilder &b, Location loc, ReduceKind kind, Value acc, Value v) {
+  switch (kind) {
+  case ReduceKind::sum:
+  case ReduceKind::mean: return arith::AddFOp::create(b, loc, acc, v);
+  case ReduceKind::max: return arith::MaximumFOp::create(b, loc, acc, v);
+  case ReduceKind::min: return arith::MinimumFOp::create(b, loc, acc, v);
+  case ReduceKind::prod: return arith::MulFOp::create(b, loc, acc, v);
+  }
+  llvm_unreachable("unknown reduction");
+}
+
+/// A kernel ending in a reduction: an scf.parallel over result elements
+/// around an scf.for over the reduced elements carrying the accumulator, so
+/// every lowering keeps the results outside (threads on the CPU, work items
+/// on GPUs) and starts each accumulator at the identity. (Not linalg: a
+/// reduction generic needs a separate fill, and linalg.index in a generic
+/// with floordiv/mod indexing maps crashes its folder in MLIR 22.) The
+/// reduced count is at least 1: a zero-trip loop with iter_args miscompiles
+/// to SPIR-V (TOOLCHAIN.md).
+func::FuncOp buildReductionFunction(KernelOp kernel, ReduceOp reduce, OpBuilder &builder,
+                                    StringRef name, bool &failedOp) {
+  MLIRContext *ctx = builder.getContext();
+  Location loc = kernel.getLoc();
+  ArrayRef<int64_t> in = reduce.getInput().getType().getShape();
+  ArrayRef<int64_t> axes = reduce.getAxes();
+  SmallVector<int64_t> kept, reduced;
+  SmallVector<int64_t> strides(in.size(), 1);
+  for (int64_t k = static_cast<int64_t>(in.size()) - 2; k >= 0; --k)
+    strides[k] = strides[k + 1] * in[k + 1];
+  for (size_t d = 0; d < in.size(); ++d)
+    (llvm::is_contained(axes, static_cast<int64_t>(d)) ? reduced : kept)
+        .push_back(static_cast<int64_t>(d));
+  // The operand's flat index from (d0, d1): delinearize each over its dims.
+  auto part = [&](AffineExpr flat, ArrayRef<int64_t> dims) {
+    AffineExpr index = getAffineConstantExpr(0, ctx);
+    int64_t stride = 1;
+    for (int64_t k = static_cast<int64_t>(dims.size()) - 1; k >= 0; --k) {
+      int64_t size = in[dims[k]];
+      AffineExpr coordinate = stride == 1 ? flat : flat.floorDiv(stride);
+      if (k != 0)
+        coordinate = coordinate % size;
+      index = index + coordinate * strides[dims[k]];
+      stride *= size;
+    }
+    return index;
+  };
+  AffineExpr operandIndex =
+      part(getAffineDimExpr(0, ctx), kept) + part(getAffineDimExpr(1, ctx), reduced);
+
+  FlatEvaluator evaluator(kernel, 2);
+  evaluator.collect(reduce.getInput(), operandIndex);
+  int64_t results = std::max<int64_t>(1, reduce.getResult().getType().getNumElements());
+  int64_t count = reduce.getReducedCount();
+  auto flatType = [](Type tensorType) {
+    auto tensor = cast<RankedTensorType>(tensorType);
+    return MemRefType::get({std::max<int64_t>(1, tensor.getNumElements())},
+                           storageElementType(tensor.getElementType()));
+  };
+  SmallVector<Type> argTypes;
+  for (Type t : kernel.getInputs().getTypes())
+    argTypes.push_back(flatType(t));
+  argTypes.push_back(flatType(reduce.getResult().getType()));
+  auto func = func::FuncOp::create(builder, loc, name, builder.getFunctionType(argTypes, {}));
+  func->setAttr("kiln.iteration_size", builder.getI64IntegerAttr(results * count));
+  func->setAttr("kiln.outer_size", builder.getI64IntegerAttr(results));
+  if (count < 1) {
+    reduce.emitOpError("reduces an empty dimension: not supported");
+    failedOp = true;
+    return func;
+  }
+  Block *entry = func.addEntryBlock();
+  OpBuilder b = OpBuilder::atBlockBegin(entry);
+  auto index = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
+  Value zero = index(0), one = index(1), resultCount = index(results), reducedCount = index(count);
+  ReduceKind kind = reduce.getKind();
+  Type type = reduce.getResult().getType().getElementType();
+  scf::ParallelOp::create(
+      b, loc, ValueRange{zero}, ValueRange{resultCount}, ValueRange{one},
+      [&](OpBuilder &pb, Location ploc, ValueRange outer) {
+        Value init = reductionInit(pb, ploc, kind, type);
+        auto loop = scf::ForOp::create(
+            pb, ploc, zero, reducedCount, one, ValueRange{init},
+            [&](OpBuilder &fb, Location floc, Value inner, ValueRange acc) {
+              SmallVector<Value> loads;
+              for (auto [arg, expr] : evaluator.getAccesses()) {
+                Value at = affine::AffineApplyOp::create(
+                    fb, floc, AffineMap::get(2, 0, expr), ValueRange{outer[0], inner});
+                loads.push_back(memref::LoadOp::create(fb, floc, entry->getArgument(arg), at));
+              }
+              Value v = evaluator.emit(fb, reduce.getInput(), operandIndex, loads, failedOp);
+              if (!v)
+                v = acc[0];
+              if (kind == ReduceKind::mean) // a sum of v / n: no pass to divide after
+                v = arith::MulFOp::create(fb, floc, v, floatConstant(fb, floc, type, 1.0 / count));
+              scf::YieldOp::create(fb, floc, reductionStep(fb, floc, kind, acc[0], v));
+            });
+        memref::StoreOp::create(pb, ploc, loop.getResult(0), entry->getArguments().back(),
+                                outer[0]);
+      });
+  func::ReturnOp::create(b, loc);
+  return func;
+}
 } // namespace
 
 FailureOr<func::FuncOp> kiln::buildKernelFunction(KernelOp kernel,
@@ -326,6 +447,18 @@ FailureOr<func::FuncOp> kiln::buildKernelFunction(KernelOp kernel,
   int64_t iterations = 1;
   for (int64_t d : space)
     iterations *= d;
+
+  // A kernel that ends in a reduction has its own loop structure.
+  if (auto reduce = dyn_cast_or_null<ReduceOp>(
+          kernel.getBody().front().getTerminator()->getOperand(0).getDefiningOp())) {
+    bool failedOp = false;
+    func::FuncOp func = buildReductionFunction(kernel, reduce, builder, name, failedOp);
+    if (failedOp) {
+      func.erase();
+      return failure();
+    }
+    return func;
+  }
 
   // Views need per-use indexing, which only the flat layout expresses.
   bool views = llvm::any_of(kernel.getBody().front(),

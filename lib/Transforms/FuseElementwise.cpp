@@ -1,7 +1,8 @@
 //===- FuseElementwise.cpp - maximal elementwise chains into kernels ------===//
 //
 // Views (transpose, reshape, broadcast_to, slice) fuse like elementwise ops:
-// codegen folds them into the indexing of the kernel's loads.
+// codegen folds them into the indexing of the kernel's loads. A reduction
+// roots a kernel of its own and takes its elementwise producers (prologue).
 //
 // Greedy, from the results upwards: an op joins its users' kernel when every
 // user is in that one kernel on the same device. Only a kernel's first-made
@@ -28,6 +29,7 @@ namespace {
 struct Group {
   DeviceAttr device;
   ArrayRef<int64_t> shape;
+  bool reduction = false; // rooted at a reduction: only prologue ops join
   SmallVector<Operation *> ops; // reverse program order while building
 };
 
@@ -132,7 +134,8 @@ struct FuseElementwisePass
     DenseMap<Operation *, int> groupOf;
     SmallVector<Operation *> ops;
     func.walk([&](Operation *op) {
-      if ((op->hasTrait<Elementwise>() || op->hasTrait<View>()) &&
+      if ((op->hasTrait<Elementwise>() || op->hasTrait<View>() ||
+           op->hasTrait<Reduction>()) &&
           !op->getParentOfType<KernelOp>())
         ops.push_back(op);
     });
@@ -142,19 +145,21 @@ struct FuseElementwisePass
         return signalPassFailure();
       }
       bool readByHost;
-      int target = commonUserGroup(op, groupOf, readByHost);
+      // A reduction always roots its own kernel (its consumers are a new
+      // kernel, not an epilogue recomputing it per element).
+      int target = op->hasTrait<Reduction>() ? -1 : commonUserGroup(op, groupOf, readByHost);
       if (target != -1) {
         Group &group = groups[target];
         bool sameShape = shapeOf(op) == group.shape;
         if (group.device.isSameDevice(deviceOf(op)) &&
-            (sameShape || !readByHost)) {
+            (group.reduction ? !readByHost : (sameShape || !readByHost))) {
           group.ops.push_back(op);
           groupOf[op] = target;
           continue;
         }
       }
       groupOf[op] = groups.size();
-      groups.push_back({deviceOf(op), shapeOf(op), {op}});
+      groups.push_back({deviceOf(op), shapeOf(op), op->hasTrait<Reduction>(), {op}});
     }
     for (Group &group : groups)
       materialize(group);

@@ -90,7 +90,8 @@ def KilnKernelToLinalg : Pass<"kiln-kernel-to-linalg", "mlir::ModuleOp"> {
   ];
   let dependentDialects = ["mlir::linalg::LinalgDialect", "mlir::memref::MemRefDialect",
                            "mlir::arith::ArithDialect", "mlir::math::MathDialect",
-                           "mlir::func::FuncDialect", "mlir::vector::VectorDialect"];
+                           "mlir::func::FuncDialect", "mlir::vector::VectorDialect",
+                           "mlir::scf::SCFDialect", "mlir::affine::AffineDialect"];
 }
 
 def KilnApproximateMath : Pass<"kiln-approximate-math"> {
