@@ -41,6 +41,11 @@ class View : public mlir::OpTrait::TraitBase<ConcreteType, View> {};
 template <typename ConcreteType>
 class Reduction : public mlir::OpTrait::TraitBase<ConcreteType, Reduction> {};
 
+/// Marks contractions (matmul): a kernel may hold one, with views fused in
+/// front of its operands and an elementwise epilogue after it.
+template <typename ConcreteType>
+class Contraction : public mlir::OpTrait::TraitBase<ConcreteType, Contraction> {};
+
 /// Numpy-style broadcast of two shapes; failure when they are incompatible.
 mlir::FailureOr<llvm::SmallVector<int64_t>>
 broadcastShapes(llvm::ArrayRef<int64_t> a, llvm::ArrayRef<int64_t> b);

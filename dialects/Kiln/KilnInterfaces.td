@@ -33,6 +33,10 @@ def Kiln_Reduction : NativeOpTrait<"Reduction"> {
   let cppNamespace = "::kiln";
 }
 
+def Kiln_Contraction : NativeOpTrait<"Contraction"> {
+  let cppNamespace = "::kiln";
+}
+
 def Kiln_View : NativeOpTrait<"View"> {
   let cppNamespace = "::kiln";
 }

@@ -145,9 +145,9 @@ LogicalResult KernelOp::verify() {
       return emitOpError("all results must share one iteration shape");
   for (Operation &op : block.without_terminator())
     if (!op.hasTrait<Elementwise>() && !op.hasTrait<View>() && !isa<ConstantOp>(op) &&
-        !op.hasTrait<Reduction>())
+        !op.hasTrait<Reduction>() && !op.hasTrait<Contraction>())
       return op.emitOpError("cannot be part of a kernel: only elementwise ops, "
-                            "views, reductions and constants fuse");
+                            "views, reductions, contractions and constants fuse");
   return success();
 }
 
@@ -331,6 +331,29 @@ LogicalResult ReduceOp::verify() {
                                         << shapeString(expected);
   if (getInput().getType().getElementType() != getResult().getType().getElementType())
     return emitOpError("result element type differs from the operand's");
+  return success();
+}
+
+LogicalResult MatmulOp::verify() {
+  ArrayRef<int64_t> a = shapeOf(getLhs()), b = shapeOf(getRhs()), c = shapeOf(getResult());
+  if (a.size() < 2 || b.size() < 2)
+    return emitOpError("operands must have rank 2 or more, got ")
+           << shapeString(a) << " and " << shapeString(b);
+  if (a.back() != b[b.size() - 2])
+    return emitOpError("contracted dimensions differ: ")
+           << shapeString(a) << " x " << shapeString(b);
+  FailureOr<SmallVector<int64_t>> batch = broadcastShapes(a.drop_back(2), b.drop_back(2));
+  if (failed(batch))
+    return emitOpError("batch dimensions of ") << shapeString(a) << " and " << shapeString(b)
+                                               << " do not broadcast";
+  SmallVector<int64_t> expected = *batch;
+  expected.push_back(a[a.size() - 2]);
+  expected.push_back(b.back());
+  if (ArrayRef<int64_t>(expected) != c)
+    return emitOpError("result shape ") << shapeString(c) << " should be "
+                                        << shapeString(expected);
+  if (failed(verifySameElementType(*this, ValueRange{getLhs(), getRhs(), getResult()})))
+    return failure();
   return success();
 }
 

@@ -240,6 +240,25 @@ def Kiln_ReduceOp : Kiln_Op<"reduce", [Pure, Kiln_Reduction]> {
   }];
 }
 
+def Kiln_MatmulOp : Kiln_Op<"matmul", [Pure, Kiln_Contraction]> {
+  let summary = "(batched) matrix product with numpy broadcasting of batch dims";
+  let description = [{
+    `[..., M, K] x [..., K, N] -> [..., M, N]`; leading (batch) dimensions
+    broadcast. Transposed operands are `kiln.transpose` views, which fusion
+    folds into the product's indexing.
+    ```mlir
+    %c = kiln.matmul %a, %b : tensor<2x4x3xf32>, tensor<3x5xf32> -> tensor<2x4x5xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$lhs, Kiln_FloatTensor:$rhs,
+                       OptionalAttr<Kiln_DeviceAttr>:$device);
+  let results = (outs Kiln_FloatTensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs (`on` custom<Device>($device)^)? attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Fused kernels
 //===----------------------------------------------------------------------===//

@@ -148,6 +148,15 @@ Tensor ge(const Tensor &a, const Tensor &b, std::source_location loc = std::sour
 Tensor where(const Tensor &cond, const Tensor &a, const Tensor &b,
              std::source_location loc = std::source_location::current());
 
+/// Matrix product [..., M, K] x [..., K, N] -> [..., M, N], batch dims
+/// broadcast. Transposed operands: pass x.transpose(-1, -2) (a view, folded
+/// into the product's indexing).
+Tensor matmul(const Tensor &a, const Tensor &b,
+              std::source_location loc = std::source_location::current());
+/// x @ weight^T + bias, with weight [out, in] as in PyTorch's Linear.
+Tensor linear(const Tensor &x, const Tensor &weight, const Tensor &bias,
+              std::source_location loc = std::source_location::current());
+
 // Reductions over `axes` (empty: all; negative count from the end). With
 // keepdims the reduced dimensions stay with size 1.
 Tensor sum(const Tensor &x, std::vector<int64_t> axes = {}, bool keepdims = false,

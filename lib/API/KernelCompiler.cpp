@@ -135,13 +135,29 @@ const CompiledKernel &kiln::compileKernel(Session &session, KernelOp kernel,
   module->walk([&](spirv::EntryPointOp entry) {
     compiled.entryPoint = entry.getFn().str();
   });
+  bool unboundOperand = false;
   module->walk([&](gpu::LaunchFuncOp launch) {
+    // gpu-kernel-outlining orders the kernel's arguments by first use in
+    // the launch body, not as the host function declares them: bind by the
+    // launch's operands.
+    compiled.bindingOrder.clear();
+    for (Value operand : launch.getKernelOperands()) {
+      auto arg = dyn_cast<BlockArgument>(operand);
+      if (!arg || arg.getOwner()->getParentOp() != *fn) {
+        unboundOperand = true;
+        continue;
+      }
+      compiled.bindingOrder.push_back(arg.getArgNumber());
+    }
+    compiled.numBindings = static_cast<uint32_t>(compiled.bindingOrder.size());
     Value sizes[3] = {launch.getGridSizeX(), launch.getGridSizeY(),
                       launch.getGridSizeZ()};
     for (int i = 0; i < 3; ++i)
       compiled.groups[i] =
           static_cast<uint32_t>(getConstantIntValue(sizes[i]).value_or(0));
   });
+  if (unboundOperand)
+    throw CompileError("internal error: a kernel operand is not a buffer of the kernel");
   SmallVector<uint32_t> words;
   if (!spirvModule || compiled.entryPoint.empty() ||
       failed(spirv::serialize(spirvModule, words)))
@@ -154,8 +170,8 @@ const CompiledKernel &kiln::compileKernel(Session &session, KernelOp kernel,
   ++session.stats.kernels_compiled;
   if (const char *dir = std::getenv("KILN_DUMP_SPIRV"); dir && *dir) {
     std::vector<uint64_t> bindingBytes;
-    for (Type type : fn->getArgumentTypes()) {
-      auto memref = cast<MemRefType>(type);
+    for (uint32_t arg : compiled.bindingOrder) {
+      auto memref = cast<MemRefType>(fn->getArgumentTypes()[arg]);
       Type element = memref.getElementType();
       int64_t bits = element.isIntOrFloat() ? element.getIntOrFloatBitWidth()
                                             : cast<VectorType>(element).getNumElements() *

@@ -435,7 +435,10 @@ private:
     binary.numBindings = compiled.numBindings;
     rt::StatusOr<rt::Pipeline *> pipeline = gpu.pipeline(binary);
     check(pipeline.status(), "creating a compute pipeline");
-    check(gpu.dispatch(*pipeline, bindings, compiled.groups[0], compiled.groups[1],
+    std::vector<rt::Buffer *> ordered;
+    for (uint32_t arg : compiled.bindingOrder)
+      ordered.push_back(bindings[arg]);
+    check(gpu.dispatch(*pipeline, ordered, compiled.groups[0], compiled.groups[1],
                           compiled.groups[2]),
           "dispatch");
     ++session.stats.kernels_dispatched;

@@ -33,6 +33,9 @@ struct CompiledKernel {
   std::vector<uint32_t> spirv;
   std::string entryPoint;
   uint32_t numBindings = 0;
+  /// Binding i is the kernel function's argument bindingOrder[i] (inputs,
+  /// then outputs).
+  std::vector<uint32_t> bindingOrder;
   uint32_t groups[3] = {1, 1, 1};
 };
 

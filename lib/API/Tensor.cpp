@@ -533,6 +533,39 @@ Tensor kiln::log_softmax(const Tensor &x, int64_t axis, std::source_location loc
   return sub(shifted, log(sum(exp(shifted, loc), {axis}, true, loc), loc), loc);
 }
 
+Tensor kiln::matmul(const Tensor &a, const Tensor &b, std::source_location loc) {
+  const Node &l = nodeOf(a, loc), &r = nodeOf(b, loc);
+  if (l.dtype != r.dtype || (l.dtype != DType::f32 && l.dtype != DType::f16))
+    throw Error(sitePrefix(loc) + "matmul needs two floating-point tensors of one dtype");
+  if (l.shape.size() < 2 || r.shape.size() < 2)
+    throw Error(sitePrefix(loc) + "matmul needs operands of rank 2 or more, got " +
+                shapeText(l.shape) + " and " + shapeText(r.shape));
+  if (l.shape.back() != r.shape[r.shape.size() - 2])
+    throw Error(sitePrefix(loc) + "matmul: " + shapeText(l.shape) + " x " +
+                shapeText(r.shape) + ": the contracted dimensions (" +
+                std::to_string(l.shape.back()) + " and " +
+                std::to_string(r.shape[r.shape.size() - 2]) + ") differ");
+  Node lb, rb;
+  lb.shape.assign(l.shape.begin(), l.shape.end() - 2);
+  rb.shape.assign(r.shape.begin(), r.shape.end() - 2);
+  Shape shape = broadcast({&lb, &rb}, "matmul (batch dimensions)", loc);
+  shape.push_back(l.shape[l.shape.size() - 2]);
+  shape.push_back(r.shape.back());
+  auto node = std::make_shared<Node>();
+  node->kind = OpKind::Binary;
+  node->op = "matmul";
+  node->operands = {a.node(), b.node()};
+  node->shape = std::move(shape);
+  node->dtype = l.dtype;
+  node->loc = loc;
+  return Tensor(node);
+}
+
+Tensor kiln::linear(const Tensor &x, const Tensor &weight, const Tensor &bias,
+                    std::source_location loc) {
+  return add(matmul(x, weight.transpose(-1, -2, loc), loc), bias, loc);
+}
+
 Tensor kiln::operator-(At x) { return neg(x.tensor, x.loc); }
 Tensor kiln::operator+(At a, const Tensor &b) { return add(a.tensor, b, a.loc); }
 Tensor kiln::operator-(At a, const Tensor &b) { return sub(a.tensor, b, a.loc); }

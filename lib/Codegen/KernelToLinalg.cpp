@@ -172,7 +172,7 @@ bool kiln::supportsVector4(KernelOp kernel) {
   ArrayRef<int64_t> space =
       cast<RankedTensorType>(kernel.getResult(0).getType()).getShape();
   bool views = llvm::any_of(kernel.getBody().front(), [](Operation &op) {
-    return op.hasTrait<View>() || op.hasTrait<Reduction>();
+    return op.hasTrait<View>() || op.hasTrait<Reduction>() || op.hasTrait<Contraction>();
   });
   return !views && !space.empty() && space.back() % 4 == 0 &&
          llvm::all_of(kernel.getInputs().getTypes(), f32) &&
@@ -195,6 +195,12 @@ public:
   /// Phase 1 (no builder): the accesses `v` at `index` needs, in a
   /// deterministic order.
   void collect(Value v, AffineExpr index) { visit(v, index, nullptr); }
+
+  /// `v` is computed elsewhere (a contraction's accumulator): it is read at
+  /// the iteration point only, never through its operands.
+  void bind(Value v) { bound.insert(v); }
+  void setBinding(Value v, Value computed) { values[{v, getAffineDimExpr(0, ctx)}] = computed; }
+  bool misusedBinding() const { return misused; }
 
   ArrayRef<std::pair<unsigned, AffineExpr>> getAccesses() const { return accesses; }
 
@@ -219,6 +225,13 @@ private:
       if (auto it = values.find(key); it != values.end())
         return it->second;
     Value result;
+    if (bound.contains(v)) {
+      // Fusion only lets a contraction join when its consumers read it at
+      // the iteration point; anything else is a compiler bug, reported.
+      if (index != getAffineDimExpr(0, ctx))
+        misused = true;
+      return b ? values.lookup({v, getAffineDimExpr(0, ctx)}) : Value();
+    }
     if (auto arg = dyn_cast<BlockArgument>(v)) {
       auto access = std::make_pair(arg.getArgNumber(), index);
       auto *found = llvm::find(accesses, access);
@@ -264,6 +277,8 @@ private:
   KernelOp kernel;
   MLIRContext *ctx;
   unsigned numDims;
+  DenseSet<Value> bound;
+  bool misused = false;
   SmallVector<std::pair<unsigned, AffineExpr>> accesses;
   DenseMap<std::pair<Value, AffineExpr>, Value> values;
   EmitState emitState;
@@ -343,48 +358,97 @@ Value reductionStep(OpBuilder &b, Location loc, ReduceKind kind, Value acc, Valu
   llvm_unreachable("unknown reduction");
 }
 
-/// A kernel ending in a reduction: an scf.parallel over result elements
-/// around an scf.for over the reduced elements carrying the accumulator, so
-/// every lowering keeps the results outside (threads on the CPU, work items
-/// on GPUs) and starts each accumulator at the identity. (Not linalg: a
-/// reduction generic needs a separate fill, and linalg.index in a generic
-/// with floordiv/mod indexing maps crashes its folder in MLIR 22.) The
-/// reduced count is at least 1: a zero-trip loop with iter_args miscompiles
-/// to SPIR-V (TOOLCHAIN.md).
-func::FuncOp buildReductionFunction(KernelOp kernel, ReduceOp reduce, OpBuilder &builder,
-                                    StringRef name, bool &failedOp) {
+/// The flat index expression of an operand of `shape` from the coordinates
+/// `coords` (one affine expression per dimension of `shape`).
+AffineExpr linearize(ArrayRef<int64_t> shape, ArrayRef<AffineExpr> coords, MLIRContext *ctx) {
+  AffineExpr index = getAffineConstantExpr(0, ctx);
+  int64_t stride = 1;
+  for (int64_t k = static_cast<int64_t>(shape.size()) - 1; k >= 0; --k) {
+    index = index + coords[k] * stride;
+    stride *= shape[k];
+  }
+  return index;
+}
+
+/// The coordinates of flat index `flat` over `shape`.
+SmallVector<AffineExpr> delinearize(AffineExpr flat, ArrayRef<int64_t> shape) {
+  SmallVector<AffineExpr> coords(shape.size());
+  int64_t stride = 1;
+  for (int64_t k = static_cast<int64_t>(shape.size()) - 1; k >= 0; --k) {
+    AffineExpr c = stride == 1 ? flat : flat.floorDiv(stride);
+    coords[k] = k == 0 ? c : c % shape[k];
+    stride *= shape[k];
+  }
+  return coords;
+}
+
+/// A kernel rooted at a reduction or a contraction: an scf.parallel over
+/// result elements (d0) around an scf.for over the reduced elements (d1)
+/// carrying the accumulator from the identity, then the elementwise
+/// epilogue at d0 with the accumulator bound to the contraction's result.
+/// Every lowering keeps the results outside (threads on the CPU, work items
+/// on GPUs). (Not linalg: a reduction generic needs a separate fill, and
+/// linalg.index in a generic with floordiv/mod indexing maps crashes its
+/// folder in MLIR 22.) The reduced count is at least 1: a zero-trip loop with
+/// iter_args miscompiles to SPIR-V (TOOLCHAIN.md).
+func::FuncOp buildContractionFunction(KernelOp kernel, Operation *root, OpBuilder &builder,
+                                      StringRef name, bool &failedOp) {
   MLIRContext *ctx = builder.getContext();
   Location loc = kernel.getLoc();
-  ArrayRef<int64_t> in = reduce.getInput().getType().getShape();
-  ArrayRef<int64_t> axes = reduce.getAxes();
-  SmallVector<int64_t> kept, reduced;
-  SmallVector<int64_t> strides(in.size(), 1);
-  for (int64_t k = static_cast<int64_t>(in.size()) - 2; k >= 0; --k)
-    strides[k] = strides[k + 1] * in[k + 1];
-  for (size_t d = 0; d < in.size(); ++d)
-    (llvm::is_contained(axes, static_cast<int64_t>(d)) ? reduced : kept)
-        .push_back(static_cast<int64_t>(d));
-  // The operand's flat index from (d0, d1): delinearize each over its dims.
-  auto part = [&](AffineExpr flat, ArrayRef<int64_t> dims) {
-    AffineExpr index = getAffineConstantExpr(0, ctx);
-    int64_t stride = 1;
-    for (int64_t k = static_cast<int64_t>(dims.size()) - 1; k >= 0; --k) {
-      int64_t size = in[dims[k]];
-      AffineExpr coordinate = stride == 1 ? flat : flat.floorDiv(stride);
-      if (k != 0)
-        coordinate = coordinate % size;
-      index = index + coordinate * strides[dims[k]];
-      stride *= size;
-    }
-    return index;
-  };
-  AffineExpr operandIndex =
-      part(getAffineDimExpr(0, ctx), kept) + part(getAffineDimExpr(1, ctx), reduced);
+  AffineExpr d0 = getAffineDimExpr(0, ctx), d1 = getAffineDimExpr(1, ctx);
+  auto shapeOf = [](Value v) { return cast<RankedTensorType>(v.getType()).getShape(); };
 
-  FlatEvaluator evaluator(kernel, 2);
-  evaluator.collect(reduce.getInput(), operandIndex);
-  int64_t results = std::max<int64_t>(1, reduce.getResult().getType().getNumElements());
-  int64_t count = reduce.getReducedCount();
+  // The operands read inside the loop, each at an index of (d0, d1).
+  SmallVector<std::pair<Value, AffineExpr>> operands;
+  int64_t count = 0;
+  if (auto reduce = dyn_cast<ReduceOp>(root)) {
+    ArrayRef<int64_t> in = shapeOf(reduce.getInput());
+    SmallVector<int64_t> keptShape, reducedShape;
+    for (size_t d = 0; d < in.size(); ++d)
+      (llvm::is_contained(reduce.getAxes(), static_cast<int64_t>(d)) ? reducedShape : keptShape)
+          .push_back(in[d]);
+    SmallVector<AffineExpr> keptCoords = delinearize(d0, keptShape);
+    SmallVector<AffineExpr> reducedCoords = delinearize(d1, reducedShape);
+    SmallVector<AffineExpr> coords;
+    for (size_t d = 0, k = 0, r = 0; d < in.size(); ++d)
+      coords.push_back(llvm::is_contained(reduce.getAxes(), static_cast<int64_t>(d))
+                           ? reducedCoords[r++]
+                           : keptCoords[k++]);
+    operands.push_back({reduce.getInput(), linearize(in, coords, ctx)});
+    count = reduce.getReducedCount();
+  } else {
+    auto matmul = cast<MatmulOp>(root);
+    ArrayRef<int64_t> a = shapeOf(matmul.getLhs()), b = shapeOf(matmul.getRhs()),
+                      c = shapeOf(matmul.getResult());
+    SmallVector<AffineExpr> out = delinearize(d0, c);
+    size_t batch = c.size() - 2;
+    // Operand coordinates: batch dims aligned right (size 1 broadcasts).
+    auto coordsOf = [&](ArrayRef<int64_t> shape, AffineExpr row, AffineExpr col) {
+      SmallVector<AffineExpr> coords;
+      size_t offset = batch - (shape.size() - 2);
+      for (size_t j = 0; j + 2 < shape.size(); ++j)
+        coords.push_back(shape[j] == 1 ? getAffineConstantExpr(0, ctx) : out[j + offset]);
+      coords.push_back(row);
+      coords.push_back(col);
+      return coords;
+    };
+    operands.push_back({matmul.getLhs(), linearize(a, coordsOf(a, out[batch], d1), ctx)});
+    operands.push_back({matmul.getRhs(), linearize(b, coordsOf(b, d1, out[batch + 1]), ctx)});
+    count = a.back();
+  }
+
+  FlatEvaluator inner(kernel, 2);
+  for (auto &[value, index] : operands)
+    inner.collect(value, index);
+  // The epilogue: the kernel's results at d0, the root bound to the sum.
+  FlatEvaluator epilogue(kernel, 1);
+  epilogue.bind(root->getResult(0));
+  Block &body = kernel.getBody().front();
+  for (Value result : body.getTerminator()->getOperands())
+    epilogue.collect(result, d0);
+
+  Value rootValue = root->getResult(0);
+  int64_t results = std::max<int64_t>(1, cast<RankedTensorType>(rootValue.getType()).getNumElements());
   auto flatType = [](Type tensorType) {
     auto tensor = cast<RankedTensorType>(tensorType);
     return MemRefType::get({std::max<int64_t>(1, tensor.getNumElements())},
@@ -393,12 +457,14 @@ func::FuncOp buildReductionFunction(KernelOp kernel, ReduceOp reduce, OpBuilder 
   SmallVector<Type> argTypes;
   for (Type t : kernel.getInputs().getTypes())
     argTypes.push_back(flatType(t));
-  argTypes.push_back(flatType(reduce.getResult().getType()));
+  for (Type t : kernel.getResultTypes())
+    argTypes.push_back(flatType(t));
   auto func = func::FuncOp::create(builder, loc, name, builder.getFunctionType(argTypes, {}));
   func->setAttr("kiln.iteration_size", builder.getI64IntegerAttr(results * count));
   func->setAttr("kiln.outer_size", builder.getI64IntegerAttr(results));
-  if (count < 1) {
-    reduce.emitOpError("reduces an empty dimension: not supported");
+  if (count < 1 || epilogue.misusedBinding()) {
+    root->emitOpError(count < 1 ? "reduces an empty dimension: not supported"
+                                : "is read by its epilogue away from the iteration point");
     failedOp = true;
     return func;
   }
@@ -406,30 +472,53 @@ func::FuncOp buildReductionFunction(KernelOp kernel, ReduceOp reduce, OpBuilder 
   OpBuilder b = OpBuilder::atBlockBegin(entry);
   auto index = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
   Value zero = index(0), one = index(1), resultCount = index(results), reducedCount = index(count);
-  ReduceKind kind = reduce.getKind();
-  Type type = reduce.getResult().getType().getElementType();
+  Type type = cast<RankedTensorType>(rootValue.getType()).getElementType();
+  auto reduce = dyn_cast<ReduceOp>(root);
+  ReduceKind kind = reduce ? reduce.getKind() : ReduceKind::sum;
+  size_t numInputs = kernel.getInputs().size();
+  auto loadAll = [&](OpBuilder &lb, Location lloc, FlatEvaluator &evaluator, ValueRange dims) {
+    SmallVector<Value> loads;
+    for (auto [arg, expr] : evaluator.getAccesses()) {
+      Value at = affine::AffineApplyOp::create(
+          lb, lloc, AffineMap::get(dims.size(), 0, expr), dims);
+      loads.push_back(memref::LoadOp::create(lb, lloc, entry->getArgument(arg), at));
+    }
+    return loads;
+  };
   scf::ParallelOp::create(
       b, loc, ValueRange{zero}, ValueRange{resultCount}, ValueRange{one},
       [&](OpBuilder &pb, Location ploc, ValueRange outer) {
         Value init = reductionInit(pb, ploc, kind, type);
         auto loop = scf::ForOp::create(
             pb, ploc, zero, reducedCount, one, ValueRange{init},
-            [&](OpBuilder &fb, Location floc, Value inner, ValueRange acc) {
-              SmallVector<Value> loads;
-              for (auto [arg, expr] : evaluator.getAccesses()) {
-                Value at = affine::AffineApplyOp::create(
-                    fb, floc, AffineMap::get(2, 0, expr), ValueRange{outer[0], inner});
-                loads.push_back(memref::LoadOp::create(fb, floc, entry->getArgument(arg), at));
+            [&](OpBuilder &fb, Location floc, Value red, ValueRange acc) {
+              SmallVector<Value> loads = loadAll(fb, floc, inner, ValueRange{outer[0], red});
+              SmallVector<Value> values;
+              for (auto &[value, expr] : operands)
+                values.push_back(inner.emit(fb, value, expr, loads, failedOp));
+              if (llvm::is_contained(values, Value())) {
+                scf::YieldOp::create(fb, floc, acc[0]);
+                return;
               }
-              Value v = evaluator.emit(fb, reduce.getInput(), operandIndex, loads, failedOp);
-              if (!v)
-                v = acc[0];
+              Value v = values[0];
+              if (!reduce) // a contraction: the product of its two operands
+                v = arith::MulFOp::create(fb, floc, values[0], values[1]);
               if (kind == ReduceKind::mean) // a sum of v / n: no pass to divide after
                 v = arith::MulFOp::create(fb, floc, v, floatConstant(fb, floc, type, 1.0 / count));
               scf::YieldOp::create(fb, floc, reductionStep(fb, floc, kind, acc[0], v));
             });
-        memref::StoreOp::create(pb, ploc, loop.getResult(0), entry->getArguments().back(),
-                                outer[0]);
+        epilogue.setBinding(rootValue, loop.getResult(0));
+        SmallVector<Value> loads = loadAll(pb, ploc, epilogue, ValueRange{outer[0]});
+        for (auto [i, result] : llvm::enumerate(body.getTerminator()->getOperands())) {
+          Value v = epilogue.emit(pb, result, d0, loads, failedOp);
+          if (!v)
+            continue;
+          Value out = entry->getArgument(numInputs + i);
+          Type stored = cast<MemRefType>(out.getType()).getElementType();
+          if (v.getType() != stored)
+            v = arith::ExtUIOp::create(pb, ploc, stored, v);
+          memref::StoreOp::create(pb, ploc, v, out, outer[0]);
+        }
       });
   func::ReturnOp::create(b, loc);
   return func;
@@ -448,11 +537,14 @@ FailureOr<func::FuncOp> kiln::buildKernelFunction(KernelOp kernel,
   for (int64_t d : space)
     iterations *= d;
 
-  // A kernel that ends in a reduction has its own loop structure.
-  if (auto reduce = dyn_cast_or_null<ReduceOp>(
-          kernel.getBody().front().getTerminator()->getOperand(0).getDefiningOp())) {
+  // A kernel with a reduction or a contraction has its own loop structure.
+  Operation *root = nullptr;
+  for (Operation &op : kernel.getBody().front())
+    if (op.hasTrait<Reduction>() || op.hasTrait<Contraction>())
+      root = &op;
+  if (root) {
     bool failedOp = false;
-    func::FuncOp func = buildReductionFunction(kernel, reduce, builder, name, failedOp);
+    func::FuncOp func = buildContractionFunction(kernel, root, builder, name, failedOp);
     if (failedOp) {
       func.erase();
       return failure();

@@ -3,6 +3,8 @@
 // Views (transpose, reshape, broadcast_to, slice) fuse like elementwise ops:
 // codegen folds them into the indexing of the kernel's loads. A reduction
 // roots a kernel of its own and takes its elementwise producers (prologue).
+// A contraction (matmul) joins the kernel of its elementwise consumers (the
+// epilogue: bias, activation, residual) and takes only views in front.
 //
 // Greedy, from the results upwards: an op joins its users' kernel when every
 // user is in that one kernel on the same device. Only a kernel's first-made
@@ -30,6 +32,10 @@ struct Group {
   DeviceAttr device;
   ArrayRef<int64_t> shape;
   bool reduction = false; // rooted at a reduction: only prologue ops join
+  Operation *contraction = nullptr; // at most one per kernel
+  /// Members feeding the contraction's operands: only views may join there
+  /// (an elementwise producer would be recomputed for every product term).
+  llvm::SmallPtrSet<Operation *, 8> prologue;
   SmallVector<Operation *> ops; // reverse program order while building
 };
 
@@ -126,6 +132,30 @@ void materialize(Group &group) {
     op->erase();
 }
 
+/// Whether `op`, all of whose users are in `group`, joins it.
+bool joins(const Group &group, Operation *op, bool readByHost) {
+  if (!group.device.isSameDevice(deviceOf(op)))
+    return false;
+  bool sameShape = shapeOf(op) == group.shape;
+  if (group.reduction)
+    return !readByHost;
+  bool feedsContraction = llvm::any_of(op->getUsers(), [&](Operation *user) {
+    return user == group.contraction || group.prologue.contains(user);
+  });
+  if (feedsContraction)
+    return op->hasTrait<View>() && !readByHost;
+  if (op->hasTrait<Contraction>()) {
+    // The epilogue must read the product at the iteration point: same shape,
+    // consumers of that shape, and no view between it and the results.
+    return !group.contraction && sameShape &&
+           llvm::none_of(group.ops, [](Operation *m) { return m->hasTrait<View>(); }) &&
+           llvm::all_of(op->getUsers(), [&](Operation *user) {
+             return isa<func::ReturnOp>(user) || shapeOf(user) == group.shape;
+           });
+  }
+  return sameShape || !readByHost;
+}
+
 struct FuseElementwisePass
     : public kiln::impl::KilnFuseElementwiseBase<FuseElementwisePass> {
   void runOnOperation() override {
@@ -135,7 +165,7 @@ struct FuseElementwisePass
     SmallVector<Operation *> ops;
     func.walk([&](Operation *op) {
       if ((op->hasTrait<Elementwise>() || op->hasTrait<View>() ||
-           op->hasTrait<Reduction>()) &&
+           op->hasTrait<Reduction>() || op->hasTrait<Contraction>()) &&
           !op->getParentOfType<KernelOp>())
         ops.push_back(op);
     });
@@ -148,18 +178,24 @@ struct FuseElementwisePass
       // A reduction always roots its own kernel (its consumers are a new
       // kernel, not an epilogue recomputing it per element).
       int target = op->hasTrait<Reduction>() ? -1 : commonUserGroup(op, groupOf, readByHost);
-      if (target != -1) {
+      if (target != -1 && joins(groups[target], op, readByHost)) {
         Group &group = groups[target];
-        bool sameShape = shapeOf(op) == group.shape;
-        if (group.device.isSameDevice(deviceOf(op)) &&
-            (group.reduction ? !readByHost : (sameShape || !readByHost))) {
-          group.ops.push_back(op);
-          groupOf[op] = target;
-          continue;
-        }
+        if (op->hasTrait<Contraction>())
+          group.contraction = op;
+        if (llvm::any_of(op->getUsers(), [&](Operation *user) {
+              return user == group.contraction || group.prologue.contains(user);
+            }))
+          group.prologue.insert(op);
+        group.ops.push_back(op);
+        groupOf[op] = target;
+        continue;
       }
       groupOf[op] = groups.size();
-      groups.push_back({deviceOf(op), shapeOf(op), op->hasTrait<Reduction>(), {op}});
+      Group group{deviceOf(op), shapeOf(op), op->hasTrait<Reduction>()};
+      group.ops.push_back(op);
+      if (op->hasTrait<Contraction>())
+        group.contraction = op;
+      groups.push_back(std::move(group));
     }
     for (Group &group : groups)
       materialize(group);

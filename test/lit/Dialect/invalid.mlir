@@ -79,7 +79,7 @@ func.func @kernel_yield_mismatch(%x: tensor<4xf32>) {
 func.func @kernel_non_elementwise(%x: tensor<4xf32>) {
   %0 = kiln.kernel (%x) : (tensor<4xf32>) -> tensor<4xf32> {
   ^bb0(%a: tensor<4xf32>):
-    // expected-error @+1 {{'kiln.transfer' op cannot be part of a kernel: only elementwise ops, views, reductions and constants fuse}}
+    // expected-error @+1 {{'kiln.transfer' op cannot be part of a kernel: only elementwise ops, views, reductions, contractions and constants fuse}}
     %t = kiln.transfer %a to "vulkan:1" : tensor<4xf32>
     kiln.yield %t : tensor<4xf32>
   }
