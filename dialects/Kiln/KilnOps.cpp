@@ -357,6 +357,58 @@ LogicalResult MatmulOp::verify() {
   return success();
 }
 
+LogicalResult Pool2dOp::verify() {
+  ArrayRef<int64_t> x = shapeOf(getInput()), y = shapeOf(getResult());
+  if (getKind() != ReduceKind::max && getKind() != ReduceKind::mean)
+    return emitOpError("pooling is max or mean");
+  if (x.size() != 4)
+    return emitOpError("input must be rank 4 (NCHW), got ") << shapeString(x);
+  if (getKernel().size() != 2 || getStrides().size() != 2 || getPadding().size() != 2)
+    return emitOpError("kernel, strides and padding need two values each");
+  SmallVector<int64_t> expected = {x[0], x[1]};
+  for (int i = 0; i < 2; ++i) {
+    int64_t k = getKernel()[i], s = getStrides()[i], p = getPadding()[i];
+    if (k < 1 || s < 1 || p < 0 || 2 * p > k)
+      return emitOpError("kernel and strides must be positive, padding at most half the kernel");
+    if (x[2 + i] + 2 * p < k)
+      return emitOpError("the window (") << k << ") is larger than the padded input ("
+                                         << x[2 + i] + 2 * p << ")";
+    expected.push_back((x[2 + i] + 2 * p - k) / s + 1);
+  }
+  if (ArrayRef<int64_t>(expected) != y)
+    return emitOpError("result shape ") << shapeString(y) << " should be " << shapeString(expected);
+  return success();
+}
+
+LogicalResult Conv2dOp::verify() {
+  ArrayRef<int64_t> x = shapeOf(getInput()), w = shapeOf(getFilter()), y = shapeOf(getResult());
+  int64_t groups = getGroupsAttr().getInt();
+  if (x.size() != 4 || w.size() != 4)
+    return emitOpError("input and filter must be rank 4 (NCHW, OIHW), got ")
+           << shapeString(x) << " and " << shapeString(w);
+  if (getStrides().size() != 2 || getPadding().size() != 2 || getDilation().size() != 2)
+    return emitOpError("strides, padding and dilation need two values each");
+  if (groups < 1 || x[1] % groups || w[0] % groups || w[1] * groups != x[1])
+    return emitOpError("groups ") << groups << " do not divide " << x[1]
+                                  << " input and " << w[0]
+                                  << " output channels with a filter of " << w[1]
+                                  << " channels per group";
+  SmallVector<int64_t> expected = {x[0], w[0]};
+  for (int i = 0; i < 2; ++i) {
+    int64_t s = getStrides()[i], p = getPadding()[i], d = getDilation()[i];
+    if (s < 1 || d < 1 || p < 0)
+      return emitOpError("strides and dilation must be positive and padding non-negative");
+    int64_t span = d * (w[2 + i] - 1) + 1;
+    if (x[2 + i] + 2 * p < span)
+      return emitOpError("the filter (") << span << " with dilation) is larger than the padded input ("
+                                         << x[2 + i] + 2 * p << ")";
+    expected.push_back((x[2 + i] + 2 * p - span) / s + 1);
+  }
+  if (ArrayRef<int64_t>(expected) != y)
+    return emitOpError("result shape ") << shapeString(y) << " should be " << shapeString(expected);
+  return verifySameElementType(*this, ValueRange{getInput(), getFilter(), getResult()});
+}
+
 int64_t ReduceOp::getReducedCount() {
   int64_t n = 1;
   for (int64_t axis : getAxes())

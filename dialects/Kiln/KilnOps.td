@@ -259,6 +259,50 @@ def Kiln_MatmulOp : Kiln_Op<"matmul", [Pure, Kiln_Contraction]> {
   let hasVerifier = 1;
 }
 
+def Kiln_Pool2dOp : Kiln_Op<"pool2d", [Pure, Kiln_Reduction]> {
+  let summary = "max or average pooling over windows of an NCHW tensor";
+  let description = [{
+    `kind` is `max` or `mean` (average, padding counted as zeros, as
+    PyTorch's default `count_include_pad`). Padding reads as -inf for max.
+    ```mlir
+    %p = kiln.pool2d max %x kernel [2, 2] strides [2, 2] padding [0, 0]
+        : tensor<1x4x8x8xf32> -> tensor<1x4x4x4xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_ReduceKind:$kind, Kiln_FloatTensor:$input,
+                       DenseI64ArrayAttr:$kernel, DenseI64ArrayAttr:$strides,
+                       DenseI64ArrayAttr:$padding, OptionalAttr<Kiln_DeviceAttr>:$device);
+  let results = (outs Kiln_FloatTensor:$result);
+  let assemblyFormat = [{
+    $kind $input `kernel` $kernel `strides` $strides `padding` $padding
+    (`on` custom<Device>($device)^)? attr-dict `:` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Kiln_Conv2dOp : Kiln_Op<"conv2d", [Pure, Kiln_Contraction]> {
+  let summary = "2-D convolution, NCHW, with stride, padding, dilation and groups";
+  let description = [{
+    `x: [N, C, H, W]`, `w: [Cout, C / groups, Kh, Kw]` ->
+    `[N, Cout, Ho, Wo]` with `Ho = (H + 2 ph - dh (Kh - 1) - 1) / sh + 1`.
+    Zero padding. Depthwise is `groups = C`.
+    ```mlir
+    %y = kiln.conv2d %x, %w strides [1, 1] padding [1, 1] dilation [1, 1] groups 1
+        : tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32> -> tensor<1x4x8x8xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$input, Kiln_FloatTensor:$filter,
+                       DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$padding,
+                       DenseI64ArrayAttr:$dilation, I64Attr:$groups,
+                       OptionalAttr<Kiln_DeviceAttr>:$device);
+  let results = (outs Kiln_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $filter `strides` $strides `padding` $padding `dilation` $dilation `groups` $groups
+    (`on` custom<Device>($device)^)? attr-dict `:` type($input) `,` type($filter) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Fused kernels
 //===----------------------------------------------------------------------===//

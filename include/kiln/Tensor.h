@@ -13,6 +13,7 @@
 #include "kiln/Device.h"
 #include "kiln/Errors.h"
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -156,6 +157,30 @@ Tensor matmul(const Tensor &a, const Tensor &b,
 /// x @ weight^T + bias, with weight [out, in] as in PyTorch's Linear.
 Tensor linear(const Tensor &x, const Tensor &weight, const Tensor &bias,
               std::source_location loc = std::source_location::current());
+
+/// 2-D convolution, NCHW input and OIHW filter (PyTorch's conv2d), zero
+/// padding; depthwise is groups == channels.
+Tensor conv2d(const Tensor &x, const Tensor &filter, std::array<int64_t, 2> stride = {1, 1},
+              std::array<int64_t, 2> padding = {0, 0}, std::array<int64_t, 2> dilation = {1, 1},
+              int64_t groups = 1, std::source_location loc = std::source_location::current());
+Tensor max_pool2d(const Tensor &x, std::array<int64_t, 2> kernel, std::array<int64_t, 2> stride,
+                  std::array<int64_t, 2> padding = {0, 0},
+                  std::source_location loc = std::source_location::current());
+/// Average pooling; padding counts as zeros (PyTorch's count_include_pad).
+Tensor avg_pool2d(const Tensor &x, std::array<int64_t, 2> kernel, std::array<int64_t, 2> stride,
+                  std::array<int64_t, 2> padding = {0, 0},
+                  std::source_location loc = std::source_location::current());
+/// Mean over H and W, keeping them as size 1.
+Tensor global_avg_pool2d(const Tensor &x,
+                         std::source_location loc = std::source_location::current());
+/// Inference batch norm over channel dim 1: (x - mean) / sqrt(var + eps) *
+/// gamma + beta, each parameter of shape [C].
+Tensor batch_norm(const Tensor &x, const Tensor &mean, const Tensor &var, const Tensor &gamma,
+                  const Tensor &beta, float eps = 1e-5f,
+                  std::source_location loc = std::source_location::current());
+/// Layer norm over the last dimension with affine gamma and beta of its size.
+Tensor layer_norm(const Tensor &x, const Tensor &gamma, const Tensor &beta, float eps = 1e-5f,
+                  std::source_location loc = std::source_location::current());
 
 // Reductions over `axes` (empty: all; negative count from the end). With
 // keepdims the reduced dimensions stay with size 1.

@@ -18,7 +18,9 @@
 
 namespace kiln {
 
-enum class OpKind { Input, Constant, Unary, Binary, Compare, Select, Transfer, View, Reduce };
+enum class OpKind {
+  Input, Constant, Unary, Binary, Compare, Select, Transfer, View, Reduce, Conv2d, Pool2d
+};
 
 struct Node {
   OpKind kind;
@@ -35,6 +37,8 @@ struct Node {
   std::vector<int64_t> permutation, starts, steps; // View
   std::vector<int64_t> axes;                       // Reduce (sorted)
   bool keepdims = false;
+  std::vector<int64_t> window, stride, padding, dilation; // Conv2d, Pool2d
+  int64_t groups = 1;
 
   // Set once realized.
   std::shared_ptr<rt::Buffer> buffer;

@@ -193,6 +193,26 @@ struct GraphBuilder {
         state.addAttribute("keepdims", b.getUnitAttr());
       return b.create(state)->getResult(0);
     }
+    case OpKind::Conv2d: {
+      OperationState state(loc, "kiln.conv2d");
+      state.addOperands(operands);
+      state.addTypes(type);
+      state.addAttribute("strides", b.getDenseI64ArrayAttr(node->stride));
+      state.addAttribute("padding", b.getDenseI64ArrayAttr(node->padding));
+      state.addAttribute("dilation", b.getDenseI64ArrayAttr(node->dilation));
+      state.addAttribute("groups", b.getI64IntegerAttr(node->groups));
+      return b.create(state)->getResult(0);
+    }
+    case OpKind::Pool2d: {
+      OperationState state(loc, "kiln.pool2d");
+      state.addOperands(operands);
+      state.addTypes(type);
+      state.addAttribute("kind", ReduceKindAttr::get(ctx, *symbolizeReduceKind(node->op)));
+      state.addAttribute("kernel", b.getDenseI64ArrayAttr(node->window));
+      state.addAttribute("strides", b.getDenseI64ArrayAttr(node->stride));
+      state.addAttribute("padding", b.getDenseI64ArrayAttr(node->padding));
+      return b.create(state)->getResult(0);
+    }
     case OpKind::View: {
       OperationState state(loc, "kiln." + node->op);
       state.addOperands(operands);

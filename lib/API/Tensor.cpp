@@ -561,6 +561,123 @@ Tensor kiln::matmul(const Tensor &a, const Tensor &b, std::source_location loc) 
   return Tensor(node);
 }
 
+namespace {
+/// Output size of a window of `span` (dilated) sliding with `stride` over
+/// `size` padded by `pad` on both sides; throws on a window larger than that.
+int64_t windowCount(int64_t size, int64_t span, int64_t stride, int64_t pad, const char *op,
+                    std::source_location loc) {
+  if (stride < 1 || pad < 0)
+    throw Error(sitePrefix(loc) + op + ": stride must be positive and padding non-negative");
+  if (size + 2 * pad < span)
+    throw Error(sitePrefix(loc) + op + ": the window (" + std::to_string(span) +
+                ") is larger than the padded input (" + std::to_string(size + 2 * pad) + ")");
+  return (size + 2 * pad - span) / stride + 1;
+}
+} // namespace
+
+Tensor kiln::conv2d(const Tensor &x, const Tensor &filter, std::array<int64_t, 2> stride,
+                    std::array<int64_t, 2> padding, std::array<int64_t, 2> dilation,
+                    int64_t groups, std::source_location loc) {
+  const Node &in = nodeOf(x, loc), &w = nodeOf(filter, loc);
+  if (in.shape.size() != 4 || w.shape.size() != 4)
+    throw Error(sitePrefix(loc) + "conv2d needs an NCHW input and an OIHW filter, got " +
+                shapeText(in.shape) + " and " + shapeText(w.shape));
+  if (in.dtype != w.dtype || in.dtype == DType::boolean)
+    throw Error(sitePrefix(loc) + "conv2d needs floating-point tensors of one dtype");
+  if (groups < 1 || in.shape[1] % groups || w.shape[0] % groups || w.shape[1] * groups != in.shape[1])
+    throw Error(sitePrefix(loc) + "conv2d: " + std::to_string(groups) + " groups do not fit " +
+                std::to_string(in.shape[1]) + " input channels and a filter " +
+                shapeText(w.shape) + " (it needs input channels / groups = " +
+                std::to_string(in.shape[1] / std::max<int64_t>(1, groups)) + " per filter)");
+  Shape shape = {in.shape[0], w.shape[0]};
+  for (int i = 0; i < 2; ++i) {
+    if (dilation[i] < 1)
+      throw Error(sitePrefix(loc) + "conv2d: dilation must be positive");
+    shape.push_back(windowCount(in.shape[2 + i], dilation[i] * (w.shape[2 + i] - 1) + 1,
+                                stride[i], padding[i], "conv2d", loc));
+  }
+  auto node = std::make_shared<Node>();
+  node->kind = OpKind::Conv2d;
+  node->op = "conv2d";
+  node->operands = {x.node(), filter.node()};
+  node->shape = std::move(shape);
+  node->dtype = in.dtype;
+  node->loc = loc;
+  node->stride = {stride[0], stride[1]};
+  node->padding = {padding[0], padding[1]};
+  node->dilation = {dilation[0], dilation[1]};
+  node->groups = groups;
+  return Tensor(node);
+}
+
+namespace {
+Tensor pool(const char *kind, const Tensor &x, std::array<int64_t, 2> kernel,
+            std::array<int64_t, 2> stride, std::array<int64_t, 2> padding,
+            std::source_location loc) {
+  const Node &in = nodeOf(x, loc);
+  if (in.shape.size() != 4)
+    throw Error(sitePrefix(loc) + "pooling needs an NCHW tensor, got " + shapeText(in.shape));
+  Shape shape = {in.shape[0], in.shape[1]};
+  for (int i = 0; i < 2; ++i) {
+    if (kernel[i] < 1 || 2 * padding[i] > kernel[i])
+      throw Error(sitePrefix(loc) + "pooling: the kernel must be positive and padding at most "
+                  "half of it");
+    shape.push_back(windowCount(in.shape[2 + i], kernel[i], stride[i], padding[i], "pooling", loc));
+  }
+  auto node = std::make_shared<Node>();
+  node->kind = OpKind::Pool2d;
+  node->op = kind;
+  node->operands = {x.node()};
+  node->shape = std::move(shape);
+  node->dtype = in.dtype;
+  node->loc = loc;
+  node->window = {kernel[0], kernel[1]};
+  node->stride = {stride[0], stride[1]};
+  node->padding = {padding[0], padding[1]};
+  return Tensor(node);
+}
+} // namespace
+
+Tensor kiln::max_pool2d(const Tensor &x, std::array<int64_t, 2> kernel,
+                        std::array<int64_t, 2> stride, std::array<int64_t, 2> padding,
+                        std::source_location loc) {
+  return pool("max", x, kernel, stride, padding, loc);
+}
+
+Tensor kiln::avg_pool2d(const Tensor &x, std::array<int64_t, 2> kernel,
+                        std::array<int64_t, 2> stride, std::array<int64_t, 2> padding,
+                        std::source_location loc) {
+  return pool("mean", x, kernel, stride, padding, loc);
+}
+
+Tensor kiln::global_avg_pool2d(const Tensor &x, std::source_location loc) {
+  if (nodeOf(x, loc).shape.size() != 4)
+    throw Error(sitePrefix(loc) + "global_avg_pool2d needs an NCHW tensor");
+  return mean(x, {2, 3}, true, loc);
+}
+
+Tensor kiln::batch_norm(const Tensor &x, const Tensor &mean, const Tensor &var,
+                        const Tensor &gamma, const Tensor &beta, float eps,
+                        std::source_location loc) {
+  const Node &in = nodeOf(x, loc);
+  if (in.shape.size() < 2)
+    throw Error(sitePrefix(loc) + "batch_norm needs a tensor with a channel dimension");
+  // Per-channel parameters broadcast over the dimensions after the channel.
+  Shape param = {in.shape[1]};
+  param.insert(param.end(), in.shape.size() - 2, 1);
+  auto p = [&](const Tensor &t) { return t.reshape(param, loc); };
+  Tensor scale = mul(p(gamma), rsqrt(add(p(var), Tensor::scalar(eps, loc), loc), loc), loc);
+  return add(mul(sub(x, p(mean), loc), scale, loc), p(beta), loc);
+}
+
+Tensor kiln::layer_norm(const Tensor &x, const Tensor &gamma, const Tensor &beta, float eps,
+                        std::source_location loc) {
+  Tensor centered = sub(x, kiln::mean(x, {-1}, true, loc), loc);
+  Tensor variance = kiln::mean(mul(centered, centered, loc), {-1}, true, loc);
+  Tensor normalized = mul(centered, rsqrt(add(variance, Tensor::scalar(eps, loc), loc), loc), loc);
+  return add(mul(normalized, gamma, loc), beta, loc);
+}
+
 Tensor kiln::linear(const Tensor &x, const Tensor &weight, const Tensor &bias,
                     std::source_location loc) {
   return add(matmul(x, weight.transpose(-1, -2, loc), loc), bias, loc);

@@ -382,6 +382,54 @@ SmallVector<AffineExpr> delinearize(AffineExpr flat, ArrayRef<int64_t> shape) {
   return coords;
 }
 
+/// The input and filter values of one product term of a convolution at
+/// (result element `o`, reduced element `r`): the input read is guarded, and
+/// zero outside the image (padding).
+std::pair<Value, Value> convOperands(OpBuilder &b, Location loc, Conv2dOp conv, Block *entry,
+                                     Value o, Value r, bool &failedOp) {
+  MLIRContext *ctx = b.getContext();
+  auto input = dyn_cast<BlockArgument>(conv.getInput());
+  auto filter = dyn_cast<BlockArgument>(conv.getFilter());
+  if (!input || !filter) {
+    conv.emitOpError("operands must be kernel inputs (fusion puts nothing in front)");
+    failedOp = true;
+    return {Value(), Value()};
+  }
+  ArrayRef<int64_t> x = conv.getInput().getType().getShape(),
+                    w = conv.getFilter().getType().getShape(),
+                    y = conv.getResult().getType().getShape();
+  AffineExpr d0 = getAffineDimExpr(0, ctx), d1 = getAffineDimExpr(1, ctx);
+  SmallVector<AffineExpr> out = delinearize(d0, y);            // n, co, ho, wo
+  SmallVector<AffineExpr> red = delinearize(d1, w.drop_front()); // ci, kh, kw
+  int64_t groups = conv.getGroupsAttr().getInt(), perGroup = w[0] / groups;
+  AffineExpr channel = out[1].floorDiv(perGroup) * w[1] + red[0];
+  AffineExpr h = out[2] * conv.getStrides()[0] - conv.getPadding()[0] + red[1] * conv.getDilation()[0];
+  AffineExpr col = out[3] * conv.getStrides()[1] - conv.getPadding()[1] + red[2] * conv.getDilation()[1];
+  auto apply = [&](AffineExpr e) {
+    return affine::AffineApplyOp::create(b, loc, AffineMap::get(2, 0, simplifyAffineExpr(e, 2, 0)),
+                                         ValueRange{o, r})
+        .getResult();
+  };
+  Value hv = apply(h), wv = apply(col);
+  auto cmp = [&](arith::CmpIPredicate p, Value a, int64_t c) {
+    return arith::CmpIOp::create(b, loc, p, a, arith::ConstantIndexOp::create(b, loc, c));
+  };
+  Value valid = arith::AndIOp::create(
+      b, loc,
+      arith::AndIOp::create(b, loc, cmp(arith::CmpIPredicate::sge, hv, 0),
+                            cmp(arith::CmpIPredicate::slt, hv, x[2])),
+      arith::AndIOp::create(b, loc, cmp(arith::CmpIPredicate::sge, wv, 0),
+                            cmp(arith::CmpIPredicate::slt, wv, x[3])));
+  Value at = apply(((out[0] * x[1] + channel) * x[2] + h) * x[3] + col);
+  Value safe = arith::SelectOp::create(b, loc, valid, at, arith::ConstantIndexOp::create(b, loc, 0));
+  Value xv = memref::LoadOp::create(b, loc, entry->getArgument(input.getArgNumber()), safe);
+  xv = arith::SelectOp::create(b, loc, valid, xv, floatConstant(b, loc, xv.getType(), 0.0));
+  Value fv = memref::LoadOp::create(
+      b, loc, entry->getArgument(filter.getArgNumber()),
+      apply(((out[1] * w[1] + red[0]) * w[2] + red[1]) * w[3] + red[2]));
+  return {xv, fv};
+}
+
 /// A kernel rooted at a reduction or a contraction: an scf.parallel over
 /// result elements (d0) around an scf.for over the reduced elements (d1)
 /// carrying the accumulator from the identity, then the elementwise
@@ -400,6 +448,9 @@ func::FuncOp buildContractionFunction(KernelOp kernel, Operation *root, OpBuilde
 
   // The operands read inside the loop, each at an index of (d0, d1).
   SmallVector<std::pair<Value, AffineExpr>> operands;
+  // Pooling: the window coordinates that must lie inside the image.
+  SmallVector<AffineExpr> windowCoords;
+  SmallVector<int64_t> windowBounds;
   int64_t count = 0;
   if (auto reduce = dyn_cast<ReduceOp>(root)) {
     ArrayRef<int64_t> in = shapeOf(reduce.getInput());
@@ -416,6 +467,21 @@ func::FuncOp buildContractionFunction(KernelOp kernel, Operation *root, OpBuilde
                            : keptCoords[k++]);
     operands.push_back({reduce.getInput(), linearize(in, coords, ctx)});
     count = reduce.getReducedCount();
+  } else if (auto pool = dyn_cast<Pool2dOp>(root)) {
+    // The window element's index, unguarded: loads are clamped and the
+    // padding value substituted in the loop below.
+    ArrayRef<int64_t> x = shapeOf(pool.getInput());
+    SmallVector<AffineExpr> out = delinearize(d0, shapeOf(pool.getResult()));
+    SmallVector<AffineExpr> win = delinearize(d1, pool.getKernel());
+    AffineExpr h = out[2] * pool.getStrides()[0] - pool.getPadding()[0] + win[0];
+    AffineExpr w = out[3] * pool.getStrides()[1] - pool.getPadding()[1] + win[1];
+    operands.push_back({pool.getInput(), ((out[0] * x[1] + out[1]) * x[2] + h) * x[3] + w});
+    windowCoords = {h, w};
+    windowBounds = {x[2], x[3]};
+    count = pool.getKernel()[0] * pool.getKernel()[1];
+  } else if (auto conv = dyn_cast<Conv2dOp>(root)) {
+    ArrayRef<int64_t> w = shapeOf(conv.getFilter());
+    count = w[1] * w[2] * w[3]; // loads are guarded: built in the loop below
   } else {
     auto matmul = cast<MatmulOp>(root);
     ArrayRef<int64_t> a = shapeOf(matmul.getLhs()), b = shapeOf(matmul.getRhs()),
@@ -474,13 +540,20 @@ func::FuncOp buildContractionFunction(KernelOp kernel, Operation *root, OpBuilde
   Value zero = index(0), one = index(1), resultCount = index(results), reducedCount = index(count);
   Type type = cast<RankedTensorType>(rootValue.getType()).getElementType();
   auto reduce = dyn_cast<ReduceOp>(root);
-  ReduceKind kind = reduce ? reduce.getKind() : ReduceKind::sum;
+  auto pool = dyn_cast<Pool2dOp>(root);
+  ReduceKind kind = reduce ? reduce.getKind() : pool ? pool.getKind() : ReduceKind::sum;
   size_t numInputs = kernel.getInputs().size();
   auto loadAll = [&](OpBuilder &lb, Location lloc, FlatEvaluator &evaluator, ValueRange dims) {
     SmallVector<Value> loads;
     for (auto [arg, expr] : evaluator.getAccesses()) {
       Value at = affine::AffineApplyOp::create(
           lb, lloc, AffineMap::get(dims.size(), 0, expr), dims);
+      if (!windowCoords.empty()) { // padding: read in bounds, replaced below
+        int64_t size = cast<MemRefType>(entry->getArgument(arg).getType()).getNumElements();
+        at = arith::MaxSIOp::create(lb, lloc, at, arith::ConstantIndexOp::create(lb, lloc, 0));
+        at = arith::MinSIOp::create(lb, lloc, at,
+                                    arith::ConstantIndexOp::create(lb, lloc, size - 1));
+      }
       loads.push_back(memref::LoadOp::create(lb, lloc, entry->getArgument(arg), at));
     }
     return loads;
@@ -496,13 +569,36 @@ func::FuncOp buildContractionFunction(KernelOp kernel, Operation *root, OpBuilde
               SmallVector<Value> values;
               for (auto &[value, expr] : operands)
                 values.push_back(inner.emit(fb, value, expr, loads, failedOp));
+              if (auto conv = dyn_cast<Conv2dOp>(root)) {
+                auto pair = convOperands(fb, floc, conv, entry, outer[0], red, failedOp);
+                values = {pair.first, pair.second};
+              }
               if (llvm::is_contained(values, Value())) {
                 scf::YieldOp::create(fb, floc, acc[0]);
                 return;
               }
               Value v = values[0];
-              if (!reduce) // a contraction: the product of its two operands
+              if (!reduce && !pool) // a contraction: the product of its two operands
                 v = arith::MulFOp::create(fb, floc, values[0], values[1]);
+              if (pool) {
+                Value valid;
+                for (auto [coord, bound] : llvm::zip(windowCoords, windowBounds)) {
+                  Value c = affine::AffineApplyOp::create(
+                      fb, floc, AffineMap::get(2, 0, simplifyAffineExpr(coord, 2, 0)),
+                      ValueRange{outer[0], red});
+                  Value inside = arith::AndIOp::create(
+                      fb, floc,
+                      arith::CmpIOp::create(fb, floc, arith::CmpIPredicate::sge, c,
+                                            arith::ConstantIndexOp::create(fb, floc, 0)),
+                      arith::CmpIOp::create(fb, floc, arith::CmpIPredicate::slt, c,
+                                            arith::ConstantIndexOp::create(fb, floc, bound)));
+                  valid = valid ? arith::AndIOp::create(fb, floc, valid, inside) : inside;
+                }
+                v = arith::SelectOp::create(fb, floc, valid, v,
+                                            kind == ReduceKind::max
+                                                ? reductionInit(fb, floc, kind, type)
+                                                : floatConstant(fb, floc, type, 0.0));
+              }
               if (kind == ReduceKind::mean) // a sum of v / n: no pass to divide after
                 v = arith::MulFOp::create(fb, floc, v, floatConstant(fb, floc, type, 1.0 / count));
               scf::YieldOp::create(fb, floc, reductionStep(fb, floc, kind, acc[0], v));

@@ -132,23 +132,40 @@ void materialize(Group &group) {
     op->erase();
 }
 
+/// Whether a view of `group` consumes `op`'s result, directly or through
+/// other members (views on other inputs, such as reshaped parameters, are
+/// fine).
+bool viewAfter(const Group &group, Operation *op) {
+  llvm::SmallPtrSet<Operation *, 16> members(group.ops.begin(), group.ops.end());
+  SmallVector<Operation *> work(op->getUsers().begin(), op->getUsers().end());
+  llvm::SmallPtrSet<Operation *, 16> seen;
+  while (!work.empty()) {
+    Operation *user = work.pop_back_val();
+    if (!members.contains(user) || !seen.insert(user).second)
+      continue;
+    if (user->hasTrait<View>())
+      return true;
+    work.append(user->getUsers().begin(), user->getUsers().end());
+  }
+  return false;
+}
+
 /// Whether `op`, all of whose users are in `group`, joins it.
 bool joins(const Group &group, Operation *op, bool readByHost) {
   if (!group.device.isSameDevice(deviceOf(op)))
     return false;
   bool sameShape = shapeOf(op) == group.shape;
-  if (group.reduction)
-    return !readByHost;
+  if (group.reduction) // one root per kernel: no contraction in a prologue
+    return !readByHost && !op->hasTrait<Contraction>();
   bool feedsContraction = llvm::any_of(op->getUsers(), [&](Operation *user) {
     return user == group.contraction || group.prologue.contains(user);
   });
-  if (feedsContraction)
-    return op->hasTrait<View>() && !readByHost;
+  if (feedsContraction) // a convolution reads its operands as they are
+    return op->hasTrait<View>() && !readByHost && !isa<Conv2dOp>(group.contraction);
   if (op->hasTrait<Contraction>()) {
     // The epilogue must read the product at the iteration point: same shape,
     // consumers of that shape, and no view between it and the results.
-    return !group.contraction && sameShape &&
-           llvm::none_of(group.ops, [](Operation *m) { return m->hasTrait<View>(); }) &&
+    return !group.contraction && sameShape && !viewAfter(group, op) &&
            llvm::all_of(op->getUsers(), [&](Operation *user) {
              return isa<func::ReturnOp>(user) || shapeOf(user) == group.shape;
            });

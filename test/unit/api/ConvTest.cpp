@@ -1,0 +1,170 @@
+// Convolution and pooling on every device: exact on small integers (stride,
+// padding, dilation, groups, depthwise), pooling with padding, and a CNN
+// block (conv, batch norm, ReLU, max pooling) with its kernel count.
+
+#include "TestUtil.h"
+
+#include <random>
+
+using namespace kiln;
+using kiln::test::allClose;
+
+namespace {
+class ConvOnEveryDevice : public ::testing::TestWithParam<int> {
+protected:
+  void SetUp() override {
+    auto all = kiln::test::availableDevices();
+    if (static_cast<size_t>(GetParam()) >= all.size())
+      GTEST_SKIP() << "no device #" << GetParam() << " (found " << all.size() << ")";
+    device = std::make_unique<Device>(all[GetParam()]);
+  }
+  std::unique_ptr<Device> device;
+};
+
+std::vector<float> smallIntegers(size_t n, std::mt19937 &rng) {
+  std::uniform_int_distribution<int> dist(-3, 3);
+  std::vector<float> v(n);
+  for (float &x : v)
+    x = float(dist(rng));
+  return v;
+}
+
+struct ConvCase {
+  int64_t n, c, h, w, cout, kh, kw;
+  std::array<int64_t, 2> stride, padding, dilation;
+  int64_t groups;
+};
+
+std::vector<double> convReference(const std::vector<float> &x, const std::vector<float> &f,
+                                  const ConvCase &k, int64_t ho, int64_t wo) {
+  std::vector<double> y(k.n * k.cout * ho * wo, 0);
+  int64_t cg = k.c / k.groups, per = k.cout / k.groups;
+  for (int64_t n = 0; n < k.n; ++n)
+    for (int64_t co = 0; co < k.cout; ++co)
+      for (int64_t i = 0; i < ho; ++i)
+        for (int64_t j = 0; j < wo; ++j) {
+          double acc = 0;
+          for (int64_t ci = 0; ci < cg; ++ci)
+            for (int64_t a = 0; a < k.kh; ++a)
+              for (int64_t b = 0; b < k.kw; ++b) {
+                int64_t hh = i * k.stride[0] - k.padding[0] + a * k.dilation[0];
+                int64_t ww = j * k.stride[1] - k.padding[1] + b * k.dilation[1];
+                if (hh < 0 || hh >= k.h || ww < 0 || ww >= k.w)
+                  continue;
+                int64_t ch = (co / per) * cg + ci;
+                acc += double(x[((n * k.c + ch) * k.h + hh) * k.w + ww]) *
+                       f[((co * cg + ci) * k.kh + a) * k.kw + b];
+              }
+          y[((n * k.cout + co) * ho + i) * wo + j] = acc;
+        }
+  return y;
+}
+
+TEST_P(ConvOnEveryDevice, ExactOnSmallIntegers) {
+  std::mt19937 rng(3);
+  ConvCase cases[] = {
+      {2, 3, 7, 9, 4, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1},
+      {1, 4, 13, 8, 6, 3, 2, {2, 1}, {1, 0}, {1, 2}, 2},
+      {1, 5, 7, 7, 5, 3, 3, {1, 1}, {1, 1}, {1, 1}, 5}, // depthwise
+      {1, 1, 1, 1, 1, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1},
+  };
+  for (const ConvCase &k : cases) {
+    std::vector<float> xs = smallIntegers(k.n * k.c * k.h * k.w, rng);
+    std::vector<float> fs = smallIntegers(k.cout * (k.c / k.groups) * k.kh * k.kw, rng);
+    Tensor x = Tensor::from(xs, {k.n, k.c, k.h, k.w}, *device);
+    Tensor f = Tensor::from(fs, {k.cout, k.c / k.groups, k.kh, k.kw});
+    Tensor y = conv2d(x, f, k.stride, k.padding, k.dilation, k.groups);
+    std::vector<float> got = y.to_vector<float>();
+    std::vector<double> want = convReference(xs, fs, k, y.shape()[2], y.shape()[3]);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i)
+      ASSERT_EQ(got[i], want[i]) << "groups " << k.groups << " at " << i;
+  }
+}
+
+TEST_P(ConvOnEveryDevice, PoolingWithPadding) {
+  Tensor x = Tensor::randn({2, 3, 7, 9}, *device);
+  std::vector<float> xs = x.to_vector<float>();
+  Tensor mx = max_pool2d(x, {3, 3}, {2, 2}, {1, 1});
+  Tensor av = avg_pool2d(x, {3, 3}, {2, 2}, {1, 1});
+  EXPECT_EQ(mx.shape(), (Shape{2, 3, 4, 5}));
+  std::vector<double> wantMax, wantAvg;
+  for (int n = 0; n < 2; ++n)
+    for (int c = 0; c < 3; ++c)
+      for (int i = 0; i < 4; ++i)
+        for (int j = 0; j < 5; ++j) {
+          double m = -INFINITY, s = 0;
+          for (int a = 0; a < 3; ++a)
+            for (int b = 0; b < 3; ++b) {
+              int h = i * 2 - 1 + a, w = j * 2 - 1 + b;
+              if (h < 0 || h >= 7 || w < 0 || w >= 9)
+                continue;
+              double v = xs[((n * 3 + c) * 7 + h) * 9 + w];
+              m = std::max(m, v);
+              s += v;
+            }
+          wantMax.push_back(m);
+          wantAvg.push_back(s / 9.0);
+        }
+  EXPECT_TRUE(allClose(mx.to_vector<float>(), wantMax));
+  EXPECT_TRUE(allClose(av.to_vector<float>(), wantAvg));
+  std::vector<double> gap;
+  for (int nc = 0; nc < 6; ++nc) {
+    double s = 0;
+    for (int k = 0; k < 63; ++k)
+      s += xs[nc * 63 + k];
+    gap.push_back(s / 63);
+  }
+  EXPECT_TRUE(allClose(global_avg_pool2d(x).to_vector<float>(), gap));
+}
+
+TEST_P(ConvOnEveryDevice, CnnBlockKernelCount) {
+  // conv -> batch norm -> ReLU -> 2x2 max pool: the conv, then one kernel
+  // for the pooling with batch norm and ReLU fused in front of it.
+  Tensor x = Tensor::randn({2, 3, 16, 16}, *device);
+  Tensor w = Tensor::randn({8, 3, 3, 3});
+  Tensor mean = Tensor::randn({8}), var = Tensor::rand({8}) + 0.5f;
+  Tensor gamma = Tensor::randn({8}), beta = Tensor::randn({8});
+  Tensor y = max_pool2d(relu(batch_norm(conv2d(x, w, {1, 1}, {1, 1}), mean, var, gamma, beta)),
+                        {2, 2}, {2, 2});
+  reset_stats();
+  std::vector<float> got = y.to_vector<float>();
+  EXPECT_EQ(stats().kernels_dispatched, 2u);
+
+  std::vector<float> xs = x.to_vector<float>(), ws = w.to_vector<float>(),
+                     ms = mean.to_vector<float>(), vs = var.to_vector<float>(),
+                     gs = gamma.to_vector<float>(), bs = beta.to_vector<float>();
+  ConvCase k{2, 3, 16, 16, 8, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1};
+  std::vector<double> conv = convReference(xs, ws, k, 16, 16);
+  std::vector<double> want;
+  for (int n = 0; n < 2; ++n)
+    for (int c = 0; c < 8; ++c)
+      for (int i = 0; i < 8; ++i)
+        for (int j = 0; j < 8; ++j) {
+          double m = -INFINITY;
+          for (int a = 0; a < 2; ++a)
+            for (int b = 0; b < 2; ++b) {
+              double v = conv[((n * 8 + c) * 16 + 2 * i + a) * 16 + 2 * j + b];
+              v = (v - ms[c]) / std::sqrt(double(vs[c]) + 1e-5) * gs[c] + bs[c];
+              m = std::max(m, std::max(v, 0.0));
+            }
+          want.push_back(m);
+        }
+  EXPECT_TRUE(allClose(got, want, 1e-4, 1e-5));
+}
+
+INSTANTIATE_TEST_SUITE_P(Devices, ConvOnEveryDevice, ::testing::Range(0, 3),
+                         [](const ::testing::TestParamInfo<int> &info) {
+                           return "device" + std::to_string(info.param);
+                         });
+
+TEST(Conv, ShapeErrors) {
+  EXPECT_THROW(conv2d(Tensor::zeros({1, 3, 5, 5}), Tensor::zeros({4, 2, 3, 3})), Error);
+  EXPECT_THROW(conv2d(Tensor::zeros({1, 3, 2, 2}), Tensor::zeros({4, 3, 3, 3})), Error);
+  EXPECT_THROW(conv2d(Tensor::zeros({3, 5, 5}), Tensor::zeros({4, 3, 3, 3})), Error);
+  EXPECT_THROW(max_pool2d(Tensor::zeros({1, 1, 4, 4}), {2, 2}, {0, 1}), Error);
+  EXPECT_EQ(conv2d(Tensor::zeros({1, 4, 9, 9}), Tensor::zeros({8, 1, 3, 3}), {2, 2}, {1, 1},
+                   {1, 1}, 4).shape(),
+            (Shape{1, 8, 5, 5}));
+}
+} // namespace
