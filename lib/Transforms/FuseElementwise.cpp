@@ -150,6 +150,61 @@ bool viewAfter(const Group &group, Operation *op) {
   return false;
 }
 
+void addMember(Group &group, Operation *op) {
+  if (op->hasTrait<Contraction>())
+    group.contraction = op;
+  if (llvm::any_of(op->getUsers(), [&](Operation *user) {
+        return user == group.contraction || group.prologue.contains(user);
+      }))
+    group.prologue.insert(op);
+  group.ops.push_back(op);
+}
+
+bool joins(const Group &group, Operation *op, bool readByHost);
+
+/// An elementwise op (or view) whose users are in several kernels is copied
+/// into each of them instead of being written out and read back: it is
+/// cheaper to recompute than a round trip through memory (softmax's
+/// exp(x - max) feeds both its sum and its division; layer norm's centered
+/// input both its variance and its normalization). Its operands then have
+/// several users in turn and are considered the same way. Users in kernels
+/// that refuse the copy (a matmul takes only views in front) keep the
+/// original, which becomes a kernel of its own.
+bool recomputeInUsers(Operation *op, SmallVector<Group> &groups,
+                      DenseMap<Operation *, int> &groupOf) {
+  if (!op->hasTrait<Elementwise>() && !op->hasTrait<View>())
+    return false;
+  llvm::SetVector<int> targets;
+  for (Operation *user : op->getUsers()) {
+    auto it = groupOf.find(user);
+    if (it == groupOf.end())
+      return false; // read by the host or by an op outside every kernel
+    targets.insert(it->second);
+  }
+  if (targets.size() < 2 || targets.size() > 4)
+    return false;
+  bool kept = false;
+  for (int target : targets) {
+    Group &group = groups[target];
+    if (!joins(group, op, /*readByHost=*/false)) {
+      kept = true;
+      continue;
+    }
+    OpBuilder builder(op);
+    Operation *copy = builder.clone(*op);
+    op->getResult(0).replaceUsesWithIf(copy->getResult(0), [&](OpOperand &use) {
+      auto it = groupOf.find(use.getOwner());
+      return it != groupOf.end() && it->second == target;
+    });
+    addMember(group, copy);
+    groupOf[copy] = target;
+  }
+  if (kept)
+    return false; // the remaining users share the original, in its own kernel
+  op->erase();
+  return true;
+}
+
 /// Whether `op`, all of whose users are in `group`, joins it.
 bool joins(const Group &group, Operation *op, bool readByHost) {
   if (!group.device.isSameDevice(deviceOf(op)))
@@ -196,17 +251,12 @@ struct FuseElementwisePass
       // kernel, not an epilogue recomputing it per element).
       int target = op->hasTrait<Reduction>() ? -1 : commonUserGroup(op, groupOf, readByHost);
       if (target != -1 && joins(groups[target], op, readByHost)) {
-        Group &group = groups[target];
-        if (op->hasTrait<Contraction>())
-          group.contraction = op;
-        if (llvm::any_of(op->getUsers(), [&](Operation *user) {
-              return user == group.contraction || group.prologue.contains(user);
-            }))
-          group.prologue.insert(op);
-        group.ops.push_back(op);
+        addMember(groups[target], op);
         groupOf[op] = target;
         continue;
       }
+      if (target == -1 && recomputeInUsers(op, groups, groupOf))
+        continue;
       groupOf[op] = groups.size();
       Group group{deviceOf(op), shapeOf(op), op->hasTrait<Reduction>()};
       group.ops.push_back(op);

@@ -48,7 +48,8 @@ def KilnFuseElementwise : Pass<"kiln-fuse-elementwise", "mlir::func::FuncOp"> {
   let description = [{
     Walks the placed graph from its results upwards. An elementwise op joins
     the kernel of its users when all of them are in one kernel on the same
-    device; a value needed outside a kernel (read by the host) is a kernel
+    device; when its users are in a few different kernels it is recomputed
+    in each (cheaper than a round trip through memory); a value needed outside a kernel (read by the host) is a kernel
     result, and must then have the kernel's iteration shape. Splat constants
     are copied into every kernel that uses them; other constants, inputs and
     transfers stay outside as kernel operands. Views (transpose, reshape,

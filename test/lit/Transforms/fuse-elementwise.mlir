@@ -34,8 +34,8 @@ func.func @chain_with_broadcast() -> tensor<64x32xf32> {
 
 // -----
 
-// A value used by two different kernels is not duplicated: it ends its own
-// kernel, and both consumers read it.
+// A cheap value used by two different kernels is recomputed in each rather
+// than written out and read back.
 // CHECK-LABEL: func.func @shared_producer
 func.func @shared_producer() -> (tensor<8xf32>, tensor<4x8xf32>) {
   %x = kiln.input 0 : tensor<8xf32>
@@ -44,12 +44,28 @@ func.func @shared_producer() -> (tensor<8xf32>, tensor<4x8xf32>) {
   %a = kiln.neg %e : tensor<8xf32>
   %b = kiln.add %y, %e : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xf32>
   return %a, %b : tensor<8xf32>, tensor<4x8xf32>
+  // CHECK: %[[X:.*]] = kiln.input 0
+  // CHECK-DAG: %[[A:.*]] = kiln.kernel {{.*}}(%[[X]]) : (tensor<8xf32>) -> tensor<8xf32>
+  // CHECK-DAG: %[[B:.*]] = kiln.kernel {{.*}}(%[[X]], %{{.*}}) : (tensor<8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  // CHECK: return %[[A]], %[[B]]
+}
+
+// -----
+
+// A shared value the host also reads is written out once and reused.
+// CHECK-LABEL: func.func @shared_and_read
+func.func @shared_and_read() -> (tensor<8xf32>, tensor<8xf32>, tensor<4x8xf32>) {
+  %x = kiln.input 0 : tensor<8xf32>
+  %y = kiln.input 1 : tensor<4x8xf32>
+  %e = kiln.exp %x : tensor<8xf32>
+  %a = kiln.neg %e : tensor<8xf32>
+  %b = kiln.add %y, %e : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xf32>
+  return %e, %a, %b : tensor<8xf32>, tensor<8xf32>, tensor<4x8xf32>
   // CHECK: %[[E:.*]] = kiln.kernel {{.*}} -> tensor<8xf32>
   // CHECK-NEXT: ^bb0
   // CHECK-NEXT: kiln.exp
-  // CHECK-DAG: %[[A:.*]] = kiln.kernel {{.*}}(%[[E]]) : (tensor<8xf32>) -> tensor<8xf32>
-  // CHECK-DAG: %[[B:.*]] = kiln.kernel {{.*}}(%{{.*}}, %[[E]]) : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
-  // CHECK: return %[[A]], %[[B]]
+  // CHECK-DAG: kiln.kernel {{.*}}(%[[E]]) : (tensor<8xf32>) -> tensor<8xf32>
+  // CHECK-DAG: kiln.kernel {{.*}}(%{{.*}}, %[[E]]) : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
 }
 
 // -----
