@@ -123,6 +123,22 @@ def Kiln_MaxOp : Kiln_BinaryOp<"max", "the larger of a and b (NaN propagates)">;
 def Kiln_MinOp : Kiln_BinaryOp<"min", "the smaller of a and b (NaN propagates)">;
 def Kiln_PowOp : Kiln_BinaryOp<"pow", "a raised to b">;
 
+def Kiln_CastOp : Kiln_Op<"cast", [Pure, Kiln_Elementwise, SameOperandsAndResultShape]> {
+  let summary = "convert elements between f32, f16, i32 and i1";
+  let description = [{
+    Float to integer truncates toward zero; anything to i1 is "not zero";
+    i1 to a number is 0 or 1.
+    ```mlir
+    %h = kiln.cast %x : tensor<4xf32> -> tensor<4xf16>
+    ```
+  }];
+  let arguments = (ins Kiln_AnyTensor:$input, OptionalAttr<Kiln_DeviceAttr>:$device);
+  let results = (outs Kiln_AnyTensor:$result);
+  let assemblyFormat = [{
+    $input (`on` custom<Device>($device)^)? attr-dict `:` type($input) `->` type($result)
+  }];
+}
+
 def Kiln_CmpOp : Kiln_Op<"cmp", [Pure, Kiln_Elementwise]> {
   let summary = "elementwise comparison with broadcasting";
   let description = [{

@@ -74,6 +74,10 @@ public:
   Tensor slice(int64_t dim, std::optional<int64_t> start, std::optional<int64_t> end,
                int64_t step = 1, Loc loc = Loc::current()) const;
 
+  /// The elements converted to `dtype` (float to i32 truncates toward zero;
+  /// to bool is "not zero").
+  Tensor to(DType dtype, Loc loc = Loc::current()) const;
+
   /// A copy committed to `device` (no copy if it is already there).
   Tensor to(const Device &device, Loc loc = Loc::current()) const;
 

@@ -88,10 +88,13 @@ Tensor random(Shape shape, std::optional<Device> device, std::source_location lo
   return input(std::move(data), std::move(shape), std::move(device), loc);
 }
 
+bool isFloat(DType dtype) { return dtype == DType::f32 || dtype == DType::f16; }
+
 Tensor unary(const char *op, const Tensor &x, std::source_location loc) {
   const Node &in = nodeOf(x, loc);
-  if (in.dtype == DType::boolean)
-    throw Error(sitePrefix(loc) + op + " needs a floating-point tensor, got a boolean one");
+  if (!isFloat(in.dtype))
+    throw Error(sitePrefix(loc) + op + " needs a floating-point tensor, got " +
+                dtype_name(in.dtype) + " (convert it with .to(DType::f32))");
   auto node = std::make_shared<Node>();
   node->kind = OpKind::Unary;
   node->op = op;
@@ -129,9 +132,10 @@ Shape broadcast(const std::vector<const Node *> &nodes, const char *op,
 Tensor binary(OpKind kind, const char *op, const Tensor &a, const Tensor &b,
               std::source_location loc) {
   const Node &l = nodeOf(a, loc), &r = nodeOf(b, loc);
-  if (l.dtype != r.dtype || l.dtype == DType::boolean)
+  if (l.dtype != r.dtype || !isFloat(l.dtype))
     throw Error(sitePrefix(loc) + op + " needs two floating-point tensors of one dtype, got " +
-                dtype_name(l.dtype) + " and " + dtype_name(r.dtype));
+                dtype_name(l.dtype) + " and " + dtype_name(r.dtype) +
+                " (convert one with .to(DType::...))");
   auto node = std::make_shared<Node>();
   node->kind = kind;
   node->op = op;
@@ -334,6 +338,20 @@ Tensor Tensor::slice(int64_t dim, std::optional<int64_t> start, std::optional<in
   node->steps.assign(in.shape.size(), 1);
   node->starts[dim] = count ? first : 0;
   node->steps[dim] = step;
+  return Tensor(node);
+}
+
+Tensor Tensor::to(DType dtype, Loc loc) const {
+  const Node &in = nodeOf(*this, loc);
+  if (in.dtype == dtype)
+    return *this;
+  auto node = std::make_shared<Node>();
+  node->kind = OpKind::Unary;
+  node->op = "cast";
+  node->operands = {node_};
+  node->shape = in.shape;
+  node->dtype = dtype;
+  node->loc = loc;
   return Tensor(node);
 }
 

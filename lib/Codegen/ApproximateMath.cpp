@@ -41,6 +41,9 @@ struct ApproximateMathPass
       populatePolynomialApproximateTanhPattern(patterns);
       populatePolynomialApproximateErfPattern(patterns);
     } else {
+      // f16 math is computed in f32 (as PyTorch does): math-to-spirv leaves
+      // casts it cannot legalize for f16 transcendentals.
+      populateMathF32ExpansionPatterns(patterns, [](StringRef) { return true; });
       populatePolynomialApproximateErfPattern(patterns);
     }
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))

@@ -107,6 +107,33 @@ arith::CmpFPredicate toArith(CmpPredicate predicate) {
   llvm_unreachable("unknown predicate");
 }
 
+/// Element conversion between f32, f16, i32 and i1.
+Value castScalar(OpBuilder &b, Location loc, Value v, Type to) {
+  Type from = v.getType();
+  if (from == to)
+    return v;
+  // Scalars only: kernels with casts use the flat layout (supportsVector4).
+  auto isFloat = [](Type t) { return isa<FloatType>(getElementTypeOrSelf(t)); };
+  auto zero = [&](Type t) -> Value {
+    return isFloat(t) ? floatConstant(b, loc, t, 0.0)
+                      : arith::ConstantOp::create(b, loc, b.getIntegerAttr(t, 0)).getResult();
+  };
+  if (to.isInteger(1))
+    return isFloat(from)
+               ? arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNE, v, zero(from)).getResult()
+               : arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, v, zero(from)).getResult();
+  if (from.isInteger(1))
+    return isFloat(to) ? arith::UIToFPOp::create(b, loc, to, v).getResult()
+                       : arith::ExtUIOp::create(b, loc, to, v).getResult();
+  if (isFloat(from) && isFloat(to))
+    return from.getIntOrFloatBitWidth() < to.getIntOrFloatBitWidth()
+               ? arith::ExtFOp::create(b, loc, to, v).getResult()
+               : arith::TruncFOp::create(b, loc, to, v).getResult();
+  if (isFloat(from))
+    return arith::FPToSIOp::create(b, loc, to, v);
+  return arith::SIToFPOp::create(b, loc, to, v);
+}
+
 /// The computation of one kiln op on one element (lanes == 1) or on a
 /// vector of `lanes` elements; null when unsupported.
 Value emitScalar(OpBuilder &b, Operation *op, ValueRange args, int64_t lanes = 1) {
@@ -124,7 +151,13 @@ Value emitScalar(OpBuilder &b, Operation *op, ValueRange args, int64_t lanes = 1
         return arith::ConstantOp::create(b, loc, splat);
       })
       .Case([&](NegOp) { return arith::NegFOp::create(b, loc, args[0]); })
-      .Case([&](AbsOp) { return math::AbsFOp::create(b, loc, args[0]); })
+      .Case([&](AbsOp) -> Value {
+        // math.absf on f16 has no SPIR-V lowering in MLIR 22: max(x, -x)
+        // (NaN stays NaN, -0 becomes +0).
+        if (getElementTypeOrSelf(type).isF32())
+          return math::AbsFOp::create(b, loc, args[0]);
+        return arith::MaximumFOp::create(b, loc, args[0], arith::NegFOp::create(b, loc, args[0]));
+      })
       .Case([&](ExpOp) { return math::ExpOp::create(b, loc, args[0]); })
       .Case([&](LogOp) { return math::LogOp::create(b, loc, args[0]); })
       .Case([&](SqrtOp) { return math::SqrtOp::create(b, loc, args[0]); })
@@ -156,6 +189,7 @@ Value emitScalar(OpBuilder &b, Operation *op, ValueRange args, int64_t lanes = 1
       .Case([&](MaxOp) { return arith::MaximumFOp::create(b, loc, args[0], args[1]); })
       .Case([&](MinOp) { return arith::MinimumFOp::create(b, loc, args[0], args[1]); })
       .Case([&](PowOp) { return math::PowFOp::create(b, loc, args[0], args[1]); })
+      .Case([&](CastOp) { return castScalar(b, loc, args[0], type); })
       .Case([&](CmpOp c) {
         return arith::CmpFOp::create(b, loc, toArith(c.getPredicate()), args[0],
                                      args[1]);
@@ -172,7 +206,8 @@ bool kiln::supportsVector4(KernelOp kernel) {
   ArrayRef<int64_t> space =
       cast<RankedTensorType>(kernel.getResult(0).getType()).getShape();
   bool views = llvm::any_of(kernel.getBody().front(), [](Operation &op) {
-    return op.hasTrait<View>() || op.hasTrait<Reduction>() || op.hasTrait<Contraction>();
+    return op.hasTrait<View>() || op.hasTrait<Reduction>() || op.hasTrait<Contraction>() ||
+           isa<CastOp>(op);
   });
   return !views && !space.empty() && space.back() % 4 == 0 &&
          llvm::all_of(kernel.getInputs().getTypes(), f32) &&

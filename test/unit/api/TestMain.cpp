@@ -1,6 +1,7 @@
 // Test main: a private cache folder for Mesa, two logical devices per
 // adapter (so cross-device graphs exist on one GPU), the Khronos validation
-// layer on, and a final check that it reported nothing.
+// layer on (and a final check that it reported nothing), and kernel results
+// poisoned with NaN before each run.
 
 #include "kiln/runtime/Vulkan.h"
 
@@ -29,6 +30,7 @@ int main(int argc, char **argv) {
   setenv("MESA_SHADER_CACHE_DIR", (dir + "/mesa").c_str(), 1);
   setenv("KILN_VIRTUAL_DEVICES", "2", 0);
   setenv("KILN_VULKAN_VALIDATION", "1", 0);
+  setenv("KILN_POISON_OUTPUTS", "1", 0); // unwritten results read as NaN
   unsetenv("KILN_DEVICE");
   unsetenv("KILN_TRANSFER_POLICY");
   ::testing::InitGoogleTest(&argc, argv);

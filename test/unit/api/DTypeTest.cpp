@@ -1,0 +1,69 @@
+// Casts between f32, f16, i32 and bool, and f16 math, on every device.
+
+#include "TestUtil.h"
+
+using namespace kiln;
+using kiln::test::allClose;
+
+namespace {
+class DTypeOnEveryDevice : public ::testing::TestWithParam<int> {
+protected:
+  void SetUp() override {
+    auto all = kiln::test::availableDevices();
+    if (static_cast<size_t>(GetParam()) >= all.size())
+      GTEST_SKIP() << "no device #" << GetParam() << " (found " << all.size() << ")";
+    device = std::make_unique<Device>(all[GetParam()]);
+  }
+  std::unique_ptr<Device> device;
+};
+
+TEST_P(DTypeOnEveryDevice, CastsFollowTheirRules) {
+  std::vector<float> xs = {-2.75f, -1.0f, -0.5f, 0.0f, 0.25f, 1.5f, 3.99f, 65504.0f, 1e-6f};
+  Tensor x = Tensor::from(xs, {9}, *device);
+  // f32 -> i32 truncates toward zero.
+  Tensor i = x.to(DType::i32);
+  EXPECT_EQ(i.dtype(), DType::i32);
+  std::vector<float> ints = i.to_vector<float>();
+  for (size_t k = 0; k < xs.size(); ++k)
+    EXPECT_EQ(ints[k], std::trunc(xs[k])) << xs[k];
+  // -> bool is "not zero"; bool -> f32 is 0 or 1.
+  std::vector<float> flags = x.to(DType::boolean).to(DType::f32).to_vector<float>();
+  for (size_t k = 0; k < xs.size(); ++k)
+    EXPECT_EQ(flags[k], xs[k] != 0 ? 1.0f : 0.0f);
+  // f16 round trip: within half precision (2^-11 relative), 1e-6 underflows
+  // to a half subnormal.
+  std::vector<float> halves = x.to(DType::f16).to_vector<float>();
+  for (size_t k = 0; k < xs.size(); ++k)
+    EXPECT_NEAR(halves[k], xs[k], std::abs(xs[k]) * 4.9e-4 + 6e-8) << xs[k];
+  std::vector<float> back = x.to(DType::f16).to(DType::i32).to(DType::f32).to_vector<float>();
+  EXPECT_EQ(back[0], -2.0f);
+}
+
+TEST_P(DTypeOnEveryDevice, HalfPrecisionMathWithinTolerance) {
+  Tensor x = Tensor::randn({33, 65}, *device);
+  std::vector<float> xs = x.to_vector<float>();
+  Tensor h = x.to(DType::f16);
+  Tensor y = kiln::tanh(h * h.slice(1, 0, 1).broadcast_to({33, 65})) + kiln::exp(-kiln::abs(h));
+  EXPECT_EQ(y.dtype(), DType::f16);
+  std::vector<float> got = y.to_vector<float>();
+  std::vector<double> want;
+  for (int i = 0; i < 33; ++i)
+    for (int j = 0; j < 65; ++j) {
+      double v = xs[i * 65 + j];
+      want.push_back(std::tanh(v * xs[i * 65]) + std::exp(-std::abs(v)));
+    }
+  EXPECT_TRUE(allClose(got, want, 1e-2, 1e-3)); // the f16 row of the tolerance table
+}
+
+INSTANTIATE_TEST_SUITE_P(Devices, DTypeOnEveryDevice, ::testing::Range(0, 3),
+                         [](const ::testing::TestParamInfo<int> &info) {
+                           return "device" + std::to_string(info.param);
+                         });
+
+TEST(DType, MathOnIntegersNeedsACast) {
+  Tensor i = Tensor::zeros({4}).to(DType::i32);
+  EXPECT_THROW(kiln::exp(i), Error);
+  EXPECT_THROW(i + i, Error);
+  EXPECT_NO_THROW(i.to(DType::f32) + 1.0f);
+}
+} // namespace
