@@ -310,25 +310,42 @@ AffineExpr kiln::viewSourceIndex(Operation *view, AffineExpr index) {
 // Reductions
 //===----------------------------------------------------------------------===//
 
-LogicalResult ReduceOp::verify() {
-  ArrayRef<int64_t> in = shapeOf(getInput()), axes = getAxes();
+/// Shared by reduce and arg_reduce: axes sorted and inside the rank, and
+/// the result shape they imply.
+static LogicalResult verifyReducedShape(Operation *op, ArrayRef<int64_t> in,
+                                        ArrayRef<int64_t> axes, bool keepdims,
+                                        ArrayRef<int64_t> result) {
   SmallVector<int64_t> expected;
   for (size_t i = 0; i < axes.size(); ++i)
     if (axes[i] < 0 || axes[i] >= static_cast<int64_t>(in.size()) ||
         (i && axes[i] <= axes[i - 1]))
-      return emitOpError("axes ") << shapeString(axes)
-                                  << " must be sorted, distinct and inside the rank "
-                                  << in.size();
+      return op->emitOpError("axes ") << shapeString(axes)
+                                      << " must be sorted, distinct and inside the rank "
+                                      << in.size();
   for (size_t d = 0; d < in.size(); ++d) {
     bool reduced = llvm::is_contained(axes, static_cast<int64_t>(d));
     if (!reduced)
       expected.push_back(in[d]);
-    else if (getKeepdims())
+    else if (keepdims)
       expected.push_back(1);
   }
-  if (ArrayRef<int64_t>(expected) != shapeOf(getResult()))
-    return emitOpError("result shape ") << shapeString(shapeOf(getResult())) << " should be "
-                                        << shapeString(expected);
+  if (ArrayRef<int64_t>(expected) != result)
+    return op->emitOpError("result shape ") << shapeString(result) << " should be "
+                                            << shapeString(expected);
+  return success();
+}
+
+LogicalResult ArgReduceOp::verify() {
+  if (getKind() != ReduceKind::max && getKind() != ReduceKind::min)
+    return emitOpError("arg_reduce is max or min");
+  return verifyReducedShape(*this, shapeOf(getInput()), getAxes(), getKeepdims(),
+                            shapeOf(getResult()));
+}
+
+LogicalResult ReduceOp::verify() {
+  if (failed(verifyReducedShape(*this, shapeOf(getInput()), getAxes(), getKeepdims(),
+                                shapeOf(getResult()))))
+    return failure();
   if (getInput().getType().getElementType() != getResult().getType().getElementType())
     return emitOpError("result element type differs from the operand's");
   return success();

@@ -275,6 +275,26 @@ def Kiln_MatmulOp : Kiln_Op<"matmul", [Pure, Kiln_Contraction]> {
   let hasVerifier = 1;
 }
 
+def Kiln_ArgReduceOp : Kiln_Op<"arg_reduce", [Pure, Kiln_Reduction]> {
+  let summary = "index of the largest (max) or smallest (min) element along axes";
+  let description = [{
+    The index counts over the reduced axes in row-major order (over one axis,
+    the position along it); ties give the first; NaN counts as the largest
+    and the smallest (as PyTorch's argmax/argmin).
+    ```mlir
+    %i = kiln.arg_reduce max %x [1] : tensor<4x3xf32> -> tensor<4xi32>
+    ```
+  }];
+  let arguments = (ins Kiln_ReduceKind:$kind, Kiln_FloatTensor:$input,
+                       DenseI64ArrayAttr:$axes, UnitAttr:$keepdims,
+                       OptionalAttr<Kiln_DeviceAttr>:$device);
+  let results = (outs RankedTensorOf<[I32]>:$result);
+  let assemblyFormat = [{
+    $kind $input $axes (`keepdims` $keepdims^)? (`on` custom<Device>($device)^)? attr-dict `:` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 def Kiln_Pool2dOp : Kiln_Op<"pool2d", [Pure, Kiln_Reduction]> {
   let summary = "max or average pooling over windows of an NCHW tensor";
   let description = [{

@@ -198,6 +198,12 @@ Tensor amin(const Tensor &x, std::vector<int64_t> axes = {}, bool keepdims = fal
             std::source_location loc = std::source_location::current());
 Tensor prod(const Tensor &x, std::vector<int64_t> axes = {}, bool keepdims = false,
             std::source_location loc = std::source_location::current());
+/// Position of the largest / smallest element along `axis` (over the whole
+/// flattened tensor when unset), as i32; the first on ties, NaN wins.
+Tensor argmax(const Tensor &x, std::optional<int64_t> axis = std::nullopt, bool keepdims = false,
+              std::source_location loc = std::source_location::current());
+Tensor argmin(const Tensor &x, std::optional<int64_t> axis = std::nullopt, bool keepdims = false,
+              std::source_location loc = std::source_location::current());
 /// Variance with Bessel's correction by default (PyTorch's `var`).
 Tensor var(const Tensor &x, std::vector<int64_t> axes = {}, bool keepdims = false,
            int64_t correction = 1, std::source_location loc = std::source_location::current());

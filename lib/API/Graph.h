@@ -19,7 +19,8 @@
 namespace kiln {
 
 enum class OpKind {
-  Input, Constant, Unary, Binary, Compare, Select, Transfer, View, Reduce, Conv2d, Pool2d
+  Input, Constant, Unary, Binary, Compare, Select, Transfer, View, Reduce, ArgReduce, Conv2d,
+  Pool2d
 };
 
 struct Node {

@@ -183,8 +183,9 @@ struct GraphBuilder {
     case OpKind::Transfer:
       return TransferOp::create(b, loc, type, operands[0],
                                 deviceAttr(ctx, *node->device));
-    case OpKind::Reduce: {
-      OperationState state(loc, "kiln.reduce");
+    case OpKind::Reduce:
+    case OpKind::ArgReduce: {
+      OperationState state(loc, node->kind == OpKind::Reduce ? "kiln.reduce" : "kiln.arg_reduce");
       state.addOperands(operands);
       state.addTypes(type);
       state.addAttribute("kind", ReduceKindAttr::get(ctx, *symbolizeReduceKind(node->op)));

@@ -512,6 +512,28 @@ Tensor reduce(const char *kind, const Tensor &x, std::vector<int64_t> axes, bool
 }
 } // namespace
 
+namespace {
+Tensor argReduce(const char *kind, const Tensor &x, std::optional<int64_t> axis, bool keepdims,
+                 std::source_location loc) {
+  std::vector<int64_t> axes;
+  if (axis)
+    axes.push_back(*axis);
+  Tensor r = reduce(kind, x, std::move(axes), keepdims, loc);
+  r.node()->kind = OpKind::ArgReduce;
+  r.node()->dtype = DType::i32;
+  return r;
+}
+} // namespace
+
+Tensor kiln::argmax(const Tensor &x, std::optional<int64_t> axis, bool keepdims,
+                    std::source_location loc) {
+  return argReduce("max", x, axis, keepdims, loc);
+}
+Tensor kiln::argmin(const Tensor &x, std::optional<int64_t> axis, bool keepdims,
+                    std::source_location loc) {
+  return argReduce("min", x, axis, keepdims, loc);
+}
+
 Tensor kiln::sum(const Tensor &x, std::vector<int64_t> axes, bool keepdims, std::source_location loc) {
   return reduce("sum", x, std::move(axes), keepdims, loc);
 }

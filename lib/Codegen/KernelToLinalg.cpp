@@ -487,21 +487,25 @@ func::FuncOp buildContractionFunction(KernelOp kernel, Operation *root, OpBuilde
   SmallVector<AffineExpr> windowCoords;
   SmallVector<int64_t> windowBounds;
   int64_t count = 0;
-  if (auto reduce = dyn_cast<ReduceOp>(root)) {
-    ArrayRef<int64_t> in = shapeOf(reduce.getInput());
+  if (isa<ReduceOp, ArgReduceOp>(root)) {
+    Value input = root->getOperand(0);
+    ArrayRef<int64_t> in = shapeOf(input);
+    ArrayRef<int64_t> axes = isa<ReduceOp>(root) ? cast<ReduceOp>(root).getAxes()
+                                                  : cast<ArgReduceOp>(root).getAxes();
     SmallVector<int64_t> keptShape, reducedShape;
     for (size_t d = 0; d < in.size(); ++d)
-      (llvm::is_contained(reduce.getAxes(), static_cast<int64_t>(d)) ? reducedShape : keptShape)
+      (llvm::is_contained(axes, static_cast<int64_t>(d)) ? reducedShape : keptShape)
           .push_back(in[d]);
     SmallVector<AffineExpr> keptCoords = delinearize(d0, keptShape);
     SmallVector<AffineExpr> reducedCoords = delinearize(d1, reducedShape);
     SmallVector<AffineExpr> coords;
     for (size_t d = 0, k = 0, r = 0; d < in.size(); ++d)
-      coords.push_back(llvm::is_contained(reduce.getAxes(), static_cast<int64_t>(d))
-                           ? reducedCoords[r++]
-                           : keptCoords[k++]);
-    operands.push_back({reduce.getInput(), linearize(in, coords, ctx)});
-    count = reduce.getReducedCount();
+      coords.push_back(llvm::is_contained(axes, static_cast<int64_t>(d)) ? reducedCoords[r++]
+                                                                          : keptCoords[k++]);
+    operands.push_back({input, linearize(in, coords, ctx)});
+    count = 1;
+    for (int64_t size : reducedShape)
+      count *= size;
   } else if (auto pool = dyn_cast<Pool2dOp>(root)) {
     // The window element's index, unguarded: loads are clamped and the
     // padding value substituted in the loop below.
@@ -573,10 +577,16 @@ func::FuncOp buildContractionFunction(KernelOp kernel, Operation *root, OpBuilde
   OpBuilder b = OpBuilder::atBlockBegin(entry);
   auto index = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
   Value zero = index(0), one = index(1), resultCount = index(results), reducedCount = index(count);
-  Type type = cast<RankedTensorType>(rootValue.getType()).getElementType();
   auto reduce = dyn_cast<ReduceOp>(root);
   auto pool = dyn_cast<Pool2dOp>(root);
-  ReduceKind kind = reduce ? reduce.getKind() : pool ? pool.getKind() : ReduceKind::sum;
+  auto arg = dyn_cast<ArgReduceOp>(root);
+  // The accumulated value's type (an arg reduction accumulates its operand,
+  // plus the winning position).
+  Type type = getElementTypeOrSelf(root->getOperand(0).getType());
+  ReduceKind kind = reduce ? reduce.getKind()
+                    : pool ? pool.getKind()
+                    : arg  ? arg.getKind()
+                           : ReduceKind::sum;
   size_t numInputs = kernel.getInputs().size();
   auto loadAll = [&](OpBuilder &lb, Location lloc, FlatEvaluator &evaluator, ValueRange dims) {
     SmallVector<Value> loads;
@@ -596,9 +606,11 @@ func::FuncOp buildContractionFunction(KernelOp kernel, Operation *root, OpBuilde
   scf::ParallelOp::create(
       b, loc, ValueRange{zero}, ValueRange{resultCount}, ValueRange{one},
       [&](OpBuilder &pb, Location ploc, ValueRange outer) {
-        Value init = reductionInit(pb, ploc, kind, type);
+        SmallVector<Value> inits = {reductionInit(pb, ploc, kind, type)};
+        if (arg)
+          inits.push_back(zero);
         auto loop = scf::ForOp::create(
-            pb, ploc, zero, reducedCount, one, ValueRange{init},
+            pb, ploc, zero, reducedCount, one, inits,
             [&](OpBuilder &fb, Location floc, Value red, ValueRange acc) {
               SmallVector<Value> loads = loadAll(fb, floc, inner, ValueRange{outer[0], red});
               SmallVector<Value> values;
@@ -609,7 +621,29 @@ func::FuncOp buildContractionFunction(KernelOp kernel, Operation *root, OpBuilde
                 values = {pair.first, pair.second};
               }
               if (llvm::is_contained(values, Value())) {
-                scf::YieldOp::create(fb, floc, acc[0]);
+                scf::YieldOp::create(fb, floc, acc);
+                return;
+              }
+              if (arg) {
+                // The first strictly better element wins; NaN beats all.
+                Value better = arith::CmpFOp::create(
+                    fb, floc,
+                    kind == ReduceKind::max ? arith::CmpFPredicate::OGT
+                                            : arith::CmpFPredicate::OLT,
+                    values[0], acc[0]);
+                Value isNaN = arith::CmpFOp::create(fb, floc, arith::CmpFPredicate::UNO,
+                                                    values[0], values[0]);
+                Value hadNaN = arith::CmpFOp::create(fb, floc, arith::CmpFPredicate::UNO,
+                                                     acc[0], acc[0]);
+                Value newNaN = arith::AndIOp::create(
+                    fb, floc, isNaN,
+                    arith::XOrIOp::create(fb, floc, hadNaN,
+                                          arith::ConstantIntOp::create(fb, floc, 1, 1)));
+                Value take = arith::OrIOp::create(fb, floc, better, newNaN);
+                scf::YieldOp::create(
+                    fb, floc,
+                    ValueRange{arith::SelectOp::create(fb, floc, take, values[0], acc[0]),
+                               arith::SelectOp::create(fb, floc, take, red, acc[1])});
                 return;
               }
               Value v = values[0];
@@ -638,7 +672,11 @@ func::FuncOp buildContractionFunction(KernelOp kernel, Operation *root, OpBuilde
                 v = arith::MulFOp::create(fb, floc, v, floatConstant(fb, floc, type, 1.0 / count));
               scf::YieldOp::create(fb, floc, reductionStep(fb, floc, kind, acc[0], v));
             });
-        epilogue.setBinding(rootValue, loop.getResult(0));
+        Value result = loop.getResult(0);
+        if (arg) // the position, as the i32 the result holds
+          result = arith::IndexCastOp::create(
+              pb, ploc, getElementTypeOrSelf(rootValue.getType()), loop.getResult(1));
+        epilogue.setBinding(rootValue, result);
         SmallVector<Value> loads = loadAll(pb, ploc, epilogue, ValueRange{outer[0]});
         for (auto [i, result] : llvm::enumerate(body.getTerminator()->getOperands())) {
           Value v = epilogue.emit(pb, result, d0, loads, failedOp);
@@ -673,6 +711,7 @@ FailureOr<func::FuncOp> kiln::buildKernelFunction(KernelOp kernel,
   for (Operation &op : kernel.getBody().front())
     if (op.hasTrait<Reduction>() || op.hasTrait<Contraction>())
       root = &op;
+  // (arg_reduce has the Reduction trait too.)
   if (root) {
     bool failedOp = false;
     func::FuncOp func = buildContractionFunction(kernel, root, builder, name, failedOp);
