@@ -99,9 +99,13 @@ int main(int argc, char **argv) {
       auto buffer = gpu.allocate(m.bindings[i]);
       if (!buffer.isOk())
         return fail(buffer.status().message());
-      std::vector<float> data(m.bindings[i] / 4);
-      for (float &v : data)
-        v = normal(rng);
+      // Bytes, filled as floats where they fit (f16/bool bindings are not
+      // a multiple of 4 bytes).
+      std::vector<uint8_t> data(m.bindings[i]);
+      for (size_t k = 0; k + 4 <= data.size(); k += 4) {
+        float v = normal(rng);
+        std::memcpy(&data[k], &v, 4);
+      }
       if (auto status = gpu.upload(**buffer, data.data(), m.bindings[i]); !status.isOk())
         return fail(status.message());
       buffers.push_back(*buffer);
@@ -136,8 +140,10 @@ int main(int argc, char **argv) {
     if (t <= 0)
       return fail("dispatch failed");
 
+    // Elementwise kernels write their last binding (the manifest lists
+    // bindings in kernel order: inputs, then outputs).
     std::vector<float> out(m.bindings.back() / 4);
-    if (auto s = gpu.download(*buffers.back(), out.data(), m.bindings.back()); !s.isOk())
+    if (auto s = gpu.download(*buffers.back(), out.data(), out.size() * 4); !s.isOk())
       return fail(s.message());
     double sum = 0, sumAbs = 0;
     for (float v : out) {

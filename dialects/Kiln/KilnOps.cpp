@@ -83,7 +83,6 @@ LogicalResult ConstantOp::inferReturnTypes(
   return success();
 }
 
-OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValue(); }
 
 LogicalResult InputOp::verify() {
   if (static_cast<int64_t>(getIndex()) < 0)
@@ -143,11 +142,18 @@ LogicalResult KernelOp::verify() {
   for (Value r : getResults())
     if (cast<RankedTensorType>(r.getType()).getShape() != space)
       return emitOpError("all results must share one iteration shape");
-  for (Operation &op : block.without_terminator())
+  for (Operation &op : block.without_terminator()) {
+    if (auto constant = dyn_cast<ConstantOp>(op)) {
+      auto dense = dyn_cast<DenseElementsAttr>(constant.getValue());
+      if (!dense || !dense.isSplat())
+        return op.emitOpError("inside a kernel must be a splat (other constants are "
+                              "kernel operands)");
+    }
     if (!op.hasTrait<Elementwise>() && !op.hasTrait<View>() && !isa<ConstantOp>(op) &&
         !op.hasTrait<Reduction>() && !op.hasTrait<Contraction>())
       return op.emitOpError("cannot be part of a kernel: only elementwise ops, "
                             "views, reductions, contractions and constants fuse");
+  }
   return success();
 }
 

@@ -17,15 +17,18 @@ class Kiln_Op<string mnemonic, list<Trait> traits = []>
     : Op<Kiln_Dialect, mnemonic,
          traits # [DeclareOpInterfaceMethods<Kiln_PlacedOpInterface>]>;
 
-def Kiln_FloatTensor : RankedTensorOf<[F32, F16]>;
-def Kiln_AnyTensor : RankedTensorOf<[F32, F16, I1, I32]>;
-def Kiln_BoolTensor : RankedTensorOf<[I1]>;
+// Static shapes only: codegen specializes every kernel on its shapes.
+def Kiln_FloatTensor : StaticShapeTensorOf<[F32, F16]>;
+def Kiln_AnyTensor : StaticShapeTensorOf<[F32, F16, I1, I32]>;
+def Kiln_BoolTensor : StaticShapeTensorOf<[I1]>;
 
 //===----------------------------------------------------------------------===//
 // Sources
 //===----------------------------------------------------------------------===//
 
-def Kiln_ConstantOp : Kiln_Op<"constant", [Pure, ConstantLike,
+// Not ConstantLike, and no folder: the canonicalizer would merge equal
+// constants committed to different devices.
+def Kiln_ConstantOp : Kiln_Op<"constant", [Pure,
     DeclareOpInterfaceMethods<InferTypeOpInterface>]> {
   let summary = "a tensor literal";
   let description = [{
@@ -38,7 +41,6 @@ def Kiln_ConstantOp : Kiln_Op<"constant", [Pure, ConstantLike,
   let results = (outs Kiln_AnyTensor:$result);
   // The value prints its own type, which is the result type.
   let assemblyFormat = "(`on` custom<Device>($device)^)? attr-dict $value";
-  let hasFolder = 1;
   let extraClassDeclaration = [{ bool isPlacementSource() { return true; } }];
 }
 
@@ -288,7 +290,7 @@ def Kiln_ArgReduceOp : Kiln_Op<"arg_reduce", [Pure, Kiln_Reduction]> {
   let arguments = (ins Kiln_ReduceKind:$kind, Kiln_FloatTensor:$input,
                        DenseI64ArrayAttr:$axes, UnitAttr:$keepdims,
                        OptionalAttr<Kiln_DeviceAttr>:$device);
-  let results = (outs RankedTensorOf<[I32]>:$result);
+  let results = (outs StaticShapeTensorOf<[I32]>:$result);
   let assemblyFormat = [{
     $kind $input $axes (`keepdims` $keepdims^)? (`on` custom<Device>($device)^)? attr-dict `:` type($input) `->` type($result)
   }];

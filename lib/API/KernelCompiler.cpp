@@ -101,6 +101,12 @@ const CompiledKernel &kiln::compileKernel(Session &session, KernelOp kernel,
   options.subgroupSize = static_cast<int>(adapter.subgroupSize ? adapter.subgroupSize : 32);
   options.maxWorkgroupInvocations =
       static_cast<int>(adapter.maxWorkgroupInvocations ? adapter.maxWorkgroupInvocations : 128);
+  // SPIR-V indices are 32-bit here: refuse what would overflow them.
+  for (Type arg : (*fn).getArgumentTypes())
+    if (cast<MemRefType>(arg).getNumElements() >= (int64_t(1) << 31))
+      throw CompileError("a tensor of " + std::to_string(cast<MemRefType>(arg).getNumElements()) +
+                         " elements is beyond the 2^31 elements a Vulkan kernel indexes; "
+                         "split it or run it on the CPU device");
   FailureOr<int> threads = workgroupSizeFor(
       iterations, options.maxWorkgroupInvocations,
       adapter.maxWorkgroupCount[0] ? adapter.maxWorkgroupCount[0] : 65535);

@@ -423,6 +423,10 @@ private:
     std::vector<uint8_t> data = hostBytes(*node, *node->host);
     Placed placed = upload(target, data.data(), data.size(), session.stats);
     uploads[{node, &target}] = placed;
+    // Keep it: later graphs read this input from the device instead of
+    // uploading it again (the host copy stays for other devices).
+    node->buffer = placed.buffer;
+    node->bufferDevice = device;
     return placed;
   }
 
@@ -438,6 +442,12 @@ private:
         uint8_t raw[4];
         std::memcpy(raw, &v, 4);
         bytes.insert(bytes.end(), raw, raw + 4);
+      }
+    } else if (type.getElementType().isF16()) {
+      for (APFloat v : dense.getValues<APFloat>()) {
+        uint16_t raw = static_cast<uint16_t>(v.bitcastToAPInt().getZExtValue());
+        bytes.push_back(raw & 0xFF);
+        bytes.push_back(raw >> 8);
       }
     } else {
       throw CompileError("constants of type " + typeText(type) +

@@ -35,9 +35,17 @@ const Node &nodeOf(const Tensor &t, std::source_location loc) {
 }
 
 void checkShape(const Shape &shape, std::source_location loc) {
-  for (int64_t d : shape)
+  int64_t total = 1;
+  for (int64_t d : shape) {
     if (d < 0)
       throw Error(sitePrefix(loc) + "negative dimension in shape " + shapeText(shape));
+    // Element counts (and byte sizes) must not overflow: 2^40 elements is
+    // far beyond any device here.
+    if (d && __builtin_mul_overflow(total, d, &total))
+      total = INT64_MAX;
+    if (total > (int64_t(1) << 40))
+      throw Error(sitePrefix(loc) + "shape " + shapeText(shape) + " has too many elements");
+  }
 }
 
 std::shared_ptr<Node> source(OpKind kind, Shape shape, std::optional<Device> device,
@@ -63,10 +71,18 @@ Tensor input(std::vector<float> data, Shape shape, std::optional<Device> device,
 }
 
 Tensor constant(Shape shape, float value, std::optional<Device> device,
-                std::source_location loc) {
+                std::source_location loc, DType dtype = DType::f32) {
   auto node = source(OpKind::Constant, std::move(shape), std::move(device), loc);
   node->value = value;
+  node->dtype = dtype;
   return Tensor(node);
+}
+
+/// A scalar operand next to `other`: in its floating dtype, so `h * 2.0f`
+/// works on f16 tensors as it does on f32 ones.
+Tensor scalarLike(float value, const Tensor &other, std::source_location loc) {
+  DType dtype = other.defined() && other.node()->dtype == DType::f16 ? DType::f16 : DType::f32;
+  return constant({}, value, std::nullopt, loc, dtype);
 }
 
 std::mutex rngMutex;
@@ -226,7 +242,7 @@ Tensor Tensor::like(const Tensor &like, std::vector<float> data, Shape shape, Lo
 }
 Tensor Tensor::full_like(const Tensor &like, float value, Loc loc) {
   const Node &n = nodeOf(like, loc);
-  return constant(n.shape, value, n.device, loc);
+  return constant(n.shape, value, n.device, loc, n.dtype);
 }
 Tensor Tensor::zeros_like(const Tensor &like, Loc loc) { return full_like(like, 0.0f, loc); }
 
@@ -303,6 +319,7 @@ Tensor Tensor::reshape(Shape shape, Loc loc) const {
 
 Tensor Tensor::broadcast_to(Shape shape, Loc loc) const {
   const Node &in = nodeOf(*this, loc);
+  checkShape(shape, loc);
   Node target;
   target.shape = shape;
   Shape result = broadcast({&in, &target}, "broadcast_to", loc);
@@ -461,7 +478,7 @@ Tensor kiln::where(const Tensor &cond, const Tensor &a, const Tensor &b,
   if (c.dtype != DType::boolean)
     throw Error(sitePrefix(loc) + "where: the condition must be a boolean tensor "
                 "(from a comparison), got " + dtype_name(c.dtype));
-  if (l.dtype != r.dtype || l.dtype == DType::boolean)
+  if (l.dtype != r.dtype || !isFloat(l.dtype))
     throw Error(sitePrefix(loc) + "where: both branches must be floating-point tensors "
                 "of one dtype");
   auto node = std::make_shared<Node>();
@@ -560,7 +577,7 @@ Tensor kiln::var(const Tensor &x, std::vector<int64_t> axes, bool keepdims, int6
     throw Error(sitePrefix(loc) + "var: " + std::to_string(n) +
                 " elements per result leave no degrees of freedom with correction " +
                 std::to_string(correction));
-  return mul(m, Tensor::scalar(float(double(n) / double(n - correction)), loc), loc);
+  return mul(m, scalarLike(float(double(n) / double(n - correction)), x, loc), loc);
 }
 
 Tensor kiln::softmax(const Tensor &x, int64_t axis, std::source_location loc) {
@@ -622,7 +639,7 @@ Tensor kiln::conv2d(const Tensor &x, const Tensor &filter, std::array<int64_t, 2
   if (in.shape.size() != 4 || w.shape.size() != 4)
     throw Error(sitePrefix(loc) + "conv2d needs an NCHW input and an OIHW filter, got " +
                 shapeText(in.shape) + " and " + shapeText(w.shape));
-  if (in.dtype != w.dtype || in.dtype == DType::boolean)
+  if (in.dtype != w.dtype || !isFloat(in.dtype))
     throw Error(sitePrefix(loc) + "conv2d needs floating-point tensors of one dtype");
   if (groups < 1 || in.shape[1] % groups || w.shape[0] % groups || w.shape[1] * groups != in.shape[1])
     throw Error(sitePrefix(loc) + "conv2d: " + std::to_string(groups) + " groups do not fit " +
@@ -657,6 +674,8 @@ Tensor pool(const char *kind, const Tensor &x, std::array<int64_t, 2> kernel,
   const Node &in = nodeOf(x, loc);
   if (in.shape.size() != 4)
     throw Error(sitePrefix(loc) + "pooling needs an NCHW tensor, got " + shapeText(in.shape));
+  if (!isFloat(in.dtype))
+    throw Error(sitePrefix(loc) + "pooling needs a floating-point tensor");
   Shape shape = {in.shape[0], in.shape[1]};
   for (int i = 0; i < 2; ++i) {
     if (kernel[i] < 1 || 2 * padding[i] > kernel[i])
@@ -706,7 +725,7 @@ Tensor kiln::batch_norm(const Tensor &x, const Tensor &mean, const Tensor &var,
   Shape param = {in.shape[1]};
   param.insert(param.end(), in.shape.size() - 2, 1);
   auto p = [&](const Tensor &t) { return t.reshape(param, loc); };
-  Tensor scale = mul(p(gamma), rsqrt(add(p(var), Tensor::scalar(eps, loc), loc), loc), loc);
+  Tensor scale = mul(p(gamma), rsqrt(add(p(var), scalarLike(eps, var, loc), loc), loc), loc);
   return add(mul(sub(x, p(mean), loc), scale, loc), p(beta), loc);
 }
 
@@ -714,7 +733,7 @@ Tensor kiln::layer_norm(const Tensor &x, const Tensor &gamma, const Tensor &beta
                         std::source_location loc) {
   Tensor centered = sub(x, kiln::mean(x, {-1}, true, loc), loc);
   Tensor variance = kiln::mean(mul(centered, centered, loc), {-1}, true, loc);
-  Tensor normalized = mul(centered, rsqrt(add(variance, Tensor::scalar(eps, loc), loc), loc), loc);
+  Tensor normalized = mul(centered, rsqrt(add(variance, scalarLike(eps, x, loc), loc), loc), loc);
   return add(mul(normalized, gamma, loc), beta, loc);
 }
 
@@ -728,11 +747,11 @@ Tensor kiln::operator+(At a, const Tensor &b) { return add(a.tensor, b, a.loc); 
 Tensor kiln::operator-(At a, const Tensor &b) { return sub(a.tensor, b, a.loc); }
 Tensor kiln::operator*(At a, const Tensor &b) { return mul(a.tensor, b, a.loc); }
 Tensor kiln::operator/(At a, const Tensor &b) { return div(a.tensor, b, a.loc); }
-Tensor kiln::operator+(At a, float b) { return add(a.tensor, Tensor::scalar(b, a.loc), a.loc); }
-Tensor kiln::operator-(At a, float b) { return sub(a.tensor, Tensor::scalar(b, a.loc), a.loc); }
-Tensor kiln::operator*(At a, float b) { return mul(a.tensor, Tensor::scalar(b, a.loc), a.loc); }
-Tensor kiln::operator/(At a, float b) { return div(a.tensor, Tensor::scalar(b, a.loc), a.loc); }
-Tensor kiln::operator+(float a, At b) { return add(Tensor::scalar(a, b.loc), b.tensor, b.loc); }
-Tensor kiln::operator-(float a, At b) { return sub(Tensor::scalar(a, b.loc), b.tensor, b.loc); }
-Tensor kiln::operator*(float a, At b) { return mul(Tensor::scalar(a, b.loc), b.tensor, b.loc); }
-Tensor kiln::operator/(float a, At b) { return div(Tensor::scalar(a, b.loc), b.tensor, b.loc); }
+Tensor kiln::operator+(At a, float b) { return add(a.tensor, scalarLike(b, a.tensor, a.loc), a.loc); }
+Tensor kiln::operator-(At a, float b) { return sub(a.tensor, scalarLike(b, a.tensor, a.loc), a.loc); }
+Tensor kiln::operator*(At a, float b) { return mul(a.tensor, scalarLike(b, a.tensor, a.loc), a.loc); }
+Tensor kiln::operator/(At a, float b) { return div(a.tensor, scalarLike(b, a.tensor, a.loc), a.loc); }
+Tensor kiln::operator+(float a, At b) { return add(scalarLike(a, b.tensor, b.loc), b.tensor, b.loc); }
+Tensor kiln::operator-(float a, At b) { return sub(scalarLike(a, b.tensor, b.loc), b.tensor, b.loc); }
+Tensor kiln::operator*(float a, At b) { return mul(scalarLike(a, b.tensor, b.loc), b.tensor, b.loc); }
+Tensor kiln::operator/(float a, At b) { return div(scalarLike(a, b.tensor, b.loc), b.tensor, b.loc); }

@@ -580,9 +580,15 @@ func::FuncOp buildContractionFunction(KernelOp kernel, Operation *root, OpBuilde
   auto reduce = dyn_cast<ReduceOp>(root);
   auto pool = dyn_cast<Pool2dOp>(root);
   auto arg = dyn_cast<ArgReduceOp>(root);
-  // The accumulated value's type (an arg reduction accumulates its operand,
-  // plus the winning position).
+  // The accumulator's type: f16 accumulates in f32 (as PyTorch does): an
+  // f16 sum stops growing at 2048 and 1/count underflows for a mean.
   Type type = getElementTypeOrSelf(root->getOperand(0).getType());
+  Type stored = type;
+  if (type.isF16())
+    type = Float32Type::get(ctx);
+  auto widen = [&](OpBuilder &wb, Location wloc, Value v) -> Value {
+    return v && v.getType() != type ? arith::ExtFOp::create(wb, wloc, type, v).getResult() : v;
+  };
   ReduceKind kind = reduce ? reduce.getKind()
                     : pool ? pool.getKind()
                     : arg  ? arg.getKind()
@@ -615,10 +621,10 @@ func::FuncOp buildContractionFunction(KernelOp kernel, Operation *root, OpBuilde
               SmallVector<Value> loads = loadAll(fb, floc, inner, ValueRange{outer[0], red});
               SmallVector<Value> values;
               for (auto &[value, expr] : operands)
-                values.push_back(inner.emit(fb, value, expr, loads, failedOp));
+                values.push_back(widen(fb, floc, inner.emit(fb, value, expr, loads, failedOp)));
               if (auto conv = dyn_cast<Conv2dOp>(root)) {
                 auto pair = convOperands(fb, floc, conv, entry, outer[0], red, failedOp);
-                values = {pair.first, pair.second};
+                values = {widen(fb, floc, pair.first), widen(fb, floc, pair.second)};
               }
               if (llvm::is_contained(values, Value())) {
                 scf::YieldOp::create(fb, floc, acc);
@@ -676,6 +682,8 @@ func::FuncOp buildContractionFunction(KernelOp kernel, Operation *root, OpBuilde
         if (arg) // the position, as the i32 the result holds
           result = arith::IndexCastOp::create(
               pb, ploc, getElementTypeOrSelf(rootValue.getType()), loop.getResult(1));
+        else if (stored != type)
+          result = arith::TruncFOp::create(pb, ploc, stored, result);
         epilogue.setBinding(rootValue, result);
         SmallVector<Value> loads = loadAll(pb, ploc, epilogue, ValueRange{outer[0]});
         for (auto [i, result] : llvm::enumerate(body.getTerminator()->getOperands())) {

@@ -266,6 +266,15 @@ struct FuseElementwisePass
     }
     for (Group &group : groups)
       materialize(group);
+    // Splat constants were copied into the kernels that use them: the
+    // originals are dead and would otherwise be uploaded on every run.
+    SmallVector<ConstantOp> dead;
+    func.walk([&](ConstantOp constant) {
+      if (constant->use_empty() && !constant->getParentOfType<KernelOp>())
+        dead.push_back(constant);
+    });
+    for (ConstantOp constant : dead)
+      constant.erase();
   }
 };
 } // namespace

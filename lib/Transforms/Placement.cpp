@@ -128,6 +128,10 @@ private:
   void insertTransfer(Operation *op, unsigned index, DeviceAttr target,
                       bool remark);
   void placeUncommitted(Operation &op);
+  /// The operand whose device to keep: the device more of the graph lives
+  /// on (the model's); on a tie an accelerator over the host CPU, where
+  /// people want the work to run; then the first.
+  size_t keepIndex(ArrayRef<OperandPlacement> operands);
 
   func::FuncOp func;
   const PlacementOptions &options;
@@ -191,19 +195,13 @@ void Placer::placeForward(Operation &op,
         if (&entry == &committed.front() ||
             !entry.device.isSameDevice(committed.front().device))
           conflict.operands.push_back(entry);
-      // Keep the device more of the graph lives on (the model's); on a tie
-      // an accelerator over the host CPU, where people want the work to run.
-      auto rank = [&](const OperandPlacement &o) {
-        return std::make_pair(sourcesOn.lookup({o.device.getApi(), o.device.getOrdinal()}),
-                              o.device.getApi() != "cpu");
-      };
-      for (size_t i = 1; i < conflict.operands.size(); ++i)
-        if (rank(conflict.operands[i]) > rank(conflict.operands[conflict.keep]))
-          conflict.keep = i;
+      conflict.keep = keepIndex(conflict.operands);
       found.push_back(conflict);
       // The result stays uncommitted so one conflict does not cascade.
       return;
     }
+    // Move to the device the error's fix would keep (the model's).
+    std::swap(distinct.front(), distinct[keepIndex(distinct)]);
     for (const OperandPlacement &entry : committed)
       if (!entry.device.isSameDevice(distinct.front().device))
         insertTransfer(&op, entry.index, distinct.front().device,
@@ -225,6 +223,18 @@ void Placer::placeForward(Operation &op,
   placed.setPlacement(device);
   for (Value result : op.getResults())
     placement[result] = {device, origin};
+}
+
+size_t Placer::keepIndex(ArrayRef<OperandPlacement> operands) {
+  auto rank = [&](const OperandPlacement &o) {
+    return std::make_pair(sourcesOn.lookup({o.device.getApi(), o.device.getOrdinal()}),
+                          o.device.getApi() != "cpu");
+  };
+  size_t keep = 0;
+  for (size_t i = 1; i < operands.size(); ++i)
+    if (rank(operands[i]) > rank(operands[keep]))
+      keep = i;
+  return keep;
 }
 
 void Placer::placeUncommitted(Operation &op) {

@@ -58,15 +58,21 @@ static Status tooLarge(const char *what, size_t bytes, const Buffer &buffer) {
 
 /// Submits and waits for the recorded work, then recycles what it used.
 static Status flushLocked(VulkanDevice::State &s) {
-  if (!s.stream->hasWork())
+  if (!s.stream->hasWork()) {
+    // Nothing recorded or in flight: what an upload took from staging
+    // before failing to record is free again.
+    s.staging->reset();
     return Status::ok();
+  }
   uint64_t serial = s.stream->recordingSerial();
   Status status = s.stream->submitAndWait();
   ++s.counters.submits;
-  if (!status.isOk())
-    return status;
+  // After a failed submit the work is abandoned; recycle either way so
+  // staging never fills with space nothing will release.
   s.descriptors->reset();
   s.staging->reset();
+  if (!status.isOk())
+    return status;
   s.pool->retire(serial);
   return Status::ok();
 }
@@ -105,6 +111,9 @@ Status VulkanDevice::upload(Buffer &dst, const void *src, size_t bytes) {
       if (s.staging->capacity() < StagingBuffer::kMaxBytes)
         if (Status status = s.staging->grow(chunk); !status.isOk())
           return status;
+      if (s.staging->available() < chunk)
+        return Status::internal("no staging memory for a " + std::to_string(chunk) +
+                                "-byte upload on " + s.name + " after a flush");
     }
     VkDeviceSize at = s.staging->take(chunk);
     std::memcpy(s.staging->data() + at, from + done, chunk);

@@ -26,7 +26,7 @@ func.func @mixed_dtypes(%a: tensor<4xf32>, %b: tensor<4xf16>) {
 // -----
 
 func.func @bool_math(%a: tensor<4xi1>) {
-  // expected-error @+1 {{'kiln.exp' op operand #0 must be ranked tensor of 32-bit float or 16-bit float values}}
+  // expected-error @+1 {{'kiln.exp' op operand #0 must be statically shaped tensor of 32-bit float or 16-bit float values}}
   %0 = kiln.exp %a : tensor<4xi1>
   return
 }
@@ -34,7 +34,7 @@ func.func @bool_math(%a: tensor<4xi1>) {
 // -----
 
 func.func @cmp_result_not_bool(%a: tensor<4xf32>) {
-  // expected-error @+1 {{'kiln.cmp' op result #0 must be ranked tensor of 1-bit signless integer values}}
+  // expected-error @+1 {{'kiln.cmp' op result #0 must be statically shaped tensor of 1-bit signless integer values}}
   %0 = kiln.cmp lt, %a, %a : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
   return
 }
@@ -142,5 +142,58 @@ func.func @slice_out_of_range(%x: tensor<8xf32>) {
 func.func @slice_zero_step(%x: tensor<8xf32>) {
   // expected-error @+1 {{'kiln.slice' op step of dimension 0 is 0}}
   %0 = kiln.slice %x starts [2] steps [0] : tensor<8xf32> -> tensor<3xf32>
+  return
+}
+
+// -----
+
+func.func @dynamic_shape(%x: tensor<?xf32>) {
+  // expected-error @+1 {{operand #0 must be statically shaped tensor}}
+  %0 = kiln.exp %x : tensor<?xf32>
+  return
+}
+
+// -----
+
+func.func @kernel_dense_constant(%x: tensor<2xf32>) {
+  %0 = kiln.kernel (%x) : (tensor<2xf32>) -> tensor<2xf32> {
+  ^bb0(%a: tensor<2xf32>):
+    // expected-error @+1 {{'kiln.constant' op inside a kernel must be a splat}}
+    %c = kiln.constant dense<[1.0, 2.0]> : tensor<2xf32>
+    %s = kiln.add %a, %c : tensor<2xf32>, tensor<2xf32> -> tensor<2xf32>
+    kiln.yield %s : tensor<2xf32>
+  }
+  return
+}
+
+// -----
+
+func.func @matmul_contracted(%a: tensor<2x3xf32>, %b: tensor<4x5xf32>) {
+  // expected-error @+1 {{'kiln.matmul' op contracted dimensions differ: [2, 3] x [4, 5]}}
+  %0 = kiln.matmul %a, %b : tensor<2x3xf32>, tensor<4x5xf32> -> tensor<2x5xf32>
+  return
+}
+
+// -----
+
+func.func @reduce_axes(%x: tensor<4x3xf32>) {
+  // expected-error @+1 {{'kiln.reduce' op axes [1, 0] must be sorted, distinct and inside the rank 2}}
+  %0 = kiln.reduce sum %x [1, 0] : tensor<4x3xf32> -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @conv_groups(%x: tensor<1x4x8x8xf32>, %w: tensor<6x3x3x3xf32>) {
+  // expected-error @+1 {{'kiln.conv2d' op groups 1 do not divide 4 input and 6 output channels with a filter of 3 channels per group}}
+  %0 = kiln.conv2d %x, %w strides [1, 1] padding [1, 1] dilation [1, 1] groups 1 : tensor<1x4x8x8xf32>, tensor<6x3x3x3xf32> -> tensor<1x6x8x8xf32>
+  return
+}
+
+// -----
+
+func.func @pool_window(%x: tensor<1x1x2x2xf32>) {
+  // expected-error @+1 {{'kiln.pool2d' op the window (3) is larger than the padded input (2)}}
+  %0 = kiln.pool2d max %x kernel [3, 3] strides [1, 1] padding [0, 0] : tensor<1x1x2x2xf32> -> tensor<1x1x1x1xf32>
   return
 }

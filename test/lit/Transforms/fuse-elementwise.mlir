@@ -17,6 +17,8 @@ func.func @chain_with_broadcast() -> tensor<64x32xf32> {
   return %5 : tensor<64x32xf32>
   // CHECK: %[[X:.*]] = kiln.input 0 on "vulkan:0"
   // CHECK: %[[B:.*]] = kiln.input 1 on "vulkan:0"
+  // The splat lives on in the kernel only: nothing to upload.
+  // CHECK-NOT: kiln.constant on
   // CHECK: %[[K:.*]] = kiln.kernel on "vulkan:0"(%[[X]], %[[B]]) : (tensor<64x32xf32>, tensor<32xf32>) -> tensor<64x32xf32>
   // CHECK-NEXT: ^bb0
   // CHECK-DAG: kiln.constant dense<5.000000e-01> : tensor<f32>
