@@ -674,15 +674,16 @@ func::FuncOp buildContractionFunction(KernelOp kernel, Operation *root, OpBuilde
                                                 ? reductionInit(fb, floc, kind, type)
                                                 : floatConstant(fb, floc, type, 0.0));
               }
-              if (kind == ReduceKind::mean) // a sum of v / n: no pass to divide after
-                v = arith::MulFOp::create(fb, floc, v, floatConstant(fb, floc, type, 1.0 / count));
               scf::YieldOp::create(fb, floc, reductionStep(fb, floc, kind, acc[0], v));
             });
         Value result = loop.getResult(0);
         if (arg) // the position, as the i32 the result holds
           result = arith::IndexCastOp::create(
               pb, ploc, getElementTypeOrSelf(rootValue.getType()), loop.getResult(1));
-        else if (stored != type)
+        if (!arg && kind == ReduceKind::mean) // one scaling of the sum, after the loop
+          result = arith::MulFOp::create(pb, ploc, result,
+                                         floatConstant(pb, ploc, type, 1.0 / count));
+        if (!arg && stored != type)
           result = arith::TruncFOp::create(pb, ploc, stored, result);
         epilogue.setBinding(rootValue, result);
         SmallVector<Value> loads = loadAll(pb, ploc, epilogue, ValueRange{outer[0]});

@@ -55,6 +55,33 @@ TEST_P(DTypeOnEveryDevice, HalfPrecisionMathWithinTolerance) {
   EXPECT_TRUE(allClose(got, want, 1e-2, 1e-3)); // the f16 row of the tolerance table
 }
 
+TEST_P(DTypeOnEveryDevice, HalfReductionsAccumulateInFloat) {
+  // In f16 a running sum stops at 2048 (+1 rounds away) and 1/40000
+  // underflows: both must come out right.
+  Tensor ones = Tensor::full({5000}, 1.0f, *device).to(DType::f16);
+  EXPECT_EQ(sum(ones).item<float>(), 5000.0f);
+  EXPECT_EQ(mean(Tensor::full({40000}, 1.0f, *device).to(DType::f16)).item<float>(), 1.0f);
+  Tensor a = Tensor::full({2, 3000}, 1.0f, *device).to(DType::f16);
+  Tensor b = Tensor::full({3000, 2}, 1.0f).to(DType::f16);
+  EXPECT_EQ(matmul(a, b).to_vector<float>(), (std::vector<float>{3000, 3000, 3000, 3000}));
+}
+
+TEST_P(DTypeOnEveryDevice, HalfTensorsTakeScalarsAndNormalize) {
+  Tensor x = Tensor::randn({4, 64}, *device);
+  Tensor h = x.to(DType::f16);
+  std::vector<float> xs = x.to_vector<float>();
+  std::vector<float> got = (2.0f * h - 0.5f).to_vector<float>();
+  for (size_t i = 0; i < xs.size(); ++i)
+    EXPECT_NEAR(got[i], 2 * xs[i] - 0.5, 2e-2 * (std::abs(2 * xs[i]) + 1));
+  Tensor g = Tensor::full({64}, 1.0f).to(DType::f16), b = Tensor::zeros_like(g);
+  EXPECT_EQ(b.dtype(), DType::f16);
+  std::vector<float> n = layer_norm(h, g, b).to_vector<float>();
+  double mu = 0;
+  for (int j = 0; j < 64; ++j)
+    mu += n[j] / 64;
+  EXPECT_NEAR(mu, 0.0, 1e-2);
+}
+
 INSTANTIATE_TEST_SUITE_P(Devices, DTypeOnEveryDevice, ::testing::Range(0, 3),
                          [](const ::testing::TestParamInfo<int> &info) {
                            return "device" + std::to_string(info.param);

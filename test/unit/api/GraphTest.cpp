@@ -51,6 +51,16 @@ TEST(Graph, SecondRealizeOfTheSameShapeCompilesNothing) {
   }
 }
 
+TEST(Graph, HostInputsAreUploadedOnce) {
+  Tensor w = Tensor::randn({1 << 16}); // host data, never realized by hand
+  Tensor x = Tensor::randn({1 << 16});
+  (void)(x * w).to_vector<float>();
+  reset_stats();
+  (void)(x + w).to_vector<float>();
+  // Both inputs are on the device already: nothing but the read comes back.
+  EXPECT_EQ(stats().bytes_uploaded, 0u);
+}
+
 TEST(Graph, UnusedNodesAreFreed) {
   KILN_REQUIRE_DEVICES(1u);
   std::weak_ptr<Node> input, middle;
