@@ -9,7 +9,7 @@ namespace kiln {
 
 struct Stats {
   uint64_t graphs_compiled = 0;   // realizations that built a graph
-  uint64_t kernels_compiled = 0;  // kernels lowered to SPIR-V
+  uint64_t kernels_compiled = 0;  // kernels lowered (SPIR-V or CPU JIT)
   uint64_t kernel_cache_hits = 0; // kernels found already compiled
   uint64_t kernels_dispatched = 0;
   uint64_t transfers = 0;         // device-to-device copies executed

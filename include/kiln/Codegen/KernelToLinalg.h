@@ -1,4 +1,4 @@
-//===- KernelToLinalg.h - one kiln.kernel as one linalg.generic -*- C++ -*-===//
+//===- KernelToLinalg.h - one kiln.kernel as one function -------*- C++ -*-===//
 
 #ifndef KILN_CODEGEN_KERNELTOLINALG_H
 #define KILN_CODEGEN_KERNELTOLINALG_H
@@ -30,7 +30,8 @@ bool supportsVector4(KernelOp kernel);
 
 /// Builds `func.func @name(inputs..., outputs...)` at the builder's insertion
 /// point: every argument a memref (i1 stored as i8) over the same buffer as
-/// the tensor, the body one linalg.generic. The function carries
+/// the tensor; the body one linalg.generic for elementwise kernels, an
+/// scf.parallel around an scf.for for reductions and contractions. It carries
 /// `kiln.iteration_size` (all elements) and `kiln.outer_size` (iterations of
 /// the outermost loop). Fails (with a diagnostic) on an op it cannot lower.
 mlir::FailureOr<mlir::func::FuncOp>

@@ -73,7 +73,7 @@ def KilnFuseElementwise : Pass<"kiln-fuse-elementwise", "mlir::func::FuncOp"> {
 }
 
 def KilnKernelToLinalg : Pass<"kiln-kernel-to-linalg", "mlir::ModuleOp"> {
-  let summary = "turn each kiln.kernel into a func of one linalg.generic on memrefs";
+  let summary = "turn each kiln.kernel into a func on memrefs (a linalg.generic, or loops for reductions and contractions)";
   let description = [{
     For every `kiln.kernel`, adds `func.func @<graph>_kernel<N>` to the module:
     its arguments are the kernel inputs then outputs, each a flat 1-D memref;
@@ -98,7 +98,8 @@ def KilnKernelToLinalg : Pass<"kiln-kernel-to-linalg", "mlir::ModuleOp"> {
 def KilnApproximateMath : Pass<"kiln-approximate-math"> {
   let summary = "replace math ops the targets lack (erf) with polynomials";
   let description = [{
-    By default only erf (SPIR-V's GLSL set lacks it). With `all`, every math
+    By default erf (SPIR-V's GLSL set lacks it), and f16 math computed in
+    f32. With `all`, every math
     op the CPU would call libm for (tanh, exp, log, erf, ...) becomes a
     polynomial in arith ops, so LLVM's loop vectorizer can vectorize kernels.
   }];
@@ -113,8 +114,9 @@ def KilnApproximateMath : Pass<"kiln-approximate-math"> {
 def KilnSetSPIRVTarget : Pass<"kiln-set-spirv-target", "mlir::ModuleOp"> {
   let summary = "attach the device's SPIR-V target env and each kernel's entry-point ABI";
   let description = [{
-    Sets `spirv.target_env` (Vulkan 1.1, capabilities and the device's real
-    limits, subgroup size included) on every gpu.module and
+    Sets `spirv.target_env` (Vulkan 1.1; the device's subgroup size and
+    workgroup limits; a fixed capability list, 8/16-bit storage and Float16
+    included, that the runtime enables where the device has them) on every gpu.module and
     `spirv.entry_point_abi` with the launch's workgroup size on every kernel
     function. (The upstream setter is a test-only pass.)
   }];

@@ -2,7 +2,7 @@
 //
 // A Device is one logical execution device (e.g. "vulkan:0"); Buffers are
 // device memory of a fixed byte size. The interface is what every backend
-// (Vulkan now, CPU later) offers to executables and the Tensor API.
+// (Vulkan and the CPU) offers to executables and the Tensor API.
 //
 // Ownership: a device is owned by its backend's context and outlives every
 // use of it; buffers are owned by shared_ptrs and go back to their device's
