@@ -39,9 +39,13 @@ struct Group {
   SmallVector<Operation *> ops; // reverse program order while building
 };
 
+/// Splat constants copied into kernels. Rank-0 ones (the scalars of
+/// `x * 2.0f`) stay kernel operands instead: a 4-byte buffer, so a kernel's
+/// code does not depend on a scalar's value and a new value (a schedule, a
+/// step size) reuses the compiled kernel.
 bool isSplatConstant(Value v) {
   auto constant = v.getDefiningOp<ConstantOp>();
-  if (!constant)
+  if (!constant || cast<RankedTensorType>(constant.getType()).getRank() == 0)
     return false;
   auto dense = dyn_cast<DenseElementsAttr>(constant.getValue());
   return dense && dense.isSplat();

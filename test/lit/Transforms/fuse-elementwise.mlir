@@ -1,8 +1,9 @@
 // RUN: kiln-opt %s -split-input-file -pass-pipeline='builtin.module(func.func(kiln-place-devices,kiln-fuse-elementwise))' | FileCheck %s
 // Fusion: every maximal elementwise chain on one device becomes one kernel.
 
-// Six elementwise ops with a broadcast: one kernel; the splat constant is
-// copied into it; the broadcast operand stays a kernel input.
+// Six elementwise ops with a broadcast: one kernel; the scalar constant and
+// the broadcast operand are kernel inputs (so another scalar value reuses
+// the compiled kernel).
 // CHECK-LABEL: func.func @chain_with_broadcast
 func.func @chain_with_broadcast() -> tensor<64x32xf32> {
   %x = kiln.input 0 on "vulkan:0" : tensor<64x32xf32>
@@ -17,13 +18,11 @@ func.func @chain_with_broadcast() -> tensor<64x32xf32> {
   return %5 : tensor<64x32xf32>
   // CHECK: %[[X:.*]] = kiln.input 0 on "vulkan:0"
   // CHECK: %[[B:.*]] = kiln.input 1 on "vulkan:0"
-  // The splat lives on in the kernel only: nothing to upload.
-  // CHECK-NOT: kiln.constant on
-  // CHECK: %[[K:.*]] = kiln.kernel on "vulkan:0"(%[[X]], %[[B]]) : (tensor<64x32xf32>, tensor<32xf32>) -> tensor<64x32xf32>
+  // CHECK: %[[H:.*]] = kiln.constant on "vulkan:0" dense<5.000000e-01> : tensor<f32>
+  // CHECK: %[[K:.*]] = kiln.kernel on "vulkan:0"(%[[X]], %[[B]], %[[H]]) : (tensor<64x32xf32>, tensor<32xf32>, tensor<f32>) -> tensor<64x32xf32>
   // CHECK-NEXT: ^bb0
-  // CHECK-DAG: kiln.constant dense<5.000000e-01> : tensor<f32>
-  // CHECK-DAG: kiln.add
-  // CHECK: kiln.mul
+  // CHECK-NEXT: kiln.add
+  // CHECK-NEXT: kiln.mul
   // CHECK-NEXT: kiln.tanh
   // CHECK-NEXT: kiln.exp
   // CHECK-NEXT: kiln.gelu
@@ -143,4 +142,21 @@ func.func @views_fold() -> tensor<3x4xf32> {
   // CHECK-DAG: kiln.exp
   // CHECK: kiln.add
   // CHECK-NOT: kiln.kernel
+}
+
+// -----
+
+// A splat of rank > 0 is copied into the kernel; its original, now unused,
+// is not kept (it would be uploaded on every run).
+// CHECK-LABEL: func.func @splat_copied
+func.func @splat_copied() -> tensor<16xf32> {
+  %x = kiln.input 0 : tensor<16xf32>
+  %z = kiln.constant dense<0.0> : tensor<16xf32>
+  %r = kiln.max %x, %z : tensor<16xf32>, tensor<16xf32> -> tensor<16xf32>
+  return %r : tensor<16xf32>
+  // CHECK-NOT: kiln.constant on
+  // CHECK: kiln.kernel
+  // CHECK-NEXT: ^bb0
+  // CHECK-NEXT: kiln.constant dense<0.000000e+00> : tensor<16xf32>
+  // CHECK-NEXT: kiln.max
 }

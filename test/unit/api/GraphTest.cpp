@@ -51,6 +51,19 @@ TEST(Graph, SecondRealizeOfTheSameShapeCompilesNothing) {
   }
 }
 
+TEST(Graph, NewScalarValuesReuseTheCompiledKernel) {
+  for (const Device &device : kiln::test::availableDevices()) {
+    Tensor x = Tensor::randn({100}, device);
+    (void)(x * 0.5f + 1.0f).to_vector<float>();
+    reset_stats();
+    std::vector<float> got = (x * 0.25f + 3.0f).to_vector<float>(); // a learning-rate step
+    EXPECT_EQ(stats().kernels_compiled, 0u) << device.name();
+    std::vector<float> xs = x.to_vector<float>();
+    for (size_t i = 0; i < xs.size(); ++i)
+      EXPECT_FLOAT_EQ(got[i], xs[i] * 0.25f + 3.0f);
+  }
+}
+
 TEST(Graph, HostInputsAreUploadedOnce) {
   Tensor w = Tensor::randn({1 << 16}); // host data, never realized by hand
   Tensor x = Tensor::randn({1 << 16});
