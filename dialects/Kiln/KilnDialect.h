@@ -36,6 +36,12 @@ class Elementwise : public mlir::OpTrait::TraitBase<ConcreteType, Elementwise> {
 template <typename ConcreteType>
 class View : public mlir::OpTrait::TraitBase<ConcreteType, View> {};
 
+/// Marks data movement whose result elements come from an operand element
+/// or from nothing (pad's value, concat's other inputs): fused like views,
+/// but read with bounds checks.
+template <typename ConcreteType>
+class GuardedView : public mlir::OpTrait::TraitBase<ConcreteType, GuardedView> {};
+
 /// Marks reductions: a kernel may end in one, with elementwise producers
 /// (and views) fused in front of it.
 template <typename ConcreteType>

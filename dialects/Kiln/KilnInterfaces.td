@@ -37,6 +37,10 @@ def Kiln_Contraction : NativeOpTrait<"Contraction"> {
   let cppNamespace = "::kiln";
 }
 
+def Kiln_GuardedView : NativeOpTrait<"GuardedView"> {
+  let cppNamespace = "::kiln";
+}
+
 def Kiln_View : NativeOpTrait<"View"> {
   let cppNamespace = "::kiln";
 }

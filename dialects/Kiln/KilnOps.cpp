@@ -149,7 +149,8 @@ LogicalResult KernelOp::verify() {
         return op.emitOpError("inside a kernel must be a splat (other constants are "
                               "kernel operands)");
     }
-    if (!op.hasTrait<Elementwise>() && !op.hasTrait<View>() && !isa<ConstantOp>(op) &&
+    if (!op.hasTrait<Elementwise>() && !op.hasTrait<View>() && !op.hasTrait<GuardedView>() &&
+        !isa<ConstantOp>(op) &&
         !op.hasTrait<Reduction>() && !op.hasTrait<Contraction>())
       return op.emitOpError("cannot be part of a kernel: only elementwise ops, "
                             "views, reductions, contractions and constants fuse");
@@ -274,6 +275,47 @@ LogicalResult SliceOp::verify() {
              << d << ": elements " << start << ", " << start + step << ", ... " << last
              << " are not all inside [0, " << in[d] << ")";
   }
+  return success();
+}
+
+LogicalResult PadOp::verify() {
+  ArrayRef<int64_t> in = shapeOf(getInput()), out = shapeOf(getResult());
+  if (getLow().size() != in.size() || getHigh().size() != in.size() || out.size() != in.size())
+    return emitOpError("low, high and the result must have the operand's rank ") << in.size();
+  for (size_t d = 0; d < in.size(); ++d) {
+    if (getLow()[d] < 0 || getHigh()[d] < 0)
+      return emitOpError("padding must be non-negative");
+    if (in[d] + getLow()[d] + getHigh()[d] != out[d])
+      return emitOpError("dimension ") << d << ": " << in[d] << " + " << getLow()[d] << " + "
+                                       << getHigh()[d] << " is not " << out[d];
+  }
+  if (getInput().getType().getElementType() != getResult().getType().getElementType())
+    return emitOpError("result element type differs from the operand's");
+  return success();
+}
+
+LogicalResult ConcatOp::verify() {
+  if (getInputs().empty())
+    return emitOpError("needs at least one input");
+  ArrayRef<int64_t> out = shapeOf(getResult());
+  int64_t axis = getAxisAttr().getInt(), total = 0;
+  if (axis < 0 || axis >= static_cast<int64_t>(out.size()))
+    return emitOpError("axis ") << axis << " is outside the rank " << out.size();
+  for (Value input : getInputs()) {
+    ArrayRef<int64_t> in = shapeOf(input);
+    if (in.size() != out.size())
+      return emitOpError("inputs must have the result's rank ") << out.size();
+    for (size_t d = 0; d < in.size(); ++d)
+      if (static_cast<int64_t>(d) != axis && in[d] != out[d])
+        return emitOpError("input shape ") << shapeString(in) << " differs from the result "
+                                           << shapeString(out) << " off the axis";
+    total += in[axis];
+    if (cast<RankedTensorType>(input.getType()).getElementType() !=
+        getResult().getType().getElementType())
+      return emitOpError("element types differ");
+  }
+  if (total != out[axis])
+    return emitOpError("inputs add up to ") << total << " along the axis, not " << out[axis];
   return success();
 }
 

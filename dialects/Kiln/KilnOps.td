@@ -230,6 +230,40 @@ def Kiln_SliceOp : Kiln_ViewOp<"slice"> {
   let hasVerifier = 1;
 }
 
+def Kiln_PadOp : Kiln_Op<"pad", [Pure, Kiln_GuardedView]> {
+  let summary = "surround with a constant: `low` / `high` elements per dimension";
+  let description = [{
+    ```mlir
+    %p = kiln.pad %x low [1, 0] high [2, 3] value 0.0 : tensor<4x3xf32> -> tensor<7x6xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$input, DenseI64ArrayAttr:$low,
+                       DenseI64ArrayAttr:$high, F64Attr:$value,
+                       OptionalAttr<Kiln_DeviceAttr>:$device);
+  let results = (outs Kiln_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `low` $low `high` $high `value` $value (`on` custom<Device>($device)^)? attr-dict
+    `:` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Kiln_ConcatOp : Kiln_Op<"concat", [Pure, Kiln_GuardedView]> {
+  let summary = "join tensors along one axis";
+  let description = [{
+    ```mlir
+    %c = kiln.concat %a, %b axis 1 : (tensor<4x3xf32>, tensor<4x2xf32>) -> tensor<4x5xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<Kiln_FloatTensor>:$inputs, I64Attr:$axis,
+                       OptionalAttr<Kiln_DeviceAttr>:$device);
+  let results = (outs Kiln_FloatTensor:$result);
+  let assemblyFormat = [{
+    $inputs `axis` $axis (`on` custom<Device>($device)^)? attr-dict `:` `(` type($inputs) `)` `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Reductions
 //===----------------------------------------------------------------------===//

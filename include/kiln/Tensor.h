@@ -153,6 +153,14 @@ Tensor ge(const Tensor &a, const Tensor &b, std::source_location loc = std::sour
 Tensor where(const Tensor &cond, const Tensor &a, const Tensor &b,
              std::source_location loc = std::source_location::current());
 
+/// `low[d]` / `high[d]` elements of `value` before / after each dimension.
+Tensor pad(const Tensor &x, std::vector<int64_t> low, std::vector<int64_t> high,
+           float value = 0.0f, std::source_location loc = std::source_location::current());
+/// Joins tensors along `axis` (negative counts from the end); the other
+/// dimensions must agree.
+Tensor concat(const std::vector<Tensor> &tensors, int64_t axis,
+              std::source_location loc = std::source_location::current());
+
 /// Matrix product [..., M, K] x [..., K, N] -> [..., M, N], batch dims
 /// broadcast. Transposed operands: pass x.transpose(-1, -2) (a view, folded
 /// into the product's indexing).

@@ -20,7 +20,7 @@ namespace kiln {
 
 enum class OpKind {
   Input, Constant, Unary, Binary, Compare, Select, Transfer, View, Reduce, ArgReduce, Conv2d,
-  Pool2d
+  Pool2d, Pad, Concat
 };
 
 struct Node {
@@ -40,6 +40,7 @@ struct Node {
   bool keepdims = false;
   std::vector<int64_t> window, stride, padding, dilation; // Conv2d, Pool2d
   int64_t groups = 1;
+  std::vector<int64_t> low, high; // Pad (value: the fill)
 
   // Set once realized.
   std::shared_ptr<rt::Buffer> buffer;

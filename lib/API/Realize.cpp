@@ -194,6 +194,22 @@ struct GraphBuilder {
         state.addAttribute("keepdims", b.getUnitAttr());
       return b.create(state)->getResult(0);
     }
+    case OpKind::Pad: {
+      OperationState state(loc, "kiln.pad");
+      state.addOperands(operands);
+      state.addTypes(type);
+      state.addAttribute("low", b.getDenseI64ArrayAttr(node->low));
+      state.addAttribute("high", b.getDenseI64ArrayAttr(node->high));
+      state.addAttribute("value", b.getF64FloatAttr(node->value));
+      return b.create(state)->getResult(0);
+    }
+    case OpKind::Concat: {
+      OperationState state(loc, "kiln.concat");
+      state.addOperands(operands);
+      state.addTypes(type);
+      state.addAttribute("axis", b.getI64IntegerAttr(node->axes[0]));
+      return b.create(state)->getResult(0);
+    }
     case OpKind::Conv2d: {
       OperationState state(loc, "kiln.conv2d");
       state.addOperands(operands);

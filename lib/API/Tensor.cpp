@@ -590,6 +590,65 @@ Tensor kiln::log_softmax(const Tensor &x, int64_t axis, std::source_location loc
   return sub(shifted, log(sum(exp(shifted, loc), {axis}, true, loc), loc), loc);
 }
 
+Tensor kiln::pad(const Tensor &x, std::vector<int64_t> low, std::vector<int64_t> high,
+                 float value, std::source_location loc) {
+  const Node &in = nodeOf(x, loc);
+  if (!isFloat(in.dtype))
+    throw Error(sitePrefix(loc) + "pad needs a floating-point tensor");
+  if (low.size() != in.shape.size() || high.size() != in.shape.size())
+    throw Error(sitePrefix(loc) + "pad: low and high need one value per dimension (" +
+                std::to_string(in.shape.size()) + ")");
+  Shape shape = in.shape;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (low[d] < 0 || high[d] < 0)
+      throw Error(sitePrefix(loc) + "pad: padding must be non-negative");
+    shape[d] += low[d] + high[d];
+  }
+  checkShape(shape, loc);
+  auto node = std::make_shared<Node>();
+  node->kind = OpKind::Pad;
+  node->op = "pad";
+  node->operands = {x.node()};
+  node->shape = std::move(shape);
+  node->dtype = in.dtype;
+  node->loc = loc;
+  node->low = std::move(low);
+  node->high = std::move(high);
+  node->value = value;
+  return Tensor(node);
+}
+
+Tensor kiln::concat(const std::vector<Tensor> &tensors, int64_t axis, std::source_location loc) {
+  if (tensors.empty())
+    throw Error(sitePrefix(loc) + "concat needs at least one tensor");
+  const Node &first = nodeOf(tensors.front(), loc);
+  axis = normalizeDim(axis, first.shape.size(), loc, "concat");
+  Shape shape = first.shape;
+  shape[axis] = 0;
+  auto node = std::make_shared<Node>();
+  for (const Tensor &t : tensors) {
+    const Node &in = nodeOf(t, loc);
+    if (in.dtype != first.dtype || !isFloat(in.dtype))
+      throw Error(sitePrefix(loc) + "concat needs floating-point tensors of one dtype");
+    if (in.shape.size() != first.shape.size())
+      throw Error(sitePrefix(loc) + "concat: " + shapeText(in.shape) + " and " +
+                  shapeText(first.shape) + " have different ranks");
+    for (size_t d = 0; d < in.shape.size(); ++d)
+      if (static_cast<int64_t>(d) != axis && in.shape[d] != first.shape[d])
+        throw Error(sitePrefix(loc) + "concat: " + shapeText(in.shape) + " and " +
+                    shapeText(first.shape) + " differ off axis " + std::to_string(axis));
+    shape[axis] += in.shape[axis];
+    node->operands.push_back(t.node());
+  }
+  node->kind = OpKind::Concat;
+  node->op = "concat";
+  node->shape = std::move(shape);
+  node->dtype = first.dtype;
+  node->loc = loc;
+  node->axes = {axis};
+  return Tensor(node);
+}
+
 Tensor kiln::matmul(const Tensor &a, const Tensor &b, std::source_location loc) {
   const Node &l = nodeOf(a, loc), &r = nodeOf(b, loc);
   if (l.dtype != r.dtype || (l.dtype != DType::f32 && l.dtype != DType::f16))

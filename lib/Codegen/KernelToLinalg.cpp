@@ -206,8 +206,8 @@ bool kiln::supportsVector4(KernelOp kernel) {
   ArrayRef<int64_t> space =
       cast<RankedTensorType>(kernel.getResult(0).getType()).getShape();
   bool views = llvm::any_of(kernel.getBody().front(), [](Operation &op) {
-    return op.hasTrait<View>() || op.hasTrait<Reduction>() || op.hasTrait<Contraction>() ||
-           isa<CastOp>(op);
+    return op.hasTrait<View>() || op.hasTrait<GuardedView>() || op.hasTrait<Reduction>() ||
+           op.hasTrait<Contraction>() || isa<CastOp>(op);
   });
   return !views && !space.empty() && space.back() % 4 == 0 &&
          llvm::all_of(kernel.getInputs().getTypes(), f32) &&
@@ -215,6 +215,29 @@ bool kiln::supportsVector4(KernelOp kernel) {
 }
 
 namespace {
+/// The coordinates of flat index `flat` over `shape`.
+SmallVector<AffineExpr> delinearize(AffineExpr flat, ArrayRef<int64_t> shape) {
+  SmallVector<AffineExpr> coords(shape.size());
+  int64_t stride = 1;
+  for (int64_t k = static_cast<int64_t>(shape.size()) - 1; k >= 0; --k) {
+    AffineExpr c = stride == 1 ? flat : flat.floorDiv(stride);
+    coords[k] = k == 0 ? c : c % shape[k];
+    stride *= shape[k];
+  }
+  return coords;
+}
+
+/// The flat index of coordinates `coords` in `shape`.
+AffineExpr linearizeExpr(ArrayRef<int64_t> shape, ArrayRef<AffineExpr> coords, MLIRContext *ctx) {
+  AffineExpr index = getAffineConstantExpr(0, ctx);
+  int64_t stride = 1;
+  for (int64_t k = static_cast<int64_t>(shape.size()) - 1; k >= 0; --k) {
+    index = index + coords[k] * stride;
+    stride *= shape[k];
+  }
+  return index;
+}
+
 /// Builds the flat layout by evaluating each kernel result at the iteration
 /// index d0, walking back through the body: an elementwise op evaluates its
 /// operands at their broadcast indices, a view op its operand at the view's
@@ -241,8 +264,9 @@ public:
 
   /// Phase 2: the value of `v` at flat index `index`, built with `b`;
   /// `inputs` are the generic's block arguments, one per access.
-  Value emit(OpBuilder &b, Value v, AffineExpr index, ValueRange inputs, bool &failed) {
-    emitState = {&b, inputs, &failed};
+  Value emit(OpBuilder &b, Value v, AffineExpr index, ValueRange inputs, bool &failed,
+             ValueRange dims = {}) {
+    emitState = {&b, inputs, &failed, dims};
     return visit(v, index, &b);
   }
 
@@ -251,7 +275,73 @@ private:
     OpBuilder *b = nullptr;
     ValueRange inputs;
     bool *failed = nullptr;
+    ValueRange dims; // the loop indices, for guarded views
   };
+
+  /// pad and concat: each operand read at its (maybe out of range) index,
+  /// then a select on the result coordinate. The loads are clamped by the
+  /// guarded builder, so a discarded read is still in bounds.
+  Value visitGuarded(Operation *op, AffineExpr index, OpBuilder *b) {
+    auto shapeOf = [](Value v) { return cast<RankedTensorType>(v.getType()).getShape(); };
+    ArrayRef<int64_t> out = shapeOf(op->getResult(0));
+    SmallVector<AffineExpr> coords = delinearize(index, out);
+    auto coordinateValue = [&](AffineExpr e) -> Value {
+      return affine::AffineApplyOp::create(
+          *b, op->getLoc(),
+          AffineMap::get(numDims, 0, simplifyAffineExpr(e, numDims, 0)), emitState.dims);
+    };
+    auto inRange = [&](Value c, int64_t lo, int64_t hi) -> Value {
+      Location loc = op->getLoc();
+      return arith::AndIOp::create(
+          *b, loc,
+          arith::CmpIOp::create(*b, loc, arith::CmpIPredicate::sge, c,
+                                arith::ConstantIndexOp::create(*b, loc, lo)),
+          arith::CmpIOp::create(*b, loc, arith::CmpIPredicate::slt, c,
+                                arith::ConstantIndexOp::create(*b, loc, hi)));
+    };
+    if (auto pad = dyn_cast<PadOp>(op)) {
+      ArrayRef<int64_t> in = shapeOf(pad.getInput());
+      SmallVector<AffineExpr> source;
+      for (size_t k = 0; k < in.size(); ++k)
+        source.push_back(coords[k] - pad.getLow()[k]);
+      Value v = visit(pad.getInput(), linearizeExpr(in, source, ctx), b);
+      if (!b)
+        return Value();
+      Value valid;
+      for (size_t k = 0; k < in.size(); ++k) {
+        if (pad.getLow()[k] == 0 && pad.getHigh()[k] == 0)
+          continue;
+        Value inside = inRange(coordinateValue(source[k]), 0, in[k]);
+        valid = valid ? arith::AndIOp::create(*b, op->getLoc(), valid, inside) : inside;
+      }
+      if (!valid)
+        return v;
+      Value fill = floatConstant(*b, op->getLoc(), v.getType(), pad.getValue().convertToDouble());
+      return arith::SelectOp::create(*b, op->getLoc(), valid, v, fill);
+    }
+    auto concat = cast<ConcatOp>(op);
+    int64_t axis = concat.getAxisAttr().getInt(), offset = 0;
+    Value result, axisCoord;
+    for (Value input : concat.getInputs()) {
+      ArrayRef<int64_t> in = shapeOf(input);
+      SmallVector<AffineExpr> source(coords.begin(), coords.end());
+      source[axis] = coords[axis] - offset;
+      Value v = visit(input, linearizeExpr(in, source, ctx), b);
+      if (b) {
+        if (!result) {
+          result = v;
+          axisCoord = coordinateValue(coords[axis]);
+        } else {
+          Value here = arith::CmpIOp::create(
+              *b, op->getLoc(), arith::CmpIPredicate::sge, axisCoord,
+              arith::ConstantIndexOp::create(*b, op->getLoc(), offset));
+          result = arith::SelectOp::create(*b, op->getLoc(), here, v, result);
+        }
+      }
+      offset += in[axis];
+    }
+    return result;
+  }
 
   Value visit(Value v, AffineExpr index, OpBuilder *b) {
     index = simplifyAffineExpr(index, numDims, 0);
@@ -285,6 +375,8 @@ private:
       Operation *op = v.getDefiningOp();
       if (op->hasTrait<View>()) {
         result = visit(op->getOperand(0), viewSourceIndex(op, index), b);
+      } else if (op->hasTrait<GuardedView>()) {
+        result = visitGuarded(op, index, b);
       } else {
         ArrayRef<int64_t> shape = cast<RankedTensorType>(v.getType()).getShape();
         SmallVector<Value> args;
@@ -393,28 +485,64 @@ Value reductionStep(OpBuilder &b, Location loc, ReduceKind kind, Value acc, Valu
   llvm_unreachable("unknown reduction");
 }
 
-/// The flat index expression of an operand of `shape` from the coordinates
-/// `coords` (one affine expression per dimension of `shape`).
-AffineExpr linearize(ArrayRef<int64_t> shape, ArrayRef<AffineExpr> coords, MLIRContext *ctx) {
-  AffineExpr index = getAffineConstantExpr(0, ctx);
-  int64_t stride = 1;
-  for (int64_t k = static_cast<int64_t>(shape.size()) - 1; k >= 0; --k) {
-    index = index + coords[k] * stride;
-    stride *= shape[k];
-  }
-  return index;
-}
-
-/// The coordinates of flat index `flat` over `shape`.
-SmallVector<AffineExpr> delinearize(AffineExpr flat, ArrayRef<int64_t> shape) {
-  SmallVector<AffineExpr> coords(shape.size());
-  int64_t stride = 1;
-  for (int64_t k = static_cast<int64_t>(shape.size()) - 1; k >= 0; --k) {
-    AffineExpr c = stride == 1 ? flat : flat.floorDiv(stride);
-    coords[k] = k == 0 ? c : c % shape[k];
-    stride *= shape[k];
-  }
-  return coords;
+/// An elementwise kernel holding pad or concat: an scf.parallel over its
+/// elements whose loads are clamped into their buffers (a guarded view reads
+/// every candidate, then selects), the values built by the evaluator.
+func::FuncOp buildGuardedFunction(KernelOp kernel, OpBuilder &builder, StringRef name,
+                                  int64_t iterations, bool &failedOp) {
+  MLIRContext *ctx = builder.getContext();
+  Location loc = kernel.getLoc();
+  AffineExpr d0 = getAffineDimExpr(0, ctx);
+  Block &body = kernel.getBody().front();
+  FlatEvaluator evaluator(kernel, 1);
+  for (Value result : body.getTerminator()->getOperands())
+    evaluator.collect(result, d0);
+  auto flatType = [](Type tensorType) {
+    auto tensor = cast<RankedTensorType>(tensorType);
+    return MemRefType::get({std::max<int64_t>(1, tensor.getNumElements())},
+                           storageElementType(tensor.getElementType()));
+  };
+  SmallVector<Type> argTypes;
+  for (Type t : kernel.getInputs().getTypes())
+    argTypes.push_back(flatType(t));
+  for (Type t : kernel.getResultTypes())
+    argTypes.push_back(flatType(t));
+  auto func = func::FuncOp::create(builder, loc, name, builder.getFunctionType(argTypes, {}));
+  int64_t count = std::max<int64_t>(1, iterations);
+  func->setAttr("kiln.iteration_size", builder.getI64IntegerAttr(iterations));
+  func->setAttr("kiln.outer_size", builder.getI64IntegerAttr(count));
+  Block *entry = func.addEntryBlock();
+  OpBuilder b = OpBuilder::atBlockBegin(entry);
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  Value end = arith::ConstantIndexOp::create(b, loc, count);
+  size_t numInputs = kernel.getInputs().size();
+  scf::ParallelOp::create(
+      b, loc, ValueRange{zero}, ValueRange{end}, ValueRange{one},
+      [&](OpBuilder &pb, Location ploc, ValueRange ivs) {
+        SmallVector<Value> loads;
+        for (auto [arg, expr] : evaluator.getAccesses()) {
+          Value buffer = entry->getArgument(arg);
+          int64_t size = cast<MemRefType>(buffer.getType()).getNumElements();
+          Value at = affine::AffineApplyOp::create(pb, ploc, AffineMap::get(1, 0, expr), ivs);
+          at = arith::MaxSIOp::create(pb, ploc, at, arith::ConstantIndexOp::create(pb, ploc, 0));
+          at = arith::MinSIOp::create(pb, ploc, at,
+                                      arith::ConstantIndexOp::create(pb, ploc, size - 1));
+          loads.push_back(memref::LoadOp::create(pb, ploc, buffer, at));
+        }
+        for (auto [i, result] : llvm::enumerate(body.getTerminator()->getOperands())) {
+          Value v = evaluator.emit(pb, result, d0, loads, failedOp, ivs);
+          if (!v)
+            continue;
+          Value out = entry->getArgument(numInputs + i);
+          Type stored = cast<MemRefType>(out.getType()).getElementType();
+          if (v.getType() != stored)
+            v = arith::ExtUIOp::create(pb, ploc, stored, v);
+          memref::StoreOp::create(pb, ploc, v, out, ivs[0]);
+        }
+      });
+  func::ReturnOp::create(b, loc);
+  return func;
 }
 
 /// The input and filter values of one product term of a convolution at
@@ -502,7 +630,7 @@ func::FuncOp buildContractionFunction(KernelOp kernel, Operation *root, OpBuilde
     for (size_t d = 0, k = 0, r = 0; d < in.size(); ++d)
       coords.push_back(llvm::is_contained(axes, static_cast<int64_t>(d)) ? reducedCoords[r++]
                                                                           : keptCoords[k++]);
-    operands.push_back({input, linearize(in, coords, ctx)});
+    operands.push_back({input, linearizeExpr(in, coords, ctx)});
     count = 1;
     for (int64_t size : reducedShape)
       count *= size;
@@ -537,8 +665,8 @@ func::FuncOp buildContractionFunction(KernelOp kernel, Operation *root, OpBuilde
       coords.push_back(col);
       return coords;
     };
-    operands.push_back({matmul.getLhs(), linearize(a, coordsOf(a, out[batch], d1), ctx)});
-    operands.push_back({matmul.getRhs(), linearize(b, coordsOf(b, d1, out[batch + 1]), ctx)});
+    operands.push_back({matmul.getLhs(), linearizeExpr(a, coordsOf(a, out[batch], d1), ctx)});
+    operands.push_back({matmul.getRhs(), linearizeExpr(b, coordsOf(b, d1, out[batch + 1]), ctx)});
     count = a.back();
   }
 
@@ -724,6 +852,18 @@ FailureOr<func::FuncOp> kiln::buildKernelFunction(KernelOp kernel,
   if (root) {
     bool failedOp = false;
     func::FuncOp func = buildContractionFunction(kernel, root, builder, name, failedOp);
+    if (failedOp) {
+      func.erase();
+      return failure();
+    }
+    return func;
+  }
+
+  // pad and concat read with bounds checks: explicit loops, clamped loads.
+  if (llvm::any_of(kernel.getBody().front(),
+                   [](Operation &op) { return op.hasTrait<GuardedView>(); })) {
+    bool failedOp = false;
+    func::FuncOp func = buildGuardedFunction(kernel, builder, name, iterations, failedOp);
     if (failedOp) {
       func.erase();
       return failure();

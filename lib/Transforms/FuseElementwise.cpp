@@ -177,7 +177,7 @@ bool joins(const Group &group, Operation *op, bool readByHost);
 bool recomputeInUsers(Operation *op, SmallVector<Group> &groups,
                       DenseMap<Operation *, int> &groupOf) {
   if (!op->hasTrait<Elementwise>() && !op->hasTrait<View>())
-    return false;
+    return false; // (not pad/concat: they read several inputs per element)
   llvm::SetVector<int> targets;
   for (Operation *user : op->getUsers()) {
     auto it = groupOf.find(user);
@@ -214,6 +214,13 @@ bool joins(const Group &group, Operation *op, bool readByHost) {
   if (!group.device.isSameDevice(deviceOf(op)))
     return false;
   bool sameShape = shapeOf(op) == group.shape;
+  // pad and concat read with bounds checks: only plain elementwise kernels
+  // (their own loop form) take them.
+  auto guarded = [](Operation *m) { return m->hasTrait<GuardedView>(); };
+  if (guarded(op) && (group.reduction || group.contraction))
+    return false;
+  if (op->hasTrait<Contraction>() && llvm::any_of(group.ops, guarded))
+    return false;
   if (group.reduction) // one root per kernel: no contraction in a prologue
     return !readByHost && !op->hasTrait<Contraction>();
   bool feedsContraction = llvm::any_of(op->getUsers(), [&](Operation *user) {
@@ -240,7 +247,7 @@ struct FuseElementwisePass
     DenseMap<Operation *, int> groupOf;
     SmallVector<Operation *> ops;
     func.walk([&](Operation *op) {
-      if ((op->hasTrait<Elementwise>() || op->hasTrait<View>() ||
+      if ((op->hasTrait<Elementwise>() || op->hasTrait<View>() || op->hasTrait<GuardedView>() ||
            op->hasTrait<Reduction>() || op->hasTrait<Contraction>()) &&
           !op->getParentOfType<KernelOp>())
         ops.push_back(op);

@@ -197,3 +197,19 @@ func.func @pool_window(%x: tensor<1x1x2x2xf32>) {
   %0 = kiln.pool2d max %x kernel [3, 3] strides [1, 1] padding [0, 0] : tensor<1x1x2x2xf32> -> tensor<1x1x1x1xf32>
   return
 }
+
+// -----
+
+func.func @pad_shape(%x: tensor<4x3xf32>) {
+  // expected-error @+1 {{'kiln.pad' op dimension 1: 3 + 0 + 3 is not 5}}
+  %0 = kiln.pad %x low [1, 0] high [2, 3] value 0.0 : tensor<4x3xf32> -> tensor<7x5xf32>
+  return
+}
+
+// -----
+
+func.func @concat_sizes(%a: tensor<4x3xf32>, %b: tensor<4x2xf32>) {
+  // expected-error @+1 {{'kiln.concat' op inputs add up to 5 along the axis, not 6}}
+  %0 = kiln.concat %a, %b axis 1 : (tensor<4x3xf32>, tensor<4x2xf32>) -> tensor<4x6xf32>
+  return
+}

@@ -89,3 +89,12 @@ func.func @views(%x: tensor<4x3xf32>) -> (tensor<2x12xf32>, tensor<3x2xf32>) {
   %u = kiln.transpose %s [1, 0] : tensor<2x3xf32> -> tensor<3x2xf32>
   return %b, %u : tensor<2x12xf32>, tensor<3x2xf32>
 }
+
+// CHECK-LABEL: func.func @pad_concat
+func.func @pad_concat(%a: tensor<4x3xf32>, %b: tensor<4x2xf32>) -> (tensor<7x6xf32>, tensor<4x5xf32>) {
+  // CHECK: kiln.pad %{{.*}} low [1, 0] high [2, 3] value 0.000000e+00 : tensor<4x3xf32> -> tensor<7x6xf32>
+  %p = kiln.pad %a low [1, 0] high [2, 3] value 0.0 : tensor<4x3xf32> -> tensor<7x6xf32>
+  // CHECK: kiln.concat %{{.*}}, %{{.*}} axis 1 : (tensor<4x3xf32>, tensor<4x2xf32>) -> tensor<4x5xf32>
+  %c = kiln.concat %a, %b axis 1 : (tensor<4x3xf32>, tensor<4x2xf32>) -> tensor<4x5xf32>
+  return %p, %c : tensor<7x6xf32>, tensor<4x5xf32>
+}

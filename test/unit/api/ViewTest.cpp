@@ -99,6 +99,33 @@ TEST_P(ViewOnEveryDevice, OneInputThroughTwoViews) {
   EXPECT_EQ(stats().kernels_dispatched, 1u);
 }
 
+TEST_P(ViewOnEveryDevice, PadAndConcat) {
+  Tensor x = Tensor::randn({3, 5}, *device);
+  Tensor y = Tensor::randn({3, 2});
+  std::vector<float> xs = x.to_vector<float>(), ys = y.to_vector<float>();
+  // pad: 1 row above, 2 columns right, filled with -1.
+  std::vector<float> p = pad(x, {1, 0}, {0, 2}, -1.0f).to_vector<float>();
+  ASSERT_EQ(p.size(), 4u * 7u);
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 7; ++j)
+      EXPECT_EQ(p[i * 7 + j], i == 0 || j >= 5 ? -1.0f : xs[(i - 1) * 5 + j]) << i << "," << j;
+  // concat along columns, fused with arithmetic on both sides: one kernel.
+  reset_stats();
+  std::vector<float> c = (concat({x * 2.0f, kiln::exp(y)}, -1) + 1.0f).to_vector<float>();
+  EXPECT_EQ(stats().kernels_dispatched, 1u);
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 7; ++j) {
+      double want = j < 5 ? 2.0 * xs[i * 5 + j] + 1 : std::exp(double(ys[i * 2 + j - 5])) + 1;
+      EXPECT_NEAR(c[i * 7 + j], want, 1e-5 * std::abs(want) + 1e-6) << i << "," << j;
+    }
+  // along rows, three inputs
+  std::vector<float> r = concat({x, x, x.slice(0, 0, 1)}, 0).to_vector<float>();
+  ASSERT_EQ(r.size(), 7u * 5u);
+  for (int j = 0; j < 5; ++j)
+    EXPECT_EQ(r[6 * 5 + j], xs[j]);
+  EXPECT_THROW(concat({x, Tensor::zeros({2, 5})}, 1), Error);
+}
+
 INSTANTIATE_TEST_SUITE_P(Devices, ViewOnEveryDevice, ::testing::Range(0, 3),
                          [](const ::testing::TestParamInfo<int> &info) {
                            return "device" + std::to_string(info.param);
