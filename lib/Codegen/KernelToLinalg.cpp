@@ -238,6 +238,45 @@ AffineExpr linearizeExpr(ArrayRef<int64_t> shape, ArrayRef<AffineExpr> coords, M
   return index;
 }
 
+/// `func.func @name(inputs..., outputs...)`, every argument a flat 1-D
+/// memref over its tensor's buffer (i1 stored as i8), carrying the element
+/// count and the outermost loop's trip count.
+func::FuncOp createFlatKernelFunction(KernelOp kernel, OpBuilder &builder, StringRef name,
+                                      int64_t iterations, int64_t outer) {
+  auto flatType = [](Type tensorType) {
+    auto tensor = cast<RankedTensorType>(tensorType);
+    return MemRefType::get({std::max<int64_t>(1, tensor.getNumElements())},
+                           storageElementType(tensor.getElementType()));
+  };
+  SmallVector<Type> argTypes;
+  for (Type t : kernel.getInputs().getTypes())
+    argTypes.push_back(flatType(t));
+  for (Type t : kernel.getResultTypes())
+    argTypes.push_back(flatType(t));
+  auto func = func::FuncOp::create(builder, kernel.getLoc(), name,
+                                   builder.getFunctionType(argTypes, {}));
+  func->setAttr("kiln.iteration_size", builder.getI64IntegerAttr(iterations));
+  func->setAttr("kiln.outer_size", builder.getI64IntegerAttr(outer));
+  return func;
+}
+
+/// Stores each kernel result, as `valueOf` computes it, at `index` of its
+/// output argument (booleans widened to their i8 storage).
+void storeResults(OpBuilder &b, Location loc, KernelOp kernel, Block *entry, Value index,
+                  function_ref<Value(Value)> valueOf) {
+  size_t numInputs = kernel.getInputs().size();
+  for (auto [i, result] : llvm::enumerate(kernel.getBody().front().getTerminator()->getOperands())) {
+    Value v = valueOf(result);
+    if (!v)
+      continue;
+    Value out = entry->getArgument(numInputs + i);
+    Type stored = cast<MemRefType>(out.getType()).getElementType();
+    if (v.getType() != stored)
+      v = arith::ExtUIOp::create(b, loc, stored, v);
+    memref::StoreOp::create(b, loc, v, out, index);
+  }
+}
+
 /// Builds the flat layout by evaluating each kernel result at the iteration
 /// index d0, walking back through the body: an elementwise op evaluates its
 /// operands at their broadcast indices, a view op its operand at the view's
@@ -418,19 +457,7 @@ func::FuncOp buildFlatFunction(KernelOp kernel, OpBuilder &builder, StringRef na
   FlatEvaluator evaluator(kernel);
   for (Value result : kernel.getBody().front().getTerminator()->getOperands())
     evaluator.collect(result, getAffineDimExpr(0, ctx));
-  auto flatType = [](Type tensorType) {
-    auto tensor = cast<RankedTensorType>(tensorType);
-    return MemRefType::get({std::max<int64_t>(1, tensor.getNumElements())},
-                           storageElementType(tensor.getElementType()));
-  };
-  SmallVector<Type> argTypes;
-  for (Type t : kernel.getInputs().getTypes())
-    argTypes.push_back(flatType(t));
-  for (Type t : kernel.getResultTypes())
-    argTypes.push_back(flatType(t));
-  auto func = func::FuncOp::create(builder, loc, name, builder.getFunctionType(argTypes, {}));
-  func->setAttr("kiln.iteration_size", builder.getI64IntegerAttr(iterations));
-  func->setAttr("kiln.outer_size", builder.getI64IntegerAttr(std::max<int64_t>(1, iterations)));
+  func::FuncOp func = createFlatKernelFunction(kernel, builder, name, iterations, std::max<int64_t>(1, iterations));
   Block *entry = func.addEntryBlock();
   OpBuilder b = OpBuilder::atBlockBegin(entry);
 
@@ -497,26 +524,13 @@ func::FuncOp buildGuardedFunction(KernelOp kernel, OpBuilder &builder, StringRef
   FlatEvaluator evaluator(kernel, 1);
   for (Value result : body.getTerminator()->getOperands())
     evaluator.collect(result, d0);
-  auto flatType = [](Type tensorType) {
-    auto tensor = cast<RankedTensorType>(tensorType);
-    return MemRefType::get({std::max<int64_t>(1, tensor.getNumElements())},
-                           storageElementType(tensor.getElementType()));
-  };
-  SmallVector<Type> argTypes;
-  for (Type t : kernel.getInputs().getTypes())
-    argTypes.push_back(flatType(t));
-  for (Type t : kernel.getResultTypes())
-    argTypes.push_back(flatType(t));
-  auto func = func::FuncOp::create(builder, loc, name, builder.getFunctionType(argTypes, {}));
   int64_t count = std::max<int64_t>(1, iterations);
-  func->setAttr("kiln.iteration_size", builder.getI64IntegerAttr(iterations));
-  func->setAttr("kiln.outer_size", builder.getI64IntegerAttr(count));
+  func::FuncOp func = createFlatKernelFunction(kernel, builder, name, iterations, count);
   Block *entry = func.addEntryBlock();
   OpBuilder b = OpBuilder::atBlockBegin(entry);
   Value zero = arith::ConstantIndexOp::create(b, loc, 0);
   Value one = arith::ConstantIndexOp::create(b, loc, 1);
   Value end = arith::ConstantIndexOp::create(b, loc, count);
-  size_t numInputs = kernel.getInputs().size();
   scf::ParallelOp::create(
       b, loc, ValueRange{zero}, ValueRange{end}, ValueRange{one},
       [&](OpBuilder &pb, Location ploc, ValueRange ivs) {
@@ -530,16 +544,9 @@ func::FuncOp buildGuardedFunction(KernelOp kernel, OpBuilder &builder, StringRef
                                       arith::ConstantIndexOp::create(pb, ploc, size - 1));
           loads.push_back(memref::LoadOp::create(pb, ploc, buffer, at));
         }
-        for (auto [i, result] : llvm::enumerate(body.getTerminator()->getOperands())) {
-          Value v = evaluator.emit(pb, result, d0, loads, failedOp, ivs);
-          if (!v)
-            continue;
-          Value out = entry->getArgument(numInputs + i);
-          Type stored = cast<MemRefType>(out.getType()).getElementType();
-          if (v.getType() != stored)
-            v = arith::ExtUIOp::create(pb, ploc, stored, v);
-          memref::StoreOp::create(pb, ploc, v, out, ivs[0]);
-        }
+        storeResults(pb, ploc, kernel, entry, ivs[0], [&](Value result) {
+          return evaluator.emit(pb, result, d0, loads, failedOp, ivs);
+        });
       });
   func::ReturnOp::create(b, loc);
   return func;
@@ -682,19 +689,7 @@ func::FuncOp buildContractionFunction(KernelOp kernel, Operation *root, OpBuilde
 
   Value rootValue = root->getResult(0);
   int64_t results = std::max<int64_t>(1, cast<RankedTensorType>(rootValue.getType()).getNumElements());
-  auto flatType = [](Type tensorType) {
-    auto tensor = cast<RankedTensorType>(tensorType);
-    return MemRefType::get({std::max<int64_t>(1, tensor.getNumElements())},
-                           storageElementType(tensor.getElementType()));
-  };
-  SmallVector<Type> argTypes;
-  for (Type t : kernel.getInputs().getTypes())
-    argTypes.push_back(flatType(t));
-  for (Type t : kernel.getResultTypes())
-    argTypes.push_back(flatType(t));
-  auto func = func::FuncOp::create(builder, loc, name, builder.getFunctionType(argTypes, {}));
-  func->setAttr("kiln.iteration_size", builder.getI64IntegerAttr(results * count));
-  func->setAttr("kiln.outer_size", builder.getI64IntegerAttr(results));
+  func::FuncOp func = createFlatKernelFunction(kernel, builder, name, results * count, results);
   if (count < 1 || epilogue.misusedBinding()) {
     root->emitOpError(count < 1 ? "reduces an empty dimension: not supported"
                                 : "is read by its epilogue away from the iteration point");
@@ -721,7 +716,6 @@ func::FuncOp buildContractionFunction(KernelOp kernel, Operation *root, OpBuilde
                     : pool ? pool.getKind()
                     : arg  ? arg.getKind()
                            : ReduceKind::sum;
-  size_t numInputs = kernel.getInputs().size();
   auto loadAll = [&](OpBuilder &lb, Location lloc, FlatEvaluator &evaluator, ValueRange dims) {
     SmallVector<Value> loads;
     for (auto [arg, expr] : evaluator.getAccesses()) {
@@ -815,16 +809,9 @@ func::FuncOp buildContractionFunction(KernelOp kernel, Operation *root, OpBuilde
           result = arith::TruncFOp::create(pb, ploc, stored, result);
         epilogue.setBinding(rootValue, result);
         SmallVector<Value> loads = loadAll(pb, ploc, epilogue, ValueRange{outer[0]});
-        for (auto [i, result] : llvm::enumerate(body.getTerminator()->getOperands())) {
-          Value v = epilogue.emit(pb, result, d0, loads, failedOp);
-          if (!v)
-            continue;
-          Value out = entry->getArgument(numInputs + i);
-          Type stored = cast<MemRefType>(out.getType()).getElementType();
-          if (v.getType() != stored)
-            v = arith::ExtUIOp::create(pb, ploc, stored, v);
-          memref::StoreOp::create(pb, ploc, v, out, outer[0]);
-        }
+        storeResults(pb, ploc, kernel, entry, outer[0], [&](Value result) {
+          return epilogue.emit(pb, result, d0, loads, failedOp);
+        });
       });
   func::ReturnOp::create(b, loc);
   return func;

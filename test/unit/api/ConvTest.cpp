@@ -10,16 +10,7 @@ using namespace kiln;
 using kiln::test::allClose;
 
 namespace {
-class ConvOnEveryDevice : public ::testing::TestWithParam<int> {
-protected:
-  void SetUp() override {
-    auto all = kiln::test::availableDevices();
-    if (static_cast<size_t>(GetParam()) >= all.size())
-      GTEST_SKIP() << "no device #" << GetParam() << " (found " << all.size() << ")";
-    device = std::make_unique<Device>(all[GetParam()]);
-  }
-  std::unique_ptr<Device> device;
-};
+class ConvOnEveryDevice : public kiln::test::OnEveryDevice {};
 
 std::vector<float> smallIntegers(size_t n, std::mt19937 &rng) {
   std::uniform_int_distribution<int> dist(-3, 3);
@@ -153,10 +144,7 @@ TEST_P(ConvOnEveryDevice, CnnBlockKernelCount) {
   EXPECT_TRUE(allClose(got, want, 1e-4, 1e-5));
 }
 
-INSTANTIATE_TEST_SUITE_P(Devices, ConvOnEveryDevice, ::testing::Range(0, 3),
-                         [](const ::testing::TestParamInfo<int> &info) {
-                           return "device" + std::to_string(info.param);
-                         });
+KILN_ON_EVERY_DEVICE(ConvOnEveryDevice);
 
 TEST(Conv, ShapeErrors) {
   EXPECT_THROW(conv2d(Tensor::zeros({1, 3, 5, 5}), Tensor::zeros({4, 2, 3, 3})), Error);

@@ -6,16 +6,7 @@ using namespace kiln;
 using kiln::test::allClose;
 
 namespace {
-class DTypeOnEveryDevice : public ::testing::TestWithParam<int> {
-protected:
-  void SetUp() override {
-    auto all = kiln::test::availableDevices();
-    if (static_cast<size_t>(GetParam()) >= all.size())
-      GTEST_SKIP() << "no device #" << GetParam() << " (found " << all.size() << ")";
-    device = std::make_unique<Device>(all[GetParam()]);
-  }
-  std::unique_ptr<Device> device;
-};
+class DTypeOnEveryDevice : public kiln::test::OnEveryDevice {};
 
 TEST_P(DTypeOnEveryDevice, CastsFollowTheirRules) {
   std::vector<float> xs = {-2.75f, -1.0f, -0.5f, 0.0f, 0.25f, 1.5f, 3.99f, 65504.0f, 1e-6f};
@@ -82,10 +73,7 @@ TEST_P(DTypeOnEveryDevice, HalfTensorsTakeScalarsAndNormalize) {
   EXPECT_NEAR(mu, 0.0, 1e-2);
 }
 
-INSTANTIATE_TEST_SUITE_P(Devices, DTypeOnEveryDevice, ::testing::Range(0, 3),
-                         [](const ::testing::TestParamInfo<int> &info) {
-                           return "device" + std::to_string(info.param);
-                         });
+KILN_ON_EVERY_DEVICE(DTypeOnEveryDevice);
 
 TEST(DType, MathOnIntegersNeedsACast) {
   Tensor i = Tensor::zeros({4}).to(DType::i32);

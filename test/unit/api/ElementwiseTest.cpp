@@ -35,20 +35,11 @@ const UnaryCase unaryCases[] = {
     {"gelu", gelu, erfGelu, false},
 };
 
-class OnEveryDevice : public ::testing::TestWithParam<int> {
-protected:
-  void SetUp() override {
-    auto all = kiln::test::availableDevices();
-    if (static_cast<size_t>(GetParam()) >= all.size())
-      GTEST_SKIP() << "no device #" << GetParam() << " (found " << all.size() << ")";
-    device = std::make_unique<Device>(all[GetParam()]);
-  }
-  std::unique_ptr<Device> device;
-};
+class ElementwiseOnEveryDevice : public kiln::test::OnEveryDevice {};
 
 std::vector<double> widen(const std::vector<float> &v) { return {v.begin(), v.end()}; }
 
-TEST_P(OnEveryDevice, UnaryOpsMatchFloat64) {
+TEST_P(ElementwiseOnEveryDevice, UnaryOpsMatchFloat64) {
   for (const UnaryCase &c : unaryCases) {
     for (Shape shape : {Shape{1}, Shape{7}, Shape{13, 1000}, Shape{1023}}) {
       Tensor x = c.positiveInput ? Tensor::rand(shape, *device) + 0.01f
@@ -63,7 +54,7 @@ TEST_P(OnEveryDevice, UnaryOpsMatchFloat64) {
   }
 }
 
-TEST_P(OnEveryDevice, BinaryOpsBroadcastLikeNumpy) {
+TEST_P(ElementwiseOnEveryDevice, BinaryOpsBroadcastLikeNumpy) {
   struct Case {
     const char *name;
     Tensor (*op)(const Tensor &, const Tensor &, std::source_location);
@@ -96,7 +87,7 @@ TEST_P(OnEveryDevice, BinaryOpsBroadcastLikeNumpy) {
     }
 }
 
-TEST_P(OnEveryDevice, ComparisonsAndWhere) {
+TEST_P(ElementwiseOnEveryDevice, ComparisonsAndWhere) {
   Tensor a = Tensor::randn({9, 13}, *device);
   Tensor b = Tensor::randn({13});
   std::vector<float> as = a.to_vector<float>(), bs = b.to_vector<float>();
@@ -125,7 +116,7 @@ TEST_P(OnEveryDevice, ComparisonsAndWhere) {
   EXPECT_TRUE(allClose(where(gt(a, b), a, b * 2.0f).to_vector<float>(), want));
 }
 
-TEST_P(OnEveryDevice, SixOpChainWithBroadcastIsOneKernel) {
+TEST_P(ElementwiseOnEveryDevice, SixOpChainWithBroadcastIsOneKernel) {
   const int64_t rows = 257, cols = 1000;
   Tensor x = Tensor::randn({rows, cols}, *device);
   Tensor w = Tensor::randn({cols});
@@ -148,15 +139,12 @@ TEST_P(OnEveryDevice, SixOpChainWithBroadcastIsOneKernel) {
   EXPECT_TRUE(allClose(got, want));
 }
 
-TEST_P(OnEveryDevice, ScalarAndEmptyTensors) {
+TEST_P(ElementwiseOnEveryDevice, ScalarAndEmptyTensors) {
   Tensor s = Tensor::scalar(2.0f) * Tensor::scalar(3.0f, std::source_location::current());
   EXPECT_FLOAT_EQ(s.item<float>(), 6.0f);
   Tensor e = Tensor::zeros({0, 5}, *device) + 1.0f;
   EXPECT_TRUE(e.to_vector<float>().empty());
 }
 
-INSTANTIATE_TEST_SUITE_P(Devices, OnEveryDevice, ::testing::Range(0, 3),
-                         [](const ::testing::TestParamInfo<int> &info) {
-                           return "device" + std::to_string(info.param);
-                         });
+KILN_ON_EVERY_DEVICE(ElementwiseOnEveryDevice);
 } // namespace

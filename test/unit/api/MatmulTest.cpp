@@ -10,16 +10,7 @@ using namespace kiln;
 using kiln::test::allClose;
 
 namespace {
-class MatmulOnEveryDevice : public ::testing::TestWithParam<int> {
-protected:
-  void SetUp() override {
-    auto all = kiln::test::availableDevices();
-    if (static_cast<size_t>(GetParam()) >= all.size())
-      GTEST_SKIP() << "no device #" << GetParam() << " (found " << all.size() << ")";
-    device = std::make_unique<Device>(all[GetParam()]);
-  }
-  std::unique_ptr<Device> device;
-};
+class MatmulOnEveryDevice : public kiln::test::OnEveryDevice {};
 
 std::vector<float> smallIntegers(size_t n, std::mt19937 &rng) {
   std::uniform_int_distribution<int> dist(-4, 4);
@@ -92,10 +83,7 @@ TEST_P(MatmulOnEveryDevice, LinearWithActivationIsOneKernel) {
   EXPECT_TRUE(allClose(got, want, 1e-4, 1e-5));
 }
 
-INSTANTIATE_TEST_SUITE_P(Devices, MatmulOnEveryDevice, ::testing::Range(0, 3),
-                         [](const ::testing::TestParamInfo<int> &info) {
-                           return "device" + std::to_string(info.param);
-                         });
+KILN_ON_EVERY_DEVICE(MatmulOnEveryDevice);
 
 TEST(Matmul, ShapeErrors) {
   EXPECT_THROW(matmul(Tensor::zeros({3}), Tensor::zeros({3, 2})), Error);

@@ -42,16 +42,7 @@ Matrix layerNormRef(const Matrix &x, const Matrix &g, const Matrix &b, int r, in
   return y;
 }
 
-class BlockOnEveryDevice : public ::testing::TestWithParam<int> {
-protected:
-  void SetUp() override {
-    auto all = kiln::test::availableDevices();
-    if (static_cast<size_t>(GetParam()) >= all.size())
-      GTEST_SKIP() << "no device #" << GetParam() << " (found " << all.size() << ")";
-    device = std::make_unique<Device>(all[GetParam()]);
-  }
-  std::unique_ptr<Device> device;
-};
+class BlockOnEveryDevice : public kiln::test::OnEveryDevice {};
 
 TEST_P(BlockOnEveryDevice, TransformerBlock) {
   const int T = 12, D = 32, H = 2, Dh = D / H, F = 64;
@@ -132,8 +123,5 @@ TEST_P(BlockOnEveryDevice, TransformerBlock) {
   EXPECT_TRUE(allClose(got, Y, 1e-4, 1e-5));
 }
 
-INSTANTIATE_TEST_SUITE_P(Devices, BlockOnEveryDevice, ::testing::Range(0, 3),
-                         [](const ::testing::TestParamInfo<int> &info) {
-                           return "device" + std::to_string(info.param);
-                         });
+KILN_ON_EVERY_DEVICE(BlockOnEveryDevice);
 } // namespace

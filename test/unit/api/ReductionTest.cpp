@@ -11,16 +11,7 @@ using namespace kiln;
 using kiln::test::allClose;
 
 namespace {
-class ReduceOnEveryDevice : public ::testing::TestWithParam<int> {
-protected:
-  void SetUp() override {
-    auto all = kiln::test::availableDevices();
-    if (static_cast<size_t>(GetParam()) >= all.size())
-      GTEST_SKIP() << "no device #" << GetParam() << " (found " << all.size() << ")";
-    device = std::make_unique<Device>(all[GetParam()]);
-  }
-  std::unique_ptr<Device> device;
-};
+class ReduceOnEveryDevice : public kiln::test::OnEveryDevice {};
 
 /// The float64 reduction of `xs` (of `shape`) over sorted `axes`.
 std::vector<double> reference(const std::vector<float> &xs, const Shape &shape,
@@ -141,10 +132,7 @@ TEST_P(ReduceOnEveryDevice, ArgmaxAndArgmin) {
                             (rs.begin() + i * 1023)));
 }
 
-INSTANTIATE_TEST_SUITE_P(Devices, ReduceOnEveryDevice, ::testing::Range(0, 3),
-                         [](const ::testing::TestParamInfo<int> &info) {
-                           return "device" + std::to_string(info.param);
-                         });
+KILN_ON_EVERY_DEVICE(ReduceOnEveryDevice);
 
 TEST(Reduce, BadAxesAreErrors) {
   Tensor x = Tensor::zeros({4, 3});

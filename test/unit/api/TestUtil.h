@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,25 @@ inline std::vector<Device> availableDevices() {
       GTEST_SKIP() << "needs " << (n) << " devices (cpu:0, then Vulkan); found " \
                    << ::kiln::test::availableDevices().size();                 \
   } while (0)
+
+/// A test run once per device of the machine: cpu:0, vulkan:0, vulkan:1
+/// (the test main asks for two logical Vulkan devices); missing ones skip.
+class OnEveryDevice : public ::testing::TestWithParam<int> {
+protected:
+  void SetUp() override {
+    std::vector<Device> all = availableDevices();
+    if (static_cast<size_t>(GetParam()) >= all.size())
+      GTEST_SKIP() << "no device #" << GetParam() << " (found " << all.size() << ")";
+    device = std::make_unique<Device>(all[GetParam()]);
+  }
+  std::unique_ptr<Device> device;
+};
+
+#define KILN_ON_EVERY_DEVICE(Suite)                                            \
+  INSTANTIATE_TEST_SUITE_P(Devices, Suite, ::testing::Range(0, 3),             \
+                           [](const ::testing::TestParamInfo<int> &info) {     \
+                             return "device" + std::to_string(info.param);     \
+                           })
 
 /// f32 tolerance: |got - want| <= atol + rtol * |want| (numpy's allclose).
 inline ::testing::AssertionResult allClose(const std::vector<float> &got,

@@ -8,16 +8,7 @@ using namespace kiln;
 using kiln::test::allClose;
 
 namespace {
-class ViewOnEveryDevice : public ::testing::TestWithParam<int> {
-protected:
-  void SetUp() override {
-    auto all = kiln::test::availableDevices();
-    if (static_cast<size_t>(GetParam()) >= all.size())
-      GTEST_SKIP() << "no device #" << GetParam() << " (found " << all.size() << ")";
-    device = std::make_unique<Device>(all[GetParam()]);
-  }
-  std::unique_ptr<Device> device;
-};
+class ViewOnEveryDevice : public kiln::test::OnEveryDevice {};
 
 std::vector<double> widen(const std::vector<float> &v) { return {v.begin(), v.end()}; }
 
@@ -126,10 +117,7 @@ TEST_P(ViewOnEveryDevice, PadAndConcat) {
   EXPECT_THROW(concat({x, Tensor::zeros({2, 5})}, 1), Error);
 }
 
-INSTANTIATE_TEST_SUITE_P(Devices, ViewOnEveryDevice, ::testing::Range(0, 3),
-                         [](const ::testing::TestParamInfo<int> &info) {
-                           return "device" + std::to_string(info.param);
-                         });
+KILN_ON_EVERY_DEVICE(ViewOnEveryDevice);
 
 TEST(View, ErrorsNameTheLine) {
   Tensor x = Tensor::zeros({4, 3});
