@@ -294,6 +294,22 @@ LogicalResult PadOp::verify() {
   return success();
 }
 
+LogicalResult GatherOp::verify() {
+  ArrayRef<int64_t> in = shapeOf(getInput()), idx = shapeOf(getIndices()),
+                    out = shapeOf(getResult());
+  int64_t axis = getAxisAttr().getInt();
+  if (axis < 0 || axis >= static_cast<int64_t>(in.size()))
+    return emitOpError("axis ") << axis << " is outside the rank " << in.size();
+  if (idx.size() != 1)
+    return emitOpError("indices must be rank 1, got ") << shapeString(idx);
+  SmallVector<int64_t> expected(in);
+  expected[axis] = idx[0];
+  if (ArrayRef<int64_t>(expected) != out)
+    return emitOpError("result shape ") << shapeString(out) << " should be "
+                                        << shapeString(expected);
+  return success();
+}
+
 LogicalResult ConcatOp::verify() {
   if (getInputs().empty())
     return emitOpError("needs at least one input");

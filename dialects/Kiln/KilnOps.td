@@ -248,6 +248,25 @@ def Kiln_PadOp : Kiln_Op<"pad", [Pure, Kiln_GuardedView]> {
   let hasVerifier = 1;
 }
 
+def Kiln_GatherOp : Kiln_Op<"gather", [Pure, Kiln_GuardedView]> {
+  let summary = "select slices along an axis by index (index_select)";
+  let description = [{
+    Result element with coordinate `j` along `axis` is the input element at
+    `indices[j]` there. Indices outside `[0, size)` are clamped into it.
+    ```mlir
+    %g = kiln.gather %x, %i axis 0 : tensor<5x3xf32>, tensor<4xi32> -> tensor<4x3xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$input, StaticShapeTensorOf<[I32]>:$indices,
+                       I64Attr:$axis, OptionalAttr<Kiln_DeviceAttr>:$device);
+  let results = (outs Kiln_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $indices `axis` $axis (`on` custom<Device>($device)^)? attr-dict
+    `:` type($input) `,` type($indices) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 def Kiln_ConcatOp : Kiln_Op<"concat", [Pure, Kiln_GuardedView]> {
   let summary = "join tensors along one axis";
   let description = [{

@@ -161,6 +161,13 @@ Tensor pad(const Tensor &x, std::vector<int64_t> low, std::vector<int64_t> high,
 Tensor concat(const std::vector<Tensor> &tensors, int64_t axis,
               std::source_location loc = std::source_location::current());
 
+/// Slices of `x` along `dim` picked by `indices` (a rank-1 i32 tensor, or
+/// a list): PyTorch's index_select. Indices outside the range are clamped.
+Tensor index_select(const Tensor &x, int64_t dim, const Tensor &indices,
+                    std::source_location loc = std::source_location::current());
+Tensor index_select(const Tensor &x, int64_t dim, const std::vector<int64_t> &indices,
+                    std::source_location loc = std::source_location::current());
+
 /// Matrix product [..., M, K] x [..., K, N] -> [..., M, N], batch dims
 /// broadcast. Transposed operands: pass x.transpose(-1, -2) (a view, folded
 /// into the product's indexing).

@@ -20,7 +20,7 @@ namespace kiln {
 
 enum class OpKind {
   Input, Constant, Unary, Binary, Compare, Select, Transfer, View, Reduce, ArgReduce, Conv2d,
-  Pool2d, Pad, Concat
+  Pool2d, Pad, Concat, Gather
 };
 
 struct Node {

@@ -203,8 +203,9 @@ struct GraphBuilder {
       state.addAttribute("value", b.getF64FloatAttr(node->value));
       return b.create(state)->getResult(0);
     }
+    case OpKind::Gather:
     case OpKind::Concat: {
-      OperationState state(loc, "kiln.concat");
+      OperationState state(loc, node->kind == OpKind::Gather ? "kiln.gather" : "kiln.concat");
       state.addOperands(operands);
       state.addTypes(type);
       state.addAttribute("axis", b.getI64IntegerAttr(node->axes[0]));

@@ -649,6 +649,38 @@ Tensor kiln::concat(const std::vector<Tensor> &tensors, int64_t axis, std::sourc
   return Tensor(node);
 }
 
+Tensor kiln::index_select(const Tensor &x, int64_t dim, const Tensor &indices,
+                          std::source_location loc) {
+  const Node &in = nodeOf(x, loc), &idx = nodeOf(indices, loc);
+  if (!isFloat(in.dtype))
+    throw Error(sitePrefix(loc) + "index_select needs a floating-point tensor");
+  if (idx.dtype != DType::i32 || idx.shape.size() != 1)
+    throw Error(sitePrefix(loc) + "index_select needs rank-1 i32 indices, got " +
+                dtype_name(idx.dtype) + " " + shapeText(idx.shape) +
+                " (convert with .to(DType::i32))");
+  dim = normalizeDim(dim, in.shape.size(), loc, "index_select");
+  if (in.shape[dim] == 0)
+    throw Error(sitePrefix(loc) + "index_select from an empty dimension");
+  Shape shape = in.shape;
+  shape[dim] = idx.shape[0];
+  auto node = std::make_shared<Node>();
+  node->kind = OpKind::Gather;
+  node->op = "gather";
+  node->operands = {x.node(), indices.node()};
+  node->shape = std::move(shape);
+  node->dtype = in.dtype;
+  node->loc = loc;
+  node->axes = {dim};
+  return Tensor(node);
+}
+
+Tensor kiln::index_select(const Tensor &x, int64_t dim, const std::vector<int64_t> &indices,
+                          std::source_location loc) {
+  std::vector<float> values(indices.begin(), indices.end());
+  int64_t n = static_cast<int64_t>(values.size());
+  return index_select(x, dim, Tensor::from(std::move(values), {n}, loc).to(DType::i32, loc), loc);
+}
+
 Tensor kiln::matmul(const Tensor &a, const Tensor &b, std::source_location loc) {
   const Node &l = nodeOf(a, loc), &r = nodeOf(b, loc);
   if (l.dtype != r.dtype || (l.dtype != DType::f32 && l.dtype != DType::f16))

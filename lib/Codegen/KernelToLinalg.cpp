@@ -304,8 +304,8 @@ public:
   /// Phase 2: the value of `v` at flat index `index`, built with `b`;
   /// `inputs` are the generic's block arguments, one per access.
   Value emit(OpBuilder &b, Value v, AffineExpr index, ValueRange inputs, bool &failed,
-             ValueRange dims = {}) {
-    emitState = {&b, inputs, &failed, dims};
+             ValueRange dims = {}, ValueRange buffers = {}) {
+    emitState = {&b, inputs, &failed, dims, buffers};
     return visit(v, index, &b);
   }
 
@@ -315,6 +315,7 @@ private:
     ValueRange inputs;
     bool *failed = nullptr;
     ValueRange dims; // the loop indices, for guarded views
+    ValueRange buffers; // the kernel function's arguments, for gather
   };
 
   /// pad and concat: each operand read at its (maybe out of range) index,
@@ -357,6 +358,35 @@ private:
         return v;
       Value fill = floatConstant(*b, op->getLoc(), v.getType(), pad.getValue().convertToDouble());
       return arith::SelectOp::create(*b, op->getLoc(), valid, v, fill);
+    }
+    if (auto gather = dyn_cast<GatherOp>(op)) {
+      // The position comes from the indices tensor: a load at a computed,
+      // clamped index of the (kernel input) operand.
+      int64_t axis = gather.getAxisAttr().getInt();
+      ArrayRef<int64_t> in = shapeOf(gather.getInput());
+      Value position = visit(gather.getIndices(), coords[axis], b);
+      if (!b)
+        return Value();
+      auto source = dyn_cast<BlockArgument>(gather.getInput());
+      if (!source || emitState.buffers.empty()) {
+        gather.emitOpError("reads a kernel input only (fusion puts nothing in front)");
+        *emitState.failed = true;
+        return Value();
+      }
+      Location loc = op->getLoc();
+      Value at = arith::IndexCastOp::create(*b, loc, b->getIndexType(), position);
+      at = arith::MaxSIOp::create(*b, loc, at, arith::ConstantIndexOp::create(*b, loc, 0));
+      at = arith::MinSIOp::create(*b, loc, at,
+                                  arith::ConstantIndexOp::create(*b, loc, in[axis] - 1));
+      SmallVector<AffineExpr> rest(coords.begin(), coords.end());
+      rest[axis] = getAffineConstantExpr(0, ctx);
+      int64_t stride = 1;
+      for (size_t k = axis + 1; k < in.size(); ++k)
+        stride *= in[k];
+      Value flat = arith::AddIOp::create(
+          *b, loc, coordinateValue(linearizeExpr(in, rest, ctx)),
+          arith::MulIOp::create(*b, loc, at, arith::ConstantIndexOp::create(*b, loc, stride)));
+      return memref::LoadOp::create(*b, loc, emitState.buffers[source.getArgNumber()], flat);
     }
     auto concat = cast<ConcatOp>(op);
     int64_t axis = concat.getAxisAttr().getInt(), offset = 0;
@@ -545,7 +575,7 @@ func::FuncOp buildGuardedFunction(KernelOp kernel, OpBuilder &builder, StringRef
           loads.push_back(memref::LoadOp::create(pb, ploc, buffer, at));
         }
         storeResults(pb, ploc, kernel, entry, ivs[0], [&](Value result) {
-          return evaluator.emit(pb, result, d0, loads, failedOp, ivs);
+          return evaluator.emit(pb, result, d0, loads, failedOp, ivs, entry->getArguments());
         });
       });
   func::ReturnOp::create(b, loc);

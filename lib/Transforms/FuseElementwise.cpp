@@ -176,7 +176,8 @@ bool joins(const Group &group, Operation *op, bool readByHost);
 /// original, which becomes a kernel of its own.
 bool recomputeInUsers(Operation *op, SmallVector<Group> &groups,
                       DenseMap<Operation *, int> &groupOf) {
-  if (!op->hasTrait<Elementwise>() && !op->hasTrait<View>())
+  if ((!op->hasTrait<Elementwise>() && !op->hasTrait<View>()) ||
+      llvm::any_of(op->getUsers(), [](Operation *user) { return isa<GatherOp>(user); }))
     return false; // (not pad/concat: they read several inputs per element)
   llvm::SetVector<int> targets;
   for (Operation *user : op->getUsers()) {
@@ -217,6 +218,11 @@ bool joins(const Group &group, Operation *op, bool readByHost) {
   // pad and concat read with bounds checks: only plain elementwise kernels
   // (their own loop form) take them.
   auto guarded = [](Operation *m) { return m->hasTrait<GuardedView>(); };
+  // gather reads its data operand at computed positions: a kernel input.
+  if (llvm::any_of(op->getUses(), [](OpOperand &use) {
+        return isa<GatherOp>(use.getOwner()) && use.getOperandNumber() == 0;
+      }))
+    return false;
   if (guarded(op) && (group.reduction || group.contraction))
     return false;
   if (op->hasTrait<Contraction>() && llvm::any_of(group.ops, guarded))

@@ -213,3 +213,11 @@ func.func @concat_sizes(%a: tensor<4x3xf32>, %b: tensor<4x2xf32>) {
   %0 = kiln.concat %a, %b axis 1 : (tensor<4x3xf32>, tensor<4x2xf32>) -> tensor<4x6xf32>
   return
 }
+
+// -----
+
+func.func @gather_indices(%x: tensor<5x3xf32>, %i: tensor<2x2xi32>) {
+  // expected-error @+1 {{'kiln.gather' op indices must be rank 1, got [2, 2]}}
+  %0 = kiln.gather %x, %i axis 0 : tensor<5x3xf32>, tensor<2x2xi32> -> tensor<4x3xf32>
+  return
+}
