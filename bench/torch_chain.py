@@ -6,9 +6,10 @@
 Run with Debian's python3-torch: /usr/bin/python3 bench/torch_chain.py
 """
 import sys
-import time
 
 import torch
+
+from torch_timing import measure
 
 rows = 16 if "--smoke" in sys.argv else 4096
 cols = 4096
@@ -20,17 +21,6 @@ b = torch.randn(cols)
 
 def chain():
     return torch.tanh(x * w + b) * 0.5 - x * 0.25
-
-
-def measure(fn, seconds=1.0):
-    fn()
-    runs, start = 0, time.perf_counter()
-    while True:
-        fn()
-        runs += 1
-        elapsed = time.perf_counter() - start
-        if elapsed >= seconds:
-            return elapsed / runs
 
 
 per_run = measure(chain)

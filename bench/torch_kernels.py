@@ -3,23 +3,13 @@
 
     /usr/bin/python3 bench/torch_kernels.py
 """
-import time
 
 import torch
 import torch.nn.functional as F
 
+from torch_timing import measure
+
 torch.manual_seed(0)
-
-
-def measure(fn, seconds=1.0):
-    fn()
-    runs, start = 0, time.perf_counter()
-    while True:
-        fn()
-        runs += 1
-        elapsed = time.perf_counter() - start
-        if elapsed >= seconds:
-            return elapsed / runs
 
 
 rows, cols = 4096, 1024

@@ -183,82 +183,65 @@ struct GraphBuilder {
     case OpKind::Transfer:
       return TransferOp::create(b, loc, type, operands[0],
                                 deviceAttr(ctx, *node->device));
+    default:
+      break;
+    }
+    // Every other kind: "kiln.<name>" with the node's attributes.
+    std::string name = "kiln." + node->op;
+    auto array = [&](ArrayRef<int64_t> v) { return b.getDenseI64ArrayAttr(v); };
+    SmallVector<NamedAttribute> attrs;
+    auto attr = [&](StringRef key, Attribute value) { attrs.push_back(b.getNamedAttr(key, value)); };
+    switch (node->kind) {
     case OpKind::Reduce:
-    case OpKind::ArgReduce: {
-      OperationState state(loc, node->kind == OpKind::Reduce ? "kiln.reduce" : "kiln.arg_reduce");
-      state.addOperands(operands);
-      state.addTypes(type);
-      state.addAttribute("kind", ReduceKindAttr::get(ctx, *symbolizeReduceKind(node->op)));
-      state.addAttribute("axes", b.getDenseI64ArrayAttr(node->axes));
+    case OpKind::ArgReduce:
+      name = node->kind == OpKind::Reduce ? "kiln.reduce" : "kiln.arg_reduce";
+      attr("kind", ReduceKindAttr::get(ctx, *symbolizeReduceKind(node->op)));
+      attr("axes", array(node->axes));
       if (node->keepdims)
-        state.addAttribute("keepdims", b.getUnitAttr());
-      return b.create(state)->getResult(0);
-    }
-    case OpKind::Pad: {
-      OperationState state(loc, "kiln.pad");
-      state.addOperands(operands);
-      state.addTypes(type);
-      state.addAttribute("low", b.getDenseI64ArrayAttr(node->low));
-      state.addAttribute("high", b.getDenseI64ArrayAttr(node->high));
-      state.addAttribute("value", b.getF64FloatAttr(node->value));
-      return b.create(state)->getResult(0);
-    }
+        attr("keepdims", b.getUnitAttr());
+      break;
+    case OpKind::Pool2d:
+      name = "kiln.pool2d";
+      attr("kind", ReduceKindAttr::get(ctx, *symbolizeReduceKind(node->op)));
+      attr("kernel", array(node->window));
+      attr("strides", array(node->stride));
+      attr("padding", array(node->padding));
+      break;
+    case OpKind::Conv2d:
+      attr("strides", array(node->stride));
+      attr("padding", array(node->padding));
+      attr("dilation", array(node->dilation));
+      attr("groups", b.getI64IntegerAttr(node->groups));
+      break;
+    case OpKind::Pad:
+      attr("low", array(node->low));
+      attr("high", array(node->high));
+      attr("value", b.getF64FloatAttr(node->value));
+      break;
     case OpKind::Gather:
-    case OpKind::Concat: {
-      OperationState state(loc, node->kind == OpKind::Gather ? "kiln.gather" : "kiln.concat");
-      state.addOperands(operands);
-      state.addTypes(type);
-      state.addAttribute("axis", b.getI64IntegerAttr(node->axes[0]));
-      return b.create(state)->getResult(0);
-    }
-    case OpKind::Conv2d: {
-      OperationState state(loc, "kiln.conv2d");
-      state.addOperands(operands);
-      state.addTypes(type);
-      state.addAttribute("strides", b.getDenseI64ArrayAttr(node->stride));
-      state.addAttribute("padding", b.getDenseI64ArrayAttr(node->padding));
-      state.addAttribute("dilation", b.getDenseI64ArrayAttr(node->dilation));
-      state.addAttribute("groups", b.getI64IntegerAttr(node->groups));
-      return b.create(state)->getResult(0);
-    }
-    case OpKind::Pool2d: {
-      OperationState state(loc, "kiln.pool2d");
-      state.addOperands(operands);
-      state.addTypes(type);
-      state.addAttribute("kind", ReduceKindAttr::get(ctx, *symbolizeReduceKind(node->op)));
-      state.addAttribute("kernel", b.getDenseI64ArrayAttr(node->window));
-      state.addAttribute("strides", b.getDenseI64ArrayAttr(node->stride));
-      state.addAttribute("padding", b.getDenseI64ArrayAttr(node->padding));
-      return b.create(state)->getResult(0);
-    }
-    case OpKind::View: {
-      OperationState state(loc, "kiln." + node->op);
-      state.addOperands(operands);
-      state.addTypes(type);
+    case OpKind::Concat:
+      attr("axis", b.getI64IntegerAttr(node->axes[0]));
+      break;
+    case OpKind::View:
       if (node->op == "transpose")
-        state.addAttribute("permutation", b.getDenseI64ArrayAttr(node->permutation));
+        attr("permutation", array(node->permutation));
       if (node->op == "slice") {
-        state.addAttribute("starts", b.getDenseI64ArrayAttr(node->starts));
-        state.addAttribute("steps", b.getDenseI64ArrayAttr(node->steps));
+        attr("starts", array(node->starts));
+        attr("steps", array(node->steps));
       }
-      return b.create(state)->getResult(0);
+      break;
+    case OpKind::Compare:
+      name = "kiln.cmp";
+      attr("predicate", CmpPredicateAttr::get(ctx, *symbolizeCmpPredicate(node->op)));
+      break;
+    default:
+      break;
     }
-    case OpKind::Compare: {
-      std::optional<CmpPredicate> predicate = symbolizeCmpPredicate(node->op);
-      OperationState state(loc, "kiln.cmp");
-      state.addOperands(operands);
-      state.addTypes(type);
-      state.addAttribute("predicate",
-                         CmpPredicateAttr::get(ctx, *predicate));
-      return b.create(state)->getResult(0);
-    }
-    default: {
-      OperationState state(loc, "kiln." + node->op);
-      state.addOperands(operands);
-      state.addTypes(type);
-      return b.create(state)->getResult(0);
-    }
-    }
+    OperationState state(loc, name);
+    state.addOperands(operands);
+    state.addTypes(type);
+    state.addAttributes(attrs);
+    return b.create(state)->getResult(0);
   }
 
   void build(const std::vector<std::shared_ptr<Node>> &roots) {

@@ -287,7 +287,7 @@ class FlatEvaluator {
 public:
   /// Indices are affine expressions of `numDims` loop dimensions.
   FlatEvaluator(KernelOp kernel, unsigned numDims = 1)
-      : kernel(kernel), ctx(kernel.getContext()), numDims(numDims) {}
+      : ctx(kernel.getContext()), numDims(numDims) {}
 
   /// Phase 1 (no builder): the accesses `v` at `index` needs, in a
   /// deterministic order.
@@ -470,7 +470,6 @@ private:
     return result;
   }
 
-  KernelOp kernel;
   MLIRContext *ctx;
   unsigned numDims;
   DenseSet<Value> bound;
@@ -498,7 +497,6 @@ func::FuncOp buildFlatFunction(KernelOp kernel, OpBuilder &builder, StringRef na
     inputs.push_back(entry->getArgument(arg));
     maps.push_back(AffineMap::get(1, 0, index));
   }
-  (void)ctx;
   for (size_t i = 0; i < kernel.getNumResults(); ++i)
     maps.push_back(AffineMap::getMultiDimIdentityMap(1, ctx));
   linalg::GenericOp::create(
