@@ -1,0 +1,117 @@
+//===- KernelBuilding.h - shared pieces of the kernel builders --*- C++ -*-===//
+//
+// Internal to lib/Codegen: the scalar form of each kiln op, index helpers
+// and the evaluator that walks a kernel body back from its results, shared
+// by the elementwise, reduction, row and tiled builders.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_LIB_CODEGEN_KERNELBUILDING_H
+#define KILN_LIB_CODEGEN_KERNELBUILDING_H
+
+#include "dialects/Kiln/KilnDialect.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/AffineExpr.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/DenseSet.h"
+
+namespace kiln {
+using namespace mlir;
+
+/// A float constant of `type`, a scalar or a splat vector.
+Value floatConstant(OpBuilder &b, Location loc, Type type, double value);
+
+/// The computation of one kiln op on one element (lanes == 1) or on a
+/// vector of `lanes` elements; null when unsupported.
+Value emitScalar(OpBuilder &b, Operation *op, ValueRange args, int64_t lanes = 1);
+
+/// The identity of a reduction and its combining step.
+Value reductionInit(OpBuilder &b, Location loc, ReduceKind kind, Type type);
+Value reductionStep(OpBuilder &b, Location loc, ReduceKind kind, Value acc, Value v);
+
+/// The coordinates of flat index `flat` over `shape`.
+SmallVector<AffineExpr> delinearize(AffineExpr flat, ArrayRef<int64_t> shape);
+
+/// The flat index of coordinates `coords` in `shape`.
+AffineExpr linearizeExpr(ArrayRef<int64_t> shape, ArrayRef<AffineExpr> coords, MLIRContext *ctx);
+
+/// `func.func @name(inputs..., outputs...)`, every argument a flat 1-D
+/// memref over its tensor's buffer (i1 stored as i8), carrying the element
+/// count and the outermost loop's trip count.
+func::FuncOp createFlatKernelFunction(KernelOp kernel, OpBuilder &builder, StringRef name,
+                                      int64_t iterations, int64_t outer);
+
+/// Stores each kernel result, as `valueOf` computes it, at `index` of its
+/// output argument (booleans widened to their i8 storage).
+void storeResults(OpBuilder &b, Location loc, KernelOp kernel, Block *entry, Value index,
+                  function_ref<Value(Value)> valueOf);
+
+/// Evaluates kernel values at an index (an affine expression of the loop
+/// dimensions), walking back through the body: an elementwise op evaluates its
+/// operands at their broadcast indices, a view op its operand at the view's
+/// source index, a block argument becomes a linalg input read through that
+/// index. So views cost no copy, and an input read through two different
+/// views is two linalg inputs over the same buffer.
+class FlatEvaluator {
+public:
+  /// Indices are affine expressions of `numDims` loop dimensions.
+  FlatEvaluator(KernelOp kernel, unsigned numDims = 1)
+      : ctx(kernel.getContext()), numDims(numDims) {}
+
+  /// Phase 1 (no builder): the accesses `v` at `index` needs, in a
+  /// deterministic order.
+  void collect(Value v, AffineExpr index) { visit(v, index, nullptr); }
+
+  /// `v` is computed elsewhere (a contraction's accumulator): it is read at
+  /// the iteration point only, never through its operands.
+  void bind(Value v) { bound.insert(v); }
+  void setBinding(Value v, Value computed) { values[{v, getAffineDimExpr(0, ctx)}] = computed; }
+  bool misusedBinding() const { return misused; }
+
+  /// `v` is a per-row value of a row kernel (a reduction's result, or an op
+  /// on such results): computed once per row, read as that one value
+  /// wherever the broadcast puts it (RowKernel.cpp checks the structure).
+  void bindRow(Value v) { rowBound.insert(v); }
+  void setRowValue(Value v, Value computed) { rowValues[v] = computed; }
+
+  ArrayRef<std::pair<unsigned, AffineExpr>> getAccesses() const { return accesses; }
+
+  /// Phase 2: the value of `v` at flat index `index`, built with `b`;
+  /// `inputs` are the generic's block arguments, one per access.
+  Value emit(OpBuilder &b, Value v, AffineExpr index, ValueRange inputs, bool &failed,
+             ValueRange dims = {}, ValueRange buffers = {}) {
+    emitState = {&b, inputs, &failed, dims, buffers};
+    return visit(v, index, &b);
+  }
+
+private:
+  struct EmitState {
+    OpBuilder *b = nullptr;
+    ValueRange inputs;
+    bool *failed = nullptr;
+    ValueRange dims; // the loop indices, for guarded views
+    ValueRange buffers; // the kernel function's arguments, for gather
+  };
+
+  /// pad and concat: each operand read at its (maybe out of range) index,
+  /// then a select on the result coordinate. The loads are clamped by the
+  /// guarded builder, so a discarded read is still in bounds.
+  Value visitGuarded(Operation *op, AffineExpr index, OpBuilder *b);
+  Value visit(Value v, AffineExpr index, OpBuilder *b);
+
+  MLIRContext *ctx;
+  unsigned numDims;
+  DenseSet<Value> bound;
+  DenseSet<Value> rowBound;
+  DenseMap<Value, Value> rowValues;
+  bool misused = false;
+  SmallVector<std::pair<unsigned, AffineExpr>> accesses;
+  DenseMap<std::pair<Value, AffineExpr>, Value> values;
+  EmitState emitState;
+};
+
+
+} // namespace kiln
+
+#endif // KILN_LIB_CODEGEN_KERNELBUILDING_H

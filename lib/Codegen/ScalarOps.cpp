@@ -1,0 +1,153 @@
+//===- ScalarOps.cpp - one kiln op on one element or vector --------------===//
+
+#include "KernelBuilding.h"
+
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+#include <limits>
+#include <numbers>
+
+using namespace mlir;
+using namespace kiln;
+
+/// A float constant of `type`, a scalar or a splat vector.
+Value kiln::floatConstant(OpBuilder &b, Location loc, Type type, double value) {
+  if (auto vector = dyn_cast<VectorType>(type))
+    return arith::ConstantOp::create(
+        b, loc, DenseElementsAttr::get(vector, b.getFloatAttr(vector.getElementType(), value)));
+  return arith::ConstantOp::create(b, loc, type, b.getFloatAttr(type, value));
+}
+
+static arith::CmpFPredicate toArith(CmpPredicate predicate) {
+  switch (predicate) {
+  case CmpPredicate::eq: return arith::CmpFPredicate::OEQ;
+  case CmpPredicate::ne: return arith::CmpFPredicate::UNE;
+  case CmpPredicate::lt: return arith::CmpFPredicate::OLT;
+  case CmpPredicate::le: return arith::CmpFPredicate::OLE;
+  case CmpPredicate::gt: return arith::CmpFPredicate::OGT;
+  case CmpPredicate::ge: return arith::CmpFPredicate::OGE;
+  }
+  llvm_unreachable("unknown predicate");
+}
+
+/// Element conversion between f32, f16, i32 and i1.
+static Value castScalar(OpBuilder &b, Location loc, Value v, Type to) {
+  Type from = v.getType();
+  if (from == to)
+    return v;
+  // Scalars only: kernels with casts use the flat layout (supportsVector4).
+  auto isFloat = [](Type t) { return isa<FloatType>(getElementTypeOrSelf(t)); };
+  auto zero = [&](Type t) -> Value {
+    return isFloat(t) ? floatConstant(b, loc, t, 0.0)
+                      : arith::ConstantOp::create(b, loc, b.getIntegerAttr(t, 0)).getResult();
+  };
+  if (to.isInteger(1))
+    return isFloat(from)
+               ? arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNE, v, zero(from)).getResult()
+               : arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, v, zero(from)).getResult();
+  if (from.isInteger(1))
+    return isFloat(to) ? arith::UIToFPOp::create(b, loc, to, v).getResult()
+                       : arith::ExtUIOp::create(b, loc, to, v).getResult();
+  if (isFloat(from) && isFloat(to))
+    return from.getIntOrFloatBitWidth() < to.getIntOrFloatBitWidth()
+               ? arith::ExtFOp::create(b, loc, to, v).getResult()
+               : arith::TruncFOp::create(b, loc, to, v).getResult();
+  if (isFloat(from))
+    return arith::FPToSIOp::create(b, loc, to, v);
+  return arith::SIToFPOp::create(b, loc, to, v);
+}
+
+/// The computation of one kiln op on one element (lanes == 1) or on a
+/// vector of `lanes` elements; null when unsupported.
+Value kiln::emitScalar(OpBuilder &b, Operation *op, ValueRange args, int64_t lanes) {
+  Location loc = op->getLoc();
+  Type type = getElementTypeOrSelf(op->getResult(0).getType());
+  if (lanes > 1)
+    type = VectorType::get({lanes}, type);
+  auto one = [&] { return floatConstant(b, loc, type, 1.0); };
+  return llvm::TypeSwitch<Operation *, Value>(op)
+      .Case([&](ConstantOp c) -> Value {
+        auto dense = cast<DenseElementsAttr>(c.getValue());
+        auto splat = cast<TypedAttr>(dense.getSplatValue<Attribute>());
+        if (auto vector = dyn_cast<VectorType>(type))
+          return arith::ConstantOp::create(b, loc, DenseElementsAttr::get(vector, splat));
+        return arith::ConstantOp::create(b, loc, splat);
+      })
+      .Case([&](NegOp) { return arith::NegFOp::create(b, loc, args[0]); })
+      .Case([&](AbsOp) -> Value {
+        // math.absf on f16 has no SPIR-V lowering in MLIR 22: max(x, -x)
+        // (NaN stays NaN, -0 becomes +0).
+        if (getElementTypeOrSelf(type).isF32())
+          return math::AbsFOp::create(b, loc, args[0]);
+        return arith::MaximumFOp::create(b, loc, args[0], arith::NegFOp::create(b, loc, args[0]));
+      })
+      .Case([&](ExpOp) { return math::ExpOp::create(b, loc, args[0]); })
+      .Case([&](LogOp) { return math::LogOp::create(b, loc, args[0]); })
+      .Case([&](SqrtOp) { return math::SqrtOp::create(b, loc, args[0]); })
+      .Case([&](RsqrtOp) { return math::RsqrtOp::create(b, loc, args[0]); })
+      .Case([&](TanhOp) { return math::TanhOp::create(b, loc, args[0]); })
+      .Case([&](SigmoidOp) -> Value {
+        Value e = math::ExpOp::create(b, loc, arith::NegFOp::create(b, loc, args[0]));
+        return arith::DivFOp::create(b, loc, one(),
+                                     arith::AddFOp::create(b, loc, one(), e));
+      })
+      .Case([&](ReluOp) {
+        return arith::MaximumFOp::create(b, loc, args[0],
+                                         floatConstant(b, loc, type, 0.0));
+      })
+      .Case([&](GeluOp) -> Value {
+        // x/2 * (1 + erf(x / sqrt(2))): the exact form PyTorch uses by default.
+        Value scaled = arith::MulFOp::create(
+            b, loc, args[0], floatConstant(b, loc, type, std::numbers::sqrt2 / 2));
+        Value erf = math::ErfOp::create(b, loc, scaled);
+        Value half = arith::MulFOp::create(b, loc, args[0],
+                                           floatConstant(b, loc, type, 0.5));
+        return arith::MulFOp::create(b, loc, half,
+                                     arith::AddFOp::create(b, loc, one(), erf));
+      })
+      .Case([&](AddOp) { return arith::AddFOp::create(b, loc, args[0], args[1]); })
+      .Case([&](SubOp) { return arith::SubFOp::create(b, loc, args[0], args[1]); })
+      .Case([&](MulOp) { return arith::MulFOp::create(b, loc, args[0], args[1]); })
+      .Case([&](DivOp) { return arith::DivFOp::create(b, loc, args[0], args[1]); })
+      .Case([&](MaxOp) { return arith::MaximumFOp::create(b, loc, args[0], args[1]); })
+      .Case([&](MinOp) { return arith::MinimumFOp::create(b, loc, args[0], args[1]); })
+      .Case([&](PowOp) { return math::PowFOp::create(b, loc, args[0], args[1]); })
+      .Case([&](CastOp) { return castScalar(b, loc, args[0], type); })
+      .Case([&](CmpOp c) {
+        return arith::CmpFOp::create(b, loc, toArith(c.getPredicate()), args[0],
+                                     args[1]);
+      })
+      .Case([&](SelectOp) {
+        return arith::SelectOp::create(b, loc, args[0], args[1], args[2]);
+      })
+      .Default([](Operation *) { return Value(); });
+}
+
+/// The identity of a reduction and its combining step.
+Value kiln::reductionInit(OpBuilder &b, Location loc, ReduceKind kind, Type type) {
+  double value = 0;
+  if (kind == ReduceKind::max)
+    value = -std::numeric_limits<double>::infinity();
+  else if (kind == ReduceKind::min)
+    value = std::numeric_limits<double>::infinity();
+  else if (kind == ReduceKind::prod)
+    value = 1;
+  return floatConstant(b, loc, type, value);
+}
+
+Value kiln::reductionStep(OpBuilder &b, Location loc, ReduceKind kind, Value acc, Value v) {
+  switch (kind) {
+  case ReduceKind::sum:
+  case ReduceKind::mean: return arith::AddFOp::create(b, loc, acc, v);
+  case ReduceKind::max: return arith::MaximumFOp::create(b, loc, acc, v);
+  case ReduceKind::min: return arith::MinimumFOp::create(b, loc, acc, v);
+  case ReduceKind::prod: return arith::MulFOp::create(b, loc, acc, v);
+  }
+  llvm_unreachable("unknown reduction");
+}
+
