@@ -42,7 +42,8 @@ std::string kiln::validateSPIRV(const std::vector<uint32_t> &words) {
   return messages;
 }
 
-KernelModule kiln::buildKernelModule(KernelOp kernel, KernelLayout layout) {
+KernelModule kiln::buildKernelModule(KernelOp kernel, KernelLayout layout,
+                                     const DeviceLimits *gpu) {
   KernelModule result;
   result.module = ModuleOp::create(kernel.getLoc());
   OpBuilder builder = OpBuilder::atBlockEnd(result.module->getBody());
@@ -51,7 +52,7 @@ KernelModule kiln::buildKernelModule(KernelOp kernel, KernelLayout layout) {
     diagnostics += diag.str() + "\n";
     return success();
   });
-  FailureOr<func::FuncOp> fn = buildKernelFunction(kernel, builder, "kiln_kernel", layout);
+  FailureOr<func::FuncOp> fn = buildKernelFunction(kernel, builder, "kiln_kernel", layout, gpu);
   if (failed(fn))
     throw CompileError("kernel lowering failed: " + diagnostics);
   result.fn = *fn;
@@ -83,12 +84,27 @@ static void dumpKernel(const char *dir, const CompiledKernel &kernel,
     llvm::errs() << "kiln: KILN_DUMP_SPIRV: cannot write to " << dir << "\n";
 }
 
+DeviceLimits kiln::limitsOf(const rt::AdapterInfo &adapter) {
+  DeviceLimits limits;
+  if (adapter.subgroupSize)
+    limits.subgroupSize = static_cast<int>(adapter.subgroupSize);
+  if (adapter.maxWorkgroupInvocations)
+    limits.maxWorkgroupInvocations = static_cast<int>(adapter.maxWorkgroupInvocations);
+  for (int i = 0; i < 3; ++i)
+    if (adapter.maxWorkgroupCount[i])
+      limits.maxWorkgroupCount[i] = adapter.maxWorkgroupCount[i];
+  if (adapter.maxSharedMemoryBytes)
+    limits.sharedMemoryBytes = adapter.maxSharedMemoryBytes;
+  return limits;
+}
+
 const CompiledKernel &kiln::compileKernel(Session &session, KernelOp kernel,
                                           const rt::AdapterInfo &adapter) {
   MLIRContext *ctx = kernel.getContext();
+  DeviceLimits limits = limitsOf(adapter);
   // 16-byte accesses where the shapes allow: needed for GPU bandwidth.
   KernelModule km = buildKernelModule(
-      kernel, supportsVector4(kernel) ? KernelLayout::Vector4 : KernelLayout::Flat);
+      kernel, supportsVector4(kernel) ? KernelLayout::Vector4 : KernelLayout::Flat, &limits);
   OwningOpRef<ModuleOp> &module = km.module;
   func::FuncOp *fn = &km.fn;
   int64_t iterations = km.outerIterations;

@@ -24,10 +24,14 @@ struct KernelModule {
   int64_t iterations = 0;
   int64_t outerIterations = 0;
 };
-KernelModule buildKernelModule(KernelOp kernel, KernelLayout layout);
+KernelModule buildKernelModule(KernelOp kernel, KernelLayout layout,
+                               const DeviceLimits *gpu = nullptr);
 
 /// The SPIR-V of `kernel` for `adapter`'s limits, from the session cache or
 /// freshly lowered and validated. Throws CompileError.
+/// The limits the kernel builders size GPU kernels by.
+DeviceLimits limitsOf(const rt::AdapterInfo &adapter);
+
 const CompiledKernel &compileKernel(Session &session, KernelOp kernel,
                                     const rt::AdapterInfo &adapter);
 

@@ -10,6 +10,7 @@
 #define KILN_LIB_CODEGEN_KERNELBUILDING_H
 
 #include "dialects/Kiln/KilnDialect.h"
+#include "kiln/Codegen/KernelConfig.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/AffineExpr.h"
@@ -111,6 +112,16 @@ private:
   EmitState emitState;
 };
 
+
+/// Whether `kernel` is built by the row builder: reductions (not arg or
+/// pooling ones) with their elementwise prologue and epilogue.
+bool isRowKernel(KernelOp kernel);
+
+/// The row kernel (RowKernel.cpp): for a GPU (`gpu` set) a workgroup per row
+/// where `config` (else the default for the device) says so.
+FailureOr<func::FuncOp> buildRowKernelFunction(KernelOp kernel, OpBuilder &builder,
+                                               StringRef name, const DeviceLimits *gpu,
+                                               const RowKernelConfig *config = nullptr);
 
 } // namespace kiln
 

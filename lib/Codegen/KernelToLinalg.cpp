@@ -452,7 +452,8 @@ func::FuncOp buildContractionFunction(KernelOp kernel, Operation *root, OpBuilde
 FailureOr<func::FuncOp> kiln::buildKernelFunction(KernelOp kernel,
                                                    OpBuilder &builder,
                                                    StringRef name,
-                                                   KernelLayout layout) {
+                                                   KernelLayout layout,
+                                                   const DeviceLimits *gpu) {
   MLIRContext *ctx = builder.getContext();
   Location loc = kernel.getLoc();
   ArrayRef<int64_t> space =
@@ -460,6 +461,9 @@ FailureOr<func::FuncOp> kiln::buildKernelFunction(KernelOp kernel,
   int64_t iterations = 1;
   for (int64_t d : space)
     iterations *= d;
+
+  if (isRowKernel(kernel))
+    return buildRowKernelFunction(kernel, builder, name, gpu);
 
   // A kernel with a reduction or a contraction has its own loop structure.
   Operation *root = nullptr;

@@ -4,6 +4,7 @@
 #define KILN_CODEGEN_KERNELTOLINALG_H
 
 #include "dialects/Kiln/KilnDialect.h"
+#include "kiln/Codegen/KernelConfig.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
@@ -33,10 +34,14 @@ bool supportsVector4(KernelOp kernel);
 /// the tensor; the body one linalg.generic for elementwise kernels, an
 /// scf.parallel around an scf.for for reductions and contractions. It carries
 /// `kiln.iteration_size` (all elements) and `kiln.outer_size` (iterations of
-/// the outermost loop). Fails (with a diagnostic) on an op it cannot lower.
+/// the outermost loop). With `gpu` set, kernels that cooperate within a
+/// workgroup (row reductions, tiled matmul and convolution) are built as a
+/// gpu.launch sized from those limits. Fails (with a diagnostic) on an op it
+/// cannot lower.
 mlir::FailureOr<mlir::func::FuncOp>
 buildKernelFunction(KernelOp kernel, mlir::OpBuilder &builder,
-                    llvm::StringRef name, KernelLayout layout = KernelLayout::Flat);
+                    llvm::StringRef name, KernelLayout layout = KernelLayout::Flat,
+                    const DeviceLimits *gpu = nullptr);
 
 /// The element type a tensor of `elementType` has in device memory.
 mlir::Type storageElementType(mlir::Type elementType);

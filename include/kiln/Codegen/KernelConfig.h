@@ -1,0 +1,60 @@
+//===- KernelConfig.h - device limits and per-kernel configurations -*- C++ -*-===//
+//
+// One configuration object per kernel kind: the tile and workgroup sizes a
+// kernel builder uses. Defaults come from the device's limits; an autotuner
+// can hand a builder any other valid configuration.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_CODEGEN_KERNELCONFIG_H
+#define KILN_CODEGEN_KERNELCONFIG_H
+
+#include <cstdint>
+#include <string>
+
+namespace kiln {
+
+/// What a GPU offers the kernel builders (VkPhysicalDeviceLimits and
+/// subgroup properties).
+struct DeviceLimits {
+  int subgroupSize = 32;
+  int maxWorkgroupInvocations = 128;
+  int64_t maxWorkgroupCount[3] = {65535, 65535, 65535};
+  int64_t sharedMemoryBytes = 16384;
+};
+
+/// A kernel of reductions sharing one iteration space (softmax, layer norm,
+/// a sum with its prologue and epilogue), seen as rows x reduced columns.
+struct RowKernelConfig {
+  /// One workgroup per row, cooperating through subgroup reductions and
+  /// shared memory; else one work item per row (columns reductions, narrow
+  /// rows, the CPU).
+  bool workgroupPerRow = false;
+  int workgroupSize = 1;
+  /// Up to this many columns per work item are kept in registers between
+  /// the reductions, so each input element is read once.
+  int maxChunksInRegisters = 16;
+
+  /// `contiguous`: the reduced axes are the innermost ones.
+  static RowKernelConfig defaultFor(const DeviceLimits &limits, int64_t rows, int64_t columns,
+                                    bool contiguous);
+  /// Empty when the configuration fits the device; else why not.
+  std::string check(const DeviceLimits &limits) const;
+};
+
+/// A tiled matmul or implicit-GEMM convolution: each workgroup computes a
+/// tileM x tileN block of the result, staging tileK-deep slices of both
+/// operands in shared memory; each work item accumulates a threadM x threadN
+/// block in registers.
+struct MatmulConfig {
+  int tileM = 64, tileN = 64, tileK = 16;
+  int threadM = 4, threadN = 4;
+
+  int workgroupSize() const { return (tileM / threadM) * (tileN / threadN); }
+  static MatmulConfig defaultFor(const DeviceLimits &limits, int64_t m, int64_t n, int64_t k);
+  std::string check(const DeviceLimits &limits) const;
+};
+
+} // namespace kiln
+
+#endif // KILN_CODEGEN_KERNELCONFIG_H

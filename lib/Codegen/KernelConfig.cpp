@@ -1,0 +1,77 @@
+//===- KernelConfig.cpp - default kernel configurations from device limits ===//
+
+#include "kiln/Codegen/KernelConfig.h"
+
+#include <algorithm>
+
+using namespace kiln;
+
+RowKernelConfig RowKernelConfig::defaultFor(const DeviceLimits &limits, int64_t rows,
+                                            int64_t columns, bool contiguous) {
+  RowKernelConfig config;
+  int sg = std::max(1, limits.subgroupSize);
+  // A workgroup per row pays off once a row fills a subgroup, and only when
+  // neighbouring work items read neighbouring elements.
+  if (!contiguous || columns < sg)
+    return config;
+  // Two levels of subgroup reduction cover sg * sg work items.
+  int64_t cap = std::min<int64_t>({limits.maxWorkgroupInvocations, int64_t(sg) * sg, 1024});
+  int64_t size = sg;
+  // Aim at about 8 columns per work item: enough work per thread to hide
+  // latency, few enough to stay in registers.
+  while (size * 2 <= cap && size * 8 < columns)
+    size *= 2;
+  config.workgroupPerRow = true;
+  config.workgroupSize = static_cast<int>(size);
+  (void)rows;
+  return config;
+}
+
+std::string RowKernelConfig::check(const DeviceLimits &limits) const {
+  if (!workgroupPerRow)
+    return "";
+  int sg = std::max(1, limits.subgroupSize);
+  if (workgroupSize < 1 || workgroupSize > limits.maxWorkgroupInvocations)
+    return "workgroup size " + std::to_string(workgroupSize) + " is outside 1.." +
+           std::to_string(limits.maxWorkgroupInvocations);
+  if (workgroupSize % sg != 0 || workgroupSize / sg > sg)
+    return "workgroup size " + std::to_string(workgroupSize) +
+           " must be a multiple of the subgroup size " + std::to_string(sg) + " and at most " +
+           std::to_string(sg * sg);
+  if (maxChunksInRegisters < 0)
+    return "maxChunksInRegisters must not be negative";
+  return "";
+}
+
+MatmulConfig MatmulConfig::defaultFor(const DeviceLimits &limits, int64_t m, int64_t n,
+                                      int64_t k) {
+  // Large problems: 128x64 tiles, 8x8 results per work item (128 work items),
+  // the shape that came closest to cuBLAS on the H200 (TOOLCHAIN.md).
+  MatmulConfig config{128, 64, 16, 8, 8};
+  if (m * n < int64_t(2048) * 2048 || !config.check(limits).empty())
+    config = {64, 64, 16, 4, 4};
+  if (!config.check(limits).empty())
+    config = {32, 32, 8, 4, 4};
+  (void)k;
+  return config;
+}
+
+std::string MatmulConfig::check(const DeviceLimits &limits) const {
+  if (tileM <= 0 || tileN <= 0 || tileK <= 0 || threadM <= 0 || threadN <= 0)
+    return "tile sizes must be positive";
+  if (tileM % threadM || tileN % threadN)
+    return "the tile must be a whole number of per-thread blocks";
+  int threads = workgroupSize();
+  if (threads > limits.maxWorkgroupInvocations)
+    return std::to_string(threads) + " work items exceed the device's " +
+           std::to_string(limits.maxWorkgroupInvocations);
+  // Each work item loads an equal share of both staged tiles.
+  if ((tileM * tileK) % threads || (tileK * tileN) % threads)
+    return "the staged tiles do not split evenly over " + std::to_string(threads) +
+           " work items";
+  int64_t shared = int64_t(tileM + tileN) * tileK * 4;
+  if (shared > limits.sharedMemoryBytes)
+    return std::to_string(shared) + " bytes of shared memory exceed the device's " +
+           std::to_string(limits.sharedMemoryBytes);
+  return "";
+}

@@ -1,0 +1,505 @@
+//===- RowKernel.cpp - reductions over one iteration space, one kernel ----===//
+//
+// softmax, layer norm, or a sum with its prologue and epilogue are one
+// kernel. The iteration space is the reductions' input seen as rows (kept
+// dimensions) by columns (reduced ones). Each reduction is one phase over a
+// row's columns; values computed from reduction results ("row values") are
+// computed once per row and read wherever the broadcast puts them; results
+// of the input's shape are written in a last phase.
+//
+// GPUs, wide contiguous rows: a workgroup takes a row. Each work item
+// reduces its columns, then subgroup reductions and one shared-memory step
+// combine the work items. Up to maxChunksInRegisters columns per work item
+// stay in registers between phases (straight-line code), so each input
+// element is loaded once. Otherwise (the CPU, narrow rows, column
+// reductions) one loop iteration or work item takes a row.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelBuilding.h"
+#include "kiln/Codegen/KernelToLinalg.h"
+
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/SetVector.h"
+
+#include <memory>
+
+using namespace mlir;
+using namespace kiln;
+
+namespace {
+struct RowInfo {
+  SmallVector<ReduceOp> reductions; // in body (dependence) order
+  SmallVector<int64_t> full;        // the reductions' input shape
+  SmallVector<int64_t> rowShape;    // their result shape
+  SmallVector<int64_t> axes;
+  int64_t rows = 1, columns = 1;
+  bool contiguous = true; // the reduced axes are the innermost
+  llvm::SetVector<Value> rowValues; // reduction results and ops on them
+};
+
+ArrayRef<int64_t> shapeOf(Value v) { return cast<RankedTensorType>(v.getType()).getShape(); }
+
+/// Checks the structure fusion promises (kiln-opt can feed anything): every
+/// reduction over the same input shape and axes, row values read only by
+/// elementwise ops of the row shape, or of the full shape when the row shape
+/// keeps the reduced dimensions.
+LogicalResult analyze(KernelOp kernel, RowInfo &info) {
+  Block &body = kernel.getBody().front();
+  for (Operation &op : body.without_terminator()) {
+    if (auto reduce = dyn_cast<ReduceOp>(op)) {
+      if (!info.reductions.empty() &&
+          (shapeOf(reduce.getInput()) != ArrayRef<int64_t>(info.full) ||
+           reduce.getAxes() != ArrayRef<int64_t>(info.axes) ||
+           shapeOf(reduce.getResult()) != ArrayRef<int64_t>(info.rowShape)))
+        return reduce.emitOpError("differs in shape or axes from the kernel's first reduction");
+      if (info.reductions.empty()) {
+        info.full.assign(shapeOf(reduce.getInput()).begin(), shapeOf(reduce.getInput()).end());
+        info.rowShape.assign(shapeOf(reduce.getResult()).begin(),
+                             shapeOf(reduce.getResult()).end());
+        info.axes.assign(reduce.getAxes().begin(), reduce.getAxes().end());
+      }
+      if (info.rowValues.contains(reduce.getInput()))
+        return reduce.emitOpError("reduces a per-row value");
+      info.reductions.push_back(reduce);
+      info.rowValues.insert(reduce.getResult());
+      continue;
+    }
+    if (llvm::none_of(op.getOperands(), [&](Value v) { return info.rowValues.contains(v); }))
+      continue;
+    ArrayRef<int64_t> shape = shapeOf(op.getResult(0));
+    bool keepdims = info.rowShape.size() == info.full.size();
+    if (!op.hasTrait<Elementwise>())
+      return op.emitOpError("reads a per-row value but is not elementwise");
+    if (shape == ArrayRef<int64_t>(info.rowShape))
+      info.rowValues.insert(op.getResult(0));
+    else if (shape != ArrayRef<int64_t>(info.full) || !keepdims)
+      return op.emitOpError("reads a per-row value at a shape other than the row's or the "
+                            "reduction input's");
+  }
+  int64_t inner = static_cast<int64_t>(info.full.size());
+  for (int64_t k = static_cast<int64_t>(info.axes.size()) - 1; k >= 0; --k)
+    info.contiguous &= info.axes[k] == --inner;
+  for (size_t d = 0; d < info.full.size(); ++d)
+    (llvm::is_contained(info.axes, static_cast<int64_t>(d)) ? info.columns : info.rows) *=
+        info.full[d];
+  if (info.columns < 1)
+    return info.reductions.front()->emitOpError("reduces an empty dimension: not supported");
+  for (Value result : body.getTerminator()->getOperands())
+    if (shapeOf(result) != ArrayRef<int64_t>(info.full) &&
+        shapeOf(result) != ArrayRef<int64_t>(info.rowShape))
+      return kernel.emitOpError("has a result of neither the row nor the reduction input shape");
+  return success();
+}
+
+/// The reduction of `v` over a subgroup, in every lane: an xor butterfly
+/// of shuffles. (gpu.subgroup_reduce did not legalize to SPIR-V here, and
+/// the group max/min instructions would not propagate NaN as PyTorch does.)
+Value subgroupReduce(OpBuilder &b, Location loc, ReduceKind kind, Value v, int subgroupSize) {
+  for (int offset = 1; offset < subgroupSize; offset *= 2) {
+    Value other = gpu::ShuffleOp::create(b, loc, v, offset, subgroupSize, gpu::ShuffleMode::XOR)
+                      .getShuffleResult();
+    v = reductionStep(b, loc, kind, v, other);
+  }
+  return v;
+}
+
+/// The state shared by both builders: the row values computed so far and
+/// the evaluators that must see them.
+class RowEmitter {
+public:
+  RowEmitter(KernelOp kernel, RowInfo &info, Block *entry, bool &failed)
+      : kernel(kernel), info(info), entry(entry), failed(failed), ctx(kernel.getContext()),
+        loc(kernel.getLoc()) {
+    // The element at (row d0, column d1) of the reductions' input.
+    SmallVector<int64_t> kept, reduced;
+    for (size_t d = 0; d < info.full.size(); ++d)
+      (llvm::is_contained(info.axes, static_cast<int64_t>(d)) ? reduced : kept)
+          .push_back(info.full[d]);
+    SmallVector<AffineExpr> keptCoords = delinearize(getAffineDimExpr(0, ctx), kept);
+    SmallVector<AffineExpr> reducedCoords = delinearize(getAffineDimExpr(1, ctx), reduced);
+    SmallVector<AffineExpr> coords;
+    for (size_t d = 0, k = 0, r = 0; d < info.full.size(); ++d)
+      coords.push_back(llvm::is_contained(info.axes, static_cast<int64_t>(d))
+                           ? reducedCoords[r++]
+                           : keptCoords[k++]);
+    fullIndex = simplifyAffineExpr(linearizeExpr(info.full, coords, ctx), 2, 0);
+  }
+
+  /// An evaluator over (row) or (row, column) that reads the computed row
+  /// values; `persistent` ones also learn row values computed later.
+  FlatEvaluator &evaluator(unsigned dims, bool persistent = false) {
+    owned.push_back(std::make_unique<FlatEvaluator>(kernel, dims));
+    FlatEvaluator &e = *owned.back();
+    for (Value v : info.rowValues)
+      e.bindRow(v);
+    for (auto &[v, computed] : rowValues)
+      e.setRowValue(v, computed);
+    if (persistent)
+      persistents.push_back(&e);
+    return e;
+  }
+
+  /// `v` at `index` of `dims`, loading what the evaluator has not loaded yet.
+  Value evaluate(OpBuilder &b, FlatEvaluator &e, SmallVector<Value> &loads, Value v,
+                 AffineExpr index, ValueRange dims) {
+    e.collect(v, index);
+    ArrayRef<std::pair<unsigned, AffineExpr>> accesses = e.getAccesses();
+    for (size_t i = loads.size(); i < accesses.size(); ++i) {
+      Value at = affine::AffineApplyOp::create(
+          b, loc, AffineMap::get(dims.size(), 0, accesses[i].second), dims);
+      loads.push_back(memref::LoadOp::create(b, loc, entry->getArgument(accesses[i].first), at));
+    }
+    return e.emit(b, v, index, loads, failed);
+  }
+
+  /// The accumulator type: f16 accumulates in f32 (as PyTorch does).
+  Type accumulatorType(ReduceOp reduce) {
+    Type type = getElementTypeOrSelf(reduce.getInput().getType());
+    return type.isF16() ? Float32Type::get(ctx) : type;
+  }
+
+  Value widen(OpBuilder &b, Value v, Type type) {
+    return v && v.getType() != type ? arith::ExtFOp::create(b, loc, type, v).getResult() : v;
+  }
+
+  /// Records a reduction's total (scaled for a mean, narrowed back to its
+  /// type), then computes every row value that depends on nothing else
+  /// still missing, at the row `row`.
+  void finishReduction(OpBuilder &b, ReduceOp reduce, Value total, Value row) {
+    if (reduce.getKind() == ReduceKind::mean)
+      total = arith::MulFOp::create(b, loc, total,
+                                    floatConstant(b, loc, total.getType(), 1.0 / info.columns));
+    Type stored = getElementTypeOrSelf(reduce.getResult().getType());
+    if (total.getType() != stored)
+      total = arith::TruncFOp::create(b, loc, stored, total);
+    record(reduce.getResult(), total);
+    for (Value v : info.rowValues) {
+      if (rowValues.count(v) || v.getDefiningOp<ReduceOp>())
+        continue;
+      Operation *op = v.getDefiningOp();
+      if (llvm::any_of(op->getOperands(), [&](Value operand) {
+            return info.rowValues.contains(operand) && !rowValues.count(operand);
+          }))
+        continue;
+      FlatEvaluator &e = evaluator(1);
+      SmallVector<Value> loads;
+      record(v, evaluate(b, e, loads, v, getAffineDimExpr(0, ctx), row));
+    }
+  }
+
+  void store(OpBuilder &b, unsigned result, Value v, Value index) {
+    Value out = entry->getArgument(kernel.getInputs().size() + result);
+    Type stored = cast<MemRefType>(out.getType()).getElementType();
+    if (v.getType() != stored)
+      v = arith::ExtUIOp::create(b, loc, stored, v);
+    memref::StoreOp::create(b, loc, v, out, index);
+  }
+
+  /// Results of the full shape (written per column) and of the row shape.
+  SmallVector<unsigned> elementResults, rowResults;
+  void classifyResults() {
+    for (auto [i, v] : llvm::enumerate(kernel.getBody().front().getTerminator()->getOperands()))
+      (shapeOf(v) == ArrayRef<int64_t>(info.full) ? elementResults : rowResults).push_back(i);
+  }
+  Value yielded(unsigned i) { return kernel.getBody().front().getTerminator()->getOperand(i); }
+
+  /// Stores the row-shaped results of row `row`.
+  void storeRowResults(OpBuilder &b, Value row) {
+    if (rowResults.empty())
+      return;
+    FlatEvaluator &e = evaluator(1);
+    SmallVector<Value> loads;
+    for (unsigned i : rowResults)
+      if (Value v = evaluate(b, e, loads, yielded(i), getAffineDimExpr(0, ctx), row))
+        store(b, i, v, row);
+  }
+
+  KernelOp kernel;
+  RowInfo &info;
+  Block *entry;
+  bool &failed;
+  MLIRContext *ctx;
+  Location loc;
+  AffineExpr fullIndex;
+
+private:
+  void record(Value v, Value computed) {
+    rowValues[v] = computed;
+    for (FlatEvaluator *e : persistents)
+      e->setRowValue(v, computed);
+  }
+
+  llvm::MapVector<Value, Value> rowValues;
+  SmallVector<std::unique_ptr<FlatEvaluator>> owned;
+  SmallVector<FlatEvaluator *> persistents;
+};
+
+/// One loop iteration (CPU) or work item per row; a loop over the columns
+/// per phase. `reassociate` lets LLVM vectorize the reductions.
+void buildRowLoops(OpBuilder &b, RowEmitter &em, bool reassociate) {
+  Location loc = em.loc;
+  auto index = [&](OpBuilder &ib, int64_t v) { return arith::ConstantIndexOp::create(ib, loc, v); };
+  Value zero = index(b, 0), one = index(b, 1);
+  scf::ParallelOp::create(
+      b, loc, ValueRange{zero}, ValueRange{index(b, em.info.rows)}, ValueRange{one},
+      [&](OpBuilder &pb, Location, ValueRange outer) {
+        Value row = outer[0];
+        for (ReduceOp reduce : em.info.reductions) {
+          Type type = em.accumulatorType(reduce);
+          auto loop = scf::ForOp::create(
+              pb, loc, index(pb, 0), index(pb, em.info.columns), index(pb, 1),
+              ValueRange{reductionInit(pb, loc, reduce.getKind(), type)},
+              [&](OpBuilder &fb, Location, Value column, ValueRange acc) {
+                FlatEvaluator &e = em.evaluator(2);
+                SmallVector<Value> loads;
+                Value v = em.widen(fb, em.evaluate(fb, e, loads, reduce.getInput(), em.fullIndex,
+                                                   ValueRange{row, column}),
+                                   type);
+                if (!v) {
+                  scf::YieldOp::create(fb, loc, acc);
+                  return;
+                }
+                Value next = reductionStep(fb, loc, reduce.getKind(), acc[0], v);
+                if (reassociate)
+                  if (auto fm = dyn_cast<arith::ArithFastMathInterface>(next.getDefiningOp()))
+                    next.getDefiningOp()->setAttr(
+                        fm.getFastMathAttrName(),
+                        arith::FastMathFlagsAttr::get(em.ctx, arith::FastMathFlags::reassoc));
+                scf::YieldOp::create(fb, loc, next);
+              });
+          em.finishReduction(pb, reduce, loop.getResult(0), row);
+        }
+        em.storeRowResults(pb, row);
+        if (em.elementResults.empty())
+          return;
+        scf::ForOp::create(
+            pb, loc, index(pb, 0), index(pb, em.info.columns), index(pb, 1), ValueRange{},
+            [&](OpBuilder &fb, Location, Value column, ValueRange) {
+              FlatEvaluator &e = em.evaluator(2);
+              SmallVector<Value> loads;
+              Value at = affine::AffineApplyOp::create(
+                  fb, loc, AffineMap::get(2, 0, em.fullIndex), ValueRange{row, column});
+              for (unsigned i : em.elementResults)
+                if (Value v = em.evaluate(fb, e, loads, em.yielded(i), em.fullIndex,
+                                          ValueRange{row, column}))
+                  em.store(fb, i, v, at);
+              scf::YieldOp::create(fb, loc);
+            });
+      });
+}
+
+/// A workgroup per row (see the file comment).
+void buildRowWorkgroups(OpBuilder &b, RowEmitter &em, const DeviceLimits &limits,
+                        const RowKernelConfig &config) {
+  Location loc = em.loc;
+  RowInfo &info = em.info;
+  auto index = [&](OpBuilder &ib, int64_t v) -> Value {
+    return arith::ConstantIndexOp::create(ib, loc, v);
+  };
+  int64_t size = config.workgroupSize, sg = limits.subgroupSize, groups = size / sg;
+  int64_t chunks = (info.columns + size - 1) / size;
+  bool inRegisters = chunks <= config.maxChunksInRegisters;
+  int64_t gridX = std::min<int64_t>(info.rows, limits.maxWorkgroupCount[0]);
+  int64_t gridY = (info.rows + gridX - 1) / gridX;
+  auto launch = gpu::LaunchOp::create(b, loc, index(b, gridX), index(b, gridY), index(b, 1),
+                                      index(b, size), index(b, 1), index(b, 1));
+  OpBuilder lb = OpBuilder::atBlockBegin(&launch.getBody().front());
+  Value tid = launch.getThreadIds().x;
+  Value row = launch.getBlockIds().x;
+  if (gridY > 1)
+    row = arith::AddIOp::create(
+        lb, loc, row, arith::MulIOp::create(lb, loc, launch.getBlockIds().y, index(lb, gridX)));
+  // Per reduction, one partial result per subgroup (workgroup memory).
+  SmallVector<Value> partials;
+  for (ReduceOp reduce : info.reductions)
+    partials.push_back(memref::AllocOp::create(
+        lb, loc,
+        MemRefType::get({groups}, em.accumulatorType(reduce), AffineMap(),
+                        lb.getI64IntegerAttr(3))));
+  OpBuilder body = lb;
+  if (gridX * gridY != info.rows) { // uniform per workgroup: barriers stay legal
+    auto guard = scf::IfOp::create(
+        lb, loc, arith::CmpIOp::create(lb, loc, arith::CmpIPredicate::ult, row,
+                                       index(lb, info.rows)),
+        /*withElseRegion=*/false);
+    body = OpBuilder::atBlockBegin(&guard.getThenRegion().front());
+  }
+  Value lane = arith::RemUIOp::create(body, loc, tid, index(body, sg));
+  Value subgroup = arith::DivUIOp::create(body, loc, tid, index(body, sg));
+
+  // The column a work item handles in chunk `c` (clamped into the row) and
+  // whether it is real.
+  auto columnOf = [&](OpBuilder &cb, Value c) -> std::pair<Value, Value> {
+    Value column = arith::AddIOp::create(cb, loc, tid,
+                                         arith::MulIOp::create(cb, loc, c, index(cb, size)));
+    Value valid = arith::CmpIOp::create(cb, loc, arith::CmpIPredicate::ult, column,
+                                        index(cb, info.columns));
+    Value clamped = arith::MinUIOp::create(cb, loc, column, index(cb, info.columns - 1));
+    return {clamped, valid};
+  };
+  struct Chunk {
+    FlatEvaluator *evaluator;
+    SmallVector<Value> loads;
+    Value column, valid;
+    bool partial;
+  };
+  SmallVector<Chunk> held;
+  if (inRegisters)
+    for (int64_t c = 0; c < chunks; ++c) {
+      auto [column, valid] = columnOf(body, index(body, c));
+      held.push_back({&em.evaluator(2, /*persistent=*/true), {}, column, valid,
+                      (c + 1) * size > info.columns});
+    }
+
+  // The reduction operand at one chunk, the identity where the column is
+  // past the row's end.
+  auto term = [&](OpBuilder &tb, ReduceOp reduce, FlatEvaluator &e, SmallVector<Value> &loads,
+                  Value column, Value valid, bool partial) -> Value {
+    Type type = em.accumulatorType(reduce);
+    Value v = em.widen(tb, em.evaluate(tb, e, loads, reduce.getInput(), em.fullIndex,
+                                       ValueRange{row, column}),
+                       type);
+    if (!v || !partial)
+      return v;
+    return arith::SelectOp::create(tb, loc, valid, v,
+                                   reductionInit(tb, loc, reduce.getKind(), type));
+  };
+
+  for (auto [r, reduce] : llvm::enumerate(info.reductions)) {
+    Type type = em.accumulatorType(reduce);
+    ReduceKind kind = reduce.getKind();
+    Value acc = reductionInit(body, loc, kind, type);
+    if (inRegisters) {
+      for (Chunk &chunk : held)
+        if (Value v = term(body, reduce, *chunk.evaluator, chunk.loads, chunk.column, chunk.valid,
+                           chunk.partial))
+          acc = reductionStep(body, loc, kind, acc, v);
+    } else {
+      auto loop = scf::ForOp::create(
+          body, loc, index(body, 0), index(body, chunks), index(body, 1), ValueRange{acc},
+          [&](OpBuilder &fb, Location, Value c, ValueRange carried) {
+            auto [column, valid] = columnOf(fb, c);
+            FlatEvaluator &e = em.evaluator(2);
+            SmallVector<Value> loads;
+            Value v = term(fb, reduce, e, loads, column, valid, true);
+            scf::YieldOp::create(fb, loc,
+                                 v ? reductionStep(fb, loc, kind, carried[0], v) : carried[0]);
+          });
+      acc = loop.getResult(0);
+    }
+    // Subgroups reduce their work items; subgroup leaders publish; every
+    // subgroup then reduces the published partials, so all work items hold
+    // the total without a second barrier.
+    Value total = subgroupReduce(body, loc, kind, acc, static_cast<int>(sg));
+    if (groups > 1) {
+      Value leader = arith::CmpIOp::create(body, loc, arith::CmpIPredicate::eq, lane,
+                                           index(body, 0));
+      auto publish = scf::IfOp::create(body, loc, leader, false);
+      OpBuilder pb = OpBuilder::atBlockBegin(&publish.getThenRegion().front());
+      memref::StoreOp::create(pb, loc, total, partials[r], ValueRange{subgroup});
+      gpu::BarrierOp::create(body, loc);
+      Value mine = arith::CmpIOp::create(body, loc, arith::CmpIPredicate::ult, lane,
+                                         index(body, groups));
+      Value slot = arith::MinUIOp::create(body, loc, lane, index(body, groups - 1));
+      Value partial = memref::LoadOp::create(body, loc, partials[r], ValueRange{slot});
+      partial = arith::SelectOp::create(body, loc, mine, partial,
+                                        reductionInit(body, loc, kind, type));
+      total = subgroupReduce(body, loc, kind, partial, static_cast<int>(sg));
+    }
+    em.finishReduction(body, reduce, total, row);
+  }
+
+  if (!em.rowResults.empty()) {
+    auto first = scf::IfOp::create(
+        body, loc, arith::CmpIOp::create(body, loc, arith::CmpIPredicate::eq, tid, index(body, 0)),
+        false);
+    OpBuilder fb = OpBuilder::atBlockBegin(&first.getThenRegion().front());
+    em.storeRowResults(fb, row);
+  }
+  auto storeElements = [&](OpBuilder &sb, FlatEvaluator &e, SmallVector<Value> &loads,
+                           Value column, Value valid, bool partial) {
+    SmallVector<std::pair<unsigned, Value>> values;
+    for (unsigned i : em.elementResults)
+      if (Value v = em.evaluate(sb, e, loads, em.yielded(i), em.fullIndex,
+                                ValueRange{row, column}))
+        values.push_back({i, v});
+    OpBuilder wb = sb;
+    if (partial) {
+      auto inside = scf::IfOp::create(sb, loc, valid, false);
+      wb = OpBuilder::atBlockBegin(&inside.getThenRegion().front());
+    }
+    Value at = affine::AffineApplyOp::create(wb, loc, AffineMap::get(2, 0, em.fullIndex),
+                                             ValueRange{row, column});
+    for (auto [i, v] : values)
+      em.store(wb, i, v, at);
+  };
+  if (!em.elementResults.empty()) {
+    if (inRegisters) {
+      for (Chunk &chunk : held)
+        storeElements(body, *chunk.evaluator, chunk.loads, chunk.column, chunk.valid,
+                      chunk.partial);
+    } else {
+      scf::ForOp::create(body, loc, index(body, 0), index(body, chunks), index(body, 1),
+                         ValueRange{}, [&](OpBuilder &fb, Location, Value c, ValueRange) {
+                           auto [column, valid] = columnOf(fb, c);
+                           FlatEvaluator &e = em.evaluator(2);
+                           SmallVector<Value> loads;
+                           storeElements(fb, e, loads, column, valid, true);
+                           scf::YieldOp::create(fb, loc);
+                         });
+    }
+  }
+  gpu::TerminatorOp::create(lb, loc);
+}
+} // namespace
+
+bool kiln::isRowKernel(KernelOp kernel) {
+  bool reduce = false;
+  for (Operation &op : kernel.getBody().front()) {
+    if (op.hasTrait<Contraction>() || op.hasTrait<GuardedView>() || isa<ArgReduceOp, Pool2dOp>(op))
+      return false;
+    reduce |= isa<ReduceOp>(op);
+  }
+  return reduce;
+}
+
+FailureOr<func::FuncOp> kiln::buildRowKernelFunction(KernelOp kernel, OpBuilder &builder,
+                                                      StringRef name, const DeviceLimits *gpu,
+                                                      const RowKernelConfig *config) {
+  RowInfo info;
+  if (failed(analyze(kernel, info)))
+    return failure();
+  func::FuncOp func = createFlatKernelFunction(kernel, builder, name, info.rows * info.columns,
+                                               info.rows);
+  Block *entry = func.addEntryBlock();
+  OpBuilder b = OpBuilder::atBlockBegin(entry);
+  bool failedOp = false;
+  RowEmitter emitter(kernel, info, entry, failedOp);
+  emitter.classifyResults();
+  RowKernelConfig chosen;
+  if (gpu)
+    chosen = config ? *config
+                    : RowKernelConfig::defaultFor(*gpu, info.rows, info.columns, info.contiguous);
+  if (gpu && chosen.workgroupPerRow) {
+    if (std::string problem = chosen.check(*gpu); !problem.empty()) {
+      func.erase();
+      return kernel.emitOpError("row kernel configuration: ") << problem, failure();
+    }
+    func->setAttr("kiln.outer_size", builder.getI64IntegerAttr(info.rows));
+    buildRowWorkgroups(b, emitter, *gpu, chosen);
+  } else {
+    buildRowLoops(b, emitter, /*reassociate=*/!gpu);
+  }
+  func::ReturnOp::create(b, kernel.getLoc());
+  if (failedOp) {
+    func.erase();
+    return failure();
+  }
+  return func;
+}
