@@ -21,6 +21,10 @@ struct KernelToLinalgPass
     SmallVector<KernelOp> kernels;
     module.walk([&](KernelOp k) { kernels.push_back(k); });
     OpBuilder builder = OpBuilder::atBlockEnd(module.getBody());
+    DeviceLimits limits;
+    limits.subgroupSize = subgroupSize;
+    limits.maxWorkgroupInvocations = maxWorkgroupInvocations;
+    limits.sharedMemoryBytes = sharedMemoryBytes;
     for (auto [i, kernel] : llvm::enumerate(kernels)) {
       auto graph = kernel->getParentOfType<func::FuncOp>();
       std::string name =
@@ -30,7 +34,8 @@ struct KernelToLinalgPass
           kernel, builder, name,
           coalesce                               ? KernelLayout::Coalesced
           : vector4 && supportsVector4(kernel) ? KernelLayout::Vector4
-                                                 : KernelLayout::Flat);
+                                                 : KernelLayout::Flat,
+          gpu ? &limits : nullptr);
       if (failed(fn))
         return signalPassFailure();
       kernel->setAttr("kernel", FlatSymbolRefAttr::get(fn->getSymNameAttr()));

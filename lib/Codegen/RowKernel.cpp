@@ -51,6 +51,7 @@ ArrayRef<int64_t> shapeOf(Value v) { return cast<RankedTensorType>(v.getType()).
 /// keeps the reduced dimensions.
 LogicalResult analyze(KernelOp kernel, RowInfo &info) {
   Block &body = kernel.getBody().front();
+  DenseSet<Value> dependents; // computed from a reduction result
   for (Operation &op : body.without_terminator()) {
     if (auto reduce = dyn_cast<ReduceOp>(op)) {
       if (!info.reductions.empty() &&
@@ -64,11 +65,19 @@ LogicalResult analyze(KernelOp kernel, RowInfo &info) {
                              shapeOf(reduce.getResult()).end());
         info.axes.assign(reduce.getAxes().begin(), reduce.getAxes().end());
       }
-      if (info.rowValues.contains(reduce.getInput()))
+      // (With one column per row a per-row value is also a per-element one.)
+      if (info.rowValues.contains(reduce.getInput()) && info.full != info.rowShape)
         return reduce.emitOpError("reduces a per-row value");
       info.reductions.push_back(reduce);
       info.rowValues.insert(reduce.getResult());
+      dependents.insert(reduce.getResult());
       continue;
+    }
+    if (llvm::any_of(op.getOperands(), [&](Value v) { return dependents.contains(v); })) {
+      if (!op.hasTrait<Elementwise>())
+        return op.emitOpError("reads a value computed from a reduction of its kernel through "
+                              "a view: it would read another row's value");
+      dependents.insert(op.getResult(0));
     }
     if (llvm::none_of(op.getOperands(), [&](Value v) { return info.rowValues.contains(v); }))
       continue;
@@ -131,15 +140,15 @@ public:
     fullIndex = simplifyAffineExpr(linearizeExpr(info.full, coords, ctx), 2, 0);
   }
 
-  /// An evaluator over (row) or (row, column) that reads the computed row
-  /// values; `persistent` ones also learn row values computed later.
+  /// An evaluator over (row) or (row, column) that reads the row values
+  /// computed so far; `persistent` ones also learn those computed later.
   FlatEvaluator &evaluator(unsigned dims, bool persistent = false) {
     owned.push_back(std::make_unique<FlatEvaluator>(kernel, dims));
     FlatEvaluator &e = *owned.back();
-    for (Value v : info.rowValues)
+    for (auto &[v, computed] : rowValues) {
       e.bindRow(v);
-    for (auto &[v, computed] : rowValues)
       e.setRowValue(v, computed);
+    }
     if (persistent)
       persistents.push_back(&e);
     return e;
@@ -231,8 +240,10 @@ public:
 private:
   void record(Value v, Value computed) {
     rowValues[v] = computed;
-    for (FlatEvaluator *e : persistents)
+    for (FlatEvaluator *e : persistents) {
+      e->bindRow(v);
       e->setRowValue(v, computed);
+    }
   }
 
   llvm::MapVector<Value, Value> rowValues;

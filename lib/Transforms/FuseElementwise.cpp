@@ -2,7 +2,12 @@
 //
 // Views (transpose, reshape, broadcast_to, slice) fuse like elementwise ops:
 // codegen folds them into the indexing of the kernel's loads. A reduction
-// roots a kernel of its own and takes its elementwise producers (prologue).
+// takes its elementwise producers (prologue) and joins the kernel of its
+// consumers (epilogue) when they read it per row: at its own shape, or
+// broadcast back over the reduced dimensions. Reductions over the same
+// input shape and axes share a kernel that way, so softmax and layer norm
+// are one kernel each (a "row kernel", RowKernel.cpp). Arg reductions and
+// pooling root a kernel of their own.
 // A contraction (matmul) joins the kernel of its elementwise consumers (the
 // epilogue: bias, activation, residual) and takes only views in front.
 //
@@ -31,7 +36,10 @@ namespace {
 struct Group {
   DeviceAttr device;
   ArrayRef<int64_t> shape;
-  bool reduction = false; // rooted at a reduction: only prologue ops join
+  bool reduction = false; // rooted at an arg reduction or pooling: only prologue ops join
+  /// A row kernel: its reductions' input shape, result shape and axes.
+  bool row = false;
+  SmallVector<int64_t> rowFull, rowShape, rowAxes;
   Operation *contraction = nullptr; // at most one per kernel
   /// Members feeding the contraction's operands: only views may join there
   /// (an elementwise producer would be recomputed for every product term).
@@ -174,7 +182,7 @@ bool joins(const Group &group, Operation *op, bool readByHost);
 /// several users in turn and are considered the same way. Users in kernels
 /// that refuse the copy (a matmul takes only views in front) keep the
 /// original, which becomes a kernel of its own.
-bool recomputeInUsers(Operation *op, SmallVector<Group> &groups,
+bool recomputeInUsers(Operation *op, SmallVector<Group, 0> &groups,
                       DenseMap<Operation *, int> &groupOf) {
   if ((!op->hasTrait<Elementwise>() && !op->hasTrait<View>()) ||
       llvm::any_of(op->getUsers(), [](Operation *user) { return isa<GatherOp>(user); }))
@@ -223,8 +231,10 @@ bool joins(const Group &group, Operation *op, bool readByHost) {
         return isa<GatherOp>(use.getOwner()) && use.getOperandNumber() == 0;
       }))
     return false;
-  if (guarded(op) && (group.reduction || group.contraction))
+  if (guarded(op) && (group.reduction || group.row || group.contraction))
     return false;
+  if (group.row && op->hasTrait<Contraction>())
+    return false; // it would be recomputed in every phase
   if (op->hasTrait<Contraction>() && llvm::any_of(group.ops, guarded))
     return false;
   if (group.reduction) // one root per kernel: no contraction in a prologue
@@ -245,11 +255,66 @@ bool joins(const Group &group, Operation *op, bool readByHost) {
   return sameShape || !readByHost;
 }
 
+void makeRow(Group &group, ReduceOp reduce) {
+  auto shape = [](Value v) { return cast<RankedTensorType>(v.getType()).getShape(); };
+  group.row = true;
+  group.rowFull.assign(shape(reduce.getInput()).begin(), shape(reduce.getInput()).end());
+  group.rowShape.assign(shape(reduce.getResult()).begin(), shape(reduce.getResult()).end());
+  group.rowAxes.assign(reduce.getAxes().begin(), reduce.getAxes().end());
+}
+
+/// Whether `reduce`, all of whose users are in `group` (index `target`),
+/// joins it: same device, no contraction or guarded view there, the same
+/// iteration space as the group's other reductions, and every value computed
+/// from the result inside the group read per row (RowKernel.cpp's contract).
+bool reductionJoins(const Group &group, int target, ReduceOp reduce, bool readByHost,
+                    const DenseMap<Operation *, int> &groupOf) {
+  auto shape = [](Value v) { return cast<RankedTensorType>(v.getType()).getShape(); };
+  ArrayRef<int64_t> full = shape(reduce.getInput()), rowShape = shape(reduce.getResult());
+  if (!group.device.isSameDevice(deviceOf(reduce)) || group.reduction || group.contraction ||
+      llvm::any_of(group.ops, [](Operation *m) { return m->hasTrait<GuardedView>(); }) ||
+      (readByHost && rowShape != group.shape))
+    return false;
+  if (group.row ? (full != ArrayRef<int64_t>(group.rowFull) ||
+                   rowShape != ArrayRef<int64_t>(group.rowShape) ||
+                   reduce.getAxes() != ArrayRef<int64_t>(group.rowAxes))
+                : (group.shape != full && group.shape != rowShape))
+    return false;
+  // Everything computed from the result inside the group: per-row values
+  // (row shape) and per-element ones (full shape), never through a view,
+  // which would read another row's value.
+  bool keepdims = rowShape.size() == full.size();
+  SmallVector<std::pair<Value, bool>> work = {{reduce.getResult(), true}};
+  while (!work.empty()) {
+    auto [v, perRow] = work.pop_back_val();
+    for (Operation *user : v.getUsers()) {
+      auto it = groupOf.find(user);
+      if (it == groupOf.end() || it->second != target)
+        continue; // the host or another kernel reads the kernel's result
+      if (isa<ReduceOp>(user)) {
+        if (perRow && full != rowShape)
+          return false;
+        continue; // a later reduction of the group, checked when it joined
+      }
+      if (!user->hasTrait<Elementwise>())
+        return false;
+      ArrayRef<int64_t> at = shapeOf(user);
+      if (perRow && at == rowShape)
+        work.push_back({user->getResult(0), true});
+      else if (at == full && (keepdims || !perRow))
+        work.push_back({user->getResult(0), false});
+      else
+        return false;
+    }
+  }
+  return true;
+}
+
 struct FuseElementwisePass
     : public kiln::impl::KilnFuseElementwiseBase<FuseElementwisePass> {
   void runOnOperation() override {
     func::FuncOp func = getOperation();
-    SmallVector<Group> groups;
+    SmallVector<Group, 0> groups;
     DenseMap<Operation *, int> groupOf;
     SmallVector<Operation *> ops;
     func.walk([&](Operation *op) {
@@ -264,18 +329,27 @@ struct FuseElementwisePass
         return signalPassFailure();
       }
       bool readByHost;
-      // A reduction always roots its own kernel (its consumers are a new
-      // kernel, not an epilogue recomputing it per element).
-      int target = op->hasTrait<Reduction>() ? -1 : commonUserGroup(op, groupOf, readByHost);
-      if (target != -1 && joins(groups[target], op, readByHost)) {
+      auto reduce = dyn_cast<ReduceOp>(op);
+      // Arg reductions and pooling root their own kernel (their consumers
+      // are a new kernel).
+      int target = op->hasTrait<Reduction>() && !reduce
+                       ? -1
+                       : commonUserGroup(op, groupOf, readByHost);
+      if (target != -1 &&
+          (reduce ? reductionJoins(groups[target], target, reduce, readByHost, groupOf)
+                  : joins(groups[target], op, readByHost))) {
         addMember(groups[target], op);
         groupOf[op] = target;
+        if (reduce)
+          makeRow(groups[target], reduce);
         continue;
       }
       if (target == -1 && recomputeInUsers(op, groups, groupOf))
         continue;
       groupOf[op] = groups.size();
-      Group group{deviceOf(op), shapeOf(op), op->hasTrait<Reduction>()};
+      Group group{deviceOf(op), shapeOf(op), op->hasTrait<Reduction>() && !reduce};
+      if (reduce)
+        makeRow(group, reduce);
       group.ops.push_back(op);
       if (op->hasTrait<Contraction>())
         group.contraction = op;

@@ -88,11 +88,20 @@ def KilnKernelToLinalg : Pass<"kiln-kernel-to-linalg", "mlir::ModuleOp"> {
            "merge only dimensions that all operands treat alike (CPU layout)">,
     Option<"vector4", "vector4", "bool", "false",
            "vector<4xf32> accesses where supported (GPU layout)">,
+    Option<"gpu", "gpu", "bool", "false",
+           "build workgroup-cooperative kernels (row reductions, tiled matmul) as gpu.launch">,
+    Option<"subgroupSize", "subgroup-size", "int", "8",
+           "the GPU's subgroup size (with gpu)">,
+    Option<"maxWorkgroupInvocations", "max-workgroup-invocations", "int", "1024",
+           "the GPU's largest workgroup (with gpu)">,
+    Option<"sharedMemoryBytes", "shared-memory-bytes", "int", "32768",
+           "the GPU's workgroup memory (with gpu)">,
   ];
   let dependentDialects = ["mlir::linalg::LinalgDialect", "mlir::memref::MemRefDialect",
                            "mlir::arith::ArithDialect", "mlir::math::MathDialect",
                            "mlir::func::FuncDialect", "mlir::vector::VectorDialect",
-                           "mlir::scf::SCFDialect", "mlir::affine::AffineDialect"];
+                           "mlir::scf::SCFDialect", "mlir::affine::AffineDialect",
+                           "mlir::gpu::GPUDialect"];
 }
 
 def KilnApproximateMath : Pass<"kiln-approximate-math"> {

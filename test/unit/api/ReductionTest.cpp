@@ -144,3 +144,84 @@ TEST(Reduce, BadAxesAreErrors) {
   EXPECT_EQ(sum(x).shape(), Shape{});
 }
 } // namespace
+
+// softmax and layer norm are one kernel each at every width: narrow rows (a
+// work item per row), rows that fit in registers (a workgroup per row, the
+// last chunk partial) and rows too wide for that (a loop over chunks).
+TEST_P(ReduceOnEveryDevice, SoftmaxAndLayerNormAreOneKernelAtEveryWidth) {
+  for (int64_t width : {1, 7, 13, 129, 1000, 1023, 3000}) {
+    const int64_t rows = 5;
+    Tensor x = Tensor::randn({rows, width}, *device) * 2.0f;
+    Tensor g = Tensor::randn({width}, *device) * 0.1f + 1.0f;
+    Tensor b = Tensor::randn({width}, *device) * 0.1f;
+    realize({x, g, b});
+    std::vector<float> xs = x.to_vector<float>(), gs = g.to_vector<float>(),
+                       bs = b.to_vector<float>();
+    std::vector<double> soft, norm;
+    for (int64_t i = 0; i < rows; ++i) {
+      const float *row = &xs[i * width];
+      double m = -INFINITY, s = 0, mu = 0, v = 0;
+      for (int64_t j = 0; j < width; ++j) {
+        m = std::max(m, double(row[j]));
+        mu += row[j];
+      }
+      mu /= width;
+      for (int64_t j = 0; j < width; ++j) {
+        s += std::exp(row[j] - m);
+        v += (row[j] - mu) * (row[j] - mu);
+      }
+      v /= width;
+      for (int64_t j = 0; j < width; ++j) {
+        soft.push_back(std::exp(row[j] - m) / s);
+        norm.push_back((row[j] - mu) / std::sqrt(v + 1e-5) * gs[j] + bs[j]);
+      }
+    }
+    Tensor p = softmax(x, -1), y = layer_norm(x, g, b, 1e-5f);
+    reset_stats();
+    std::vector<float> gotSoft = p.to_vector<float>();
+    EXPECT_EQ(stats().kernels_dispatched, 1u) << "softmax, width " << width;
+    reset_stats();
+    std::vector<float> gotNorm = y.to_vector<float>();
+    EXPECT_EQ(stats().kernels_dispatched, 1u) << "layer norm, width " << width;
+    EXPECT_TRUE(allClose(gotSoft, soft, 1e-4, 1e-7)) << "softmax, width " << width;
+    EXPECT_TRUE(allClose(gotNorm, norm, 1e-4, 1e-4)) << "layer norm, width " << width;
+  }
+}
+
+// Over a leading axis the reduced elements are strided: still one kernel.
+TEST_P(ReduceOnEveryDevice, SoftmaxOverALeadingAxis) {
+  Tensor x = Tensor::randn({257, 6}, *device);
+  std::vector<float> xs = x.to_vector<float>();
+  std::vector<double> want(xs.size());
+  for (int j = 0; j < 6; ++j) {
+    double m = -INFINITY, s = 0;
+    for (int i = 0; i < 257; ++i)
+      m = std::max(m, double(xs[i * 6 + j]));
+    for (int i = 0; i < 257; ++i)
+      s += std::exp(xs[i * 6 + j] - m);
+    for (int i = 0; i < 257; ++i)
+      want[i * 6 + j] = std::exp(xs[i * 6 + j] - m) / s;
+  }
+  Tensor p = softmax(x, 0);
+  reset_stats();
+  std::vector<float> got = p.to_vector<float>();
+  EXPECT_EQ(stats().kernels_dispatched, 1u);
+  EXPECT_TRUE(allClose(got, want, 1e-4, 1e-7));
+}
+
+// NaN anywhere in a row makes its max (and its softmax) NaN, as in PyTorch,
+// including when it sits in another work item's columns than the maximum.
+TEST_P(ReduceOnEveryDevice, MaxPropagatesNaNAcrossWorkItems) {
+  std::vector<float> xs(3 * 700);
+  for (size_t i = 0; i < xs.size(); ++i)
+    xs[i] = float(i % 97) * 0.01f;
+  xs[1 * 700 + 613] = NAN;
+  Tensor x = Tensor::from(xs, {3, 700}, *device);
+  std::vector<float> m = amax(x, {1}).to_vector<float>();
+  EXPECT_FALSE(std::isnan(m[0]));
+  EXPECT_TRUE(std::isnan(m[1]));
+  EXPECT_FALSE(std::isnan(m[2]));
+  std::vector<float> p = softmax(x, -1).to_vector<float>();
+  EXPECT_TRUE(std::isnan(p[700 + 5]));
+  EXPECT_FALSE(std::isnan(p[5]));
+}
