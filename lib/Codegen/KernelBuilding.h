@@ -123,6 +123,15 @@ FailureOr<func::FuncOp> buildRowKernelFunction(KernelOp kernel, OpBuilder &build
                                                StringRef name, const DeviceLimits *gpu,
                                                const RowKernelConfig *config = nullptr);
 
+/// A matmul or conv2d kernel (root `root`) as a shared-memory tiled GEMM
+/// for a GPU (TiledContraction.cpp). A null function when the kernel does
+/// not fit that form (operands behind more than views, depthwise
+/// convolution, grids past the device's limits): build it untiled.
+FailureOr<func::FuncOp> buildTiledContractionFunction(KernelOp kernel, Operation *root,
+                                                      OpBuilder &builder, StringRef name,
+                                                      const DeviceLimits &limits,
+                                                      const MatmulConfig *config = nullptr);
+
 } // namespace kiln
 
 #endif // KILN_LIB_CODEGEN_KERNELBUILDING_H

@@ -471,6 +471,11 @@ FailureOr<func::FuncOp> kiln::buildKernelFunction(KernelOp kernel,
     if (op.hasTrait<Reduction>() || op.hasTrait<Contraction>())
       root = &op;
   // (arg_reduce has the Reduction trait too.)
+  if (root && gpu && isa<MatmulOp, Conv2dOp>(root)) {
+    FailureOr<func::FuncOp> tiled = buildTiledContractionFunction(kernel, root, builder, name, *gpu);
+    if (failed(tiled) || *tiled)
+      return tiled;
+  }
   if (root) {
     bool failedOp = false;
     func::FuncOp func = buildContractionFunction(kernel, root, builder, name, failedOp);

@@ -58,6 +58,10 @@ TEST_P(ConvOnEveryDevice, ExactOnSmallIntegers) {
       {1, 4, 13, 8, 6, 3, 2, {2, 1}, {1, 0}, {1, 2}, 2},
       {1, 5, 7, 7, 5, 3, 3, {1, 1}, {1, 1}, {1, 1}, 5}, // depthwise
       {1, 1, 1, 1, 1, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1},
+      // 16+ output channels per group: the implicit-GEMM form on GPUs.
+      {2, 8, 9, 11, 32, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1},
+      {1, 6, 10, 10, 36, 3, 3, {2, 2}, {1, 1}, {1, 1}, 2},
+      {1, 3, 12, 12, 70, 5, 3, {1, 2}, {2, 0}, {2, 1}, 1},
   };
   for (const ConvCase &k : cases) {
     std::vector<float> xs = smallIntegers(k.n * k.c * k.h * k.w, rng);

@@ -37,7 +37,10 @@ std::vector<double> reference(const std::vector<float> &a, const std::vector<flo
 
 TEST_P(MatmulOnEveryDevice, ExactOnSmallIntegers) {
   std::mt19937 rng(7);
-  for (auto [m, k, n] : {std::tuple{1, 1, 1}, {7, 13, 5}, {13, 1, 7}, {33, 64, 17}}) {
+  // Past one tile in every dimension, partial edge tiles, k beyond one
+  // staged slice: the tiled GPU form's edges.
+  for (auto [m, k, n] : {std::tuple{1, 1, 1}, {7, 13, 5}, {13, 1, 7}, {33, 64, 17},
+                         {100, 70, 130}, {1, 300, 1}, {129, 17, 65}}) {
     std::vector<float> as = smallIntegers(m * k, rng), bs = smallIntegers(k * n, rng);
     Tensor a = Tensor::from(as, {m, k}, *device), b = Tensor::from(bs, {k, n});
     std::vector<float> got = matmul(a, b).to_vector<float>();

@@ -1,0 +1,321 @@
+//===- TiledContraction.cpp - shared-memory tiled matmul and convolution --===//
+//
+// A GPU kernel for a contraction and its epilogue, as a GEMM
+// C[b, i, j] = sum_k A[b, i, k] B[b, k, j]:
+// - matmul: A and B are the operands, read through their views; b runs over
+//   the (broadcast) batch dimensions;
+// - conv2d as an implicit GEMM: b is the group, A the filter [Cout/g, K],
+//   B the input gathered on the fly (im2col without the copy):
+//   k = (ci, kh, kw), j = (n, ho, wo), zero outside the image.
+// Each workgroup computes a tileM x tileN block of C. Per tileK slice of k
+// its work items stage both tiles in workgroup memory (coalesced loads,
+// zero past the edges), then each accumulates threadM x threadN results in
+// registers; rows and columns are spread (ty + r * tileM / threadM) so
+// neighbouring work items store neighbouring elements. The epilogue is
+// evaluated per result in registers before the one store. Sizes come from
+// MatmulConfig.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelBuilding.h"
+#include "kiln/Codegen/KernelToLinalg.h"
+
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+using namespace mlir;
+using namespace kiln;
+
+namespace {
+/// Reads one element of A or B at in-range (b, row, col); the tiled builder
+/// clamps the indices and zeroes what lies past the edges.
+using OperandReader = std::function<Value(OpBuilder &, Location, Value, Value, Value)>;
+
+struct Gemm {
+  int64_t batch = 1, m = 1, n = 1, k = 1;
+  OperandReader readA, readB;
+  /// The flat index of C[b, i, j] in the kernel's result.
+  AffineExpr resultIndex; // of (b, i, j)
+};
+
+Value constantIndex(OpBuilder &b, Location loc, int64_t v) {
+  return arith::ConstantIndexOp::create(b, loc, v);
+}
+
+Value apply(OpBuilder &b, Location loc, AffineExpr e, ValueRange dims) {
+  return affine::AffineApplyOp::create(
+      b, loc, AffineMap::get(dims.size(), 0, simplifyAffineExpr(e, dims.size(), 0)), dims);
+}
+
+void buildTiledGemm(OpBuilder &b, KernelOp kernel, Operation *root, Block *entry,
+                    const Gemm &gemm, const MatmulConfig &config, bool &failed) {
+  Location loc = kernel.getLoc();
+  MLIRContext *ctx = b.getContext();
+  Type f32 = Float32Type::get(ctx);
+  const int64_t TM = config.tileM, TN = config.tileN, TK = config.tileK;
+  const int64_t RM = config.threadM, RN = config.threadN;
+  const int64_t threadsN = TN / RN, threadsM = TM / RM, threads = threadsM * threadsN;
+  auto idx = [&](OpBuilder &ib, int64_t v) { return constantIndex(ib, loc, v); };
+
+  auto launch = gpu::LaunchOp::create(
+      b, loc, idx(b, (gemm.n + TN - 1) / TN), idx(b, (gemm.m + TM - 1) / TM), idx(b, gemm.batch),
+      idx(b, threads), idx(b, 1), idx(b, 1));
+  OpBuilder lb = OpBuilder::atBlockBegin(&launch.getBody().front());
+  Value tid = launch.getThreadIds().x;
+  Value batch = launch.getBlockIds().z;
+  Value rowBase = arith::MulIOp::create(lb, loc, launch.getBlockIds().y, idx(lb, TM));
+  Value colBase = arith::MulIOp::create(lb, loc, launch.getBlockIds().x, idx(lb, TN));
+  Value tx = arith::RemUIOp::create(lb, loc, tid, idx(lb, threadsN));
+  Value ty = arith::DivUIOp::create(lb, loc, tid, idx(lb, threadsN));
+  // k-major tiles: As[kk][i], Bs[kk][j].
+  auto space = lb.getI64IntegerAttr(3);
+  Value tileA = memref::AllocOp::create(lb, loc, MemRefType::get({TK * TM}, f32, AffineMap(), space));
+  Value tileB = memref::AllocOp::create(lb, loc, MemRefType::get({TK * TN}, f32, AffineMap(), space));
+
+  // One element of a staged tile: zero outside [0, rows) x [0, cols).
+  auto stage = [&](OpBuilder &sb, const OperandReader &read, Value row, Value col, int64_t rows,
+                   int64_t cols) -> Value {
+    Value inside = arith::AndIOp::create(
+        sb, loc, arith::CmpIOp::create(sb, loc, arith::CmpIPredicate::ult, row, idx(sb, rows)),
+        arith::CmpIOp::create(sb, loc, arith::CmpIPredicate::ult, col, idx(sb, cols)));
+    Value r = arith::MinUIOp::create(sb, loc, row, idx(sb, rows - 1));
+    Value c = arith::MinUIOp::create(sb, loc, col, idx(sb, cols - 1));
+    Value v = read(sb, loc, batch, r, c);
+    if (v.getType() != f32)
+      v = arith::ExtFOp::create(sb, loc, f32, v);
+    return arith::SelectOp::create(sb, loc, inside, v, floatConstant(sb, loc, f32, 0.0));
+  };
+
+  SmallVector<Value> inits(RM * RN, floatConstant(lb, loc, f32, 0.0));
+  int64_t kTiles = (gemm.k + TK - 1) / TK; // k >= 1: the loop runs at least once
+  auto loop = scf::ForOp::create(
+      lb, loc, idx(lb, 0), idx(lb, kTiles), idx(lb, 1), inits,
+      [&](OpBuilder &fb, Location, Value kt, ValueRange acc) {
+        Value kBase = arith::MulIOp::create(fb, loc, kt, idx(fb, TK));
+        // A tile: consecutive work items read consecutive k (A is row-major
+        // in k for matmul and for the filter).
+        for (int64_t e = 0; e < TM * TK / threads; ++e) {
+          Value flat = arith::AddIOp::create(fb, loc, tid, idx(fb, e * threads));
+          Value i = arith::DivUIOp::create(fb, loc, flat, idx(fb, TK));
+          Value kk = arith::RemUIOp::create(fb, loc, flat, idx(fb, TK));
+          Value v = stage(fb, gemm.readA, arith::AddIOp::create(fb, loc, rowBase, i),
+                          arith::AddIOp::create(fb, loc, kBase, kk), gemm.m, gemm.k);
+          memref::StoreOp::create(
+              fb, loc, v, tileA,
+              ValueRange{arith::AddIOp::create(
+                  fb, loc, arith::MulIOp::create(fb, loc, kk, idx(fb, TM)), i)});
+        }
+        // B tile: consecutive work items read consecutive j.
+        for (int64_t e = 0; e < TK * TN / threads; ++e) {
+          Value flat = arith::AddIOp::create(fb, loc, tid, idx(fb, e * threads));
+          Value kk = arith::DivUIOp::create(fb, loc, flat, idx(fb, TN));
+          Value j = arith::RemUIOp::create(fb, loc, flat, idx(fb, TN));
+          Value v = stage(fb, gemm.readB, arith::AddIOp::create(fb, loc, kBase, kk),
+                          arith::AddIOp::create(fb, loc, colBase, j), gemm.k, gemm.n);
+          memref::StoreOp::create(fb, loc, v, tileB, ValueRange{flat});
+        }
+        gpu::BarrierOp::create(fb, loc);
+        SmallVector<Value> sums(acc.begin(), acc.end());
+        for (int64_t kk = 0; kk < TK; ++kk) {
+          SmallVector<Value> a, bv;
+          for (int64_t r = 0; r < RM; ++r)
+            a.push_back(memref::LoadOp::create(
+                fb, loc, tileA,
+                ValueRange{arith::AddIOp::create(fb, loc, ty, idx(fb, kk * TM + r * threadsM))}));
+          for (int64_t c = 0; c < RN; ++c)
+            bv.push_back(memref::LoadOp::create(
+                fb, loc, tileB,
+                ValueRange{arith::AddIOp::create(fb, loc, tx, idx(fb, kk * TN + c * threadsN))}));
+          for (int64_t r = 0; r < RM; ++r)
+            for (int64_t c = 0; c < RN; ++c)
+              sums[r * RN + c] = math::FmaOp::create(fb, loc, a[r], bv[c], sums[r * RN + c]);
+        }
+        // The next slice overwrites the tiles: everyone must be done.
+        gpu::BarrierOp::create(fb, loc);
+        scf::YieldOp::create(fb, loc, sums);
+      });
+
+  // The epilogue per result, then one store.
+  Value rootValue = root->getResult(0);
+  Type resultType = getElementTypeOrSelf(rootValue.getType());
+  Block &body = kernel.getBody().front();
+  AffineExpr d0 = getAffineDimExpr(0, ctx);
+  for (int64_t r = 0; r < RM; ++r)
+    for (int64_t c = 0; c < RN; ++c) {
+      Value i = arith::AddIOp::create(lb, loc, rowBase,
+                                      arith::AddIOp::create(lb, loc, ty, idx(lb, r * threadsM)));
+      Value j = arith::AddIOp::create(lb, loc, colBase,
+                                      arith::AddIOp::create(lb, loc, tx, idx(lb, c * threadsN)));
+      OpBuilder sb = lb;
+      if (gemm.m % TM || gemm.n % TN) {
+        Value inside = arith::AndIOp::create(
+            lb, loc, arith::CmpIOp::create(lb, loc, arith::CmpIPredicate::ult, i, idx(lb, gemm.m)),
+            arith::CmpIOp::create(lb, loc, arith::CmpIPredicate::ult, j, idx(lb, gemm.n)));
+        auto guard = scf::IfOp::create(lb, loc, inside, false);
+        sb = OpBuilder::atBlockBegin(&guard.getThenRegion().front());
+      }
+      Value at = apply(sb, loc, gemm.resultIndex, ValueRange{batch, i, j});
+      Value sum = loop.getResult(r * RN + c);
+      if (resultType != f32)
+        sum = arith::TruncFOp::create(sb, loc, resultType, sum);
+      FlatEvaluator epilogue(kernel, 1);
+      epilogue.bind(rootValue);
+      for (Value result : body.getTerminator()->getOperands())
+        epilogue.collect(result, d0);
+      if (epilogue.misusedBinding()) {
+        root->emitOpError("is read by its epilogue away from the iteration point");
+        failed = true;
+        return;
+      }
+      epilogue.setBinding(rootValue, sum);
+      SmallVector<Value> loads;
+      for (auto [arg, expr] : epilogue.getAccesses())
+        loads.push_back(memref::LoadOp::create(sb, loc, entry->getArgument(arg),
+                                               ValueRange{apply(sb, loc, expr, ValueRange{at})}));
+      storeResults(sb, loc, kernel, entry, at, [&](Value result) {
+        return epilogue.emit(sb, result, d0, loads, failed);
+      });
+    }
+  gpu::TerminatorOp::create(lb, loc);
+}
+
+/// A matmul's operand read through its views: the one buffer access the
+/// evaluator finds for it at (b, row, col); empty when something other than
+/// views stands in front.
+std::optional<std::pair<unsigned, AffineExpr>> operandAccess(KernelOp kernel, Value operand,
+                                                             ArrayRef<int64_t> resultBatch,
+                                                             bool lhs) {
+  MLIRContext *ctx = kernel.getContext();
+  ArrayRef<int64_t> shape = cast<RankedTensorType>(operand.getType()).getShape();
+  SmallVector<AffineExpr> batchCoords = delinearize(getAffineDimExpr(0, ctx), resultBatch);
+  SmallVector<AffineExpr> coords;
+  size_t offset = resultBatch.size() - (shape.size() - 2);
+  for (size_t j = 0; j + 2 < shape.size(); ++j)
+    coords.push_back(shape[j] == 1 ? getAffineConstantExpr(0, ctx) : batchCoords[j + offset]);
+  coords.push_back(getAffineDimExpr(1, ctx));
+  coords.push_back(getAffineDimExpr(2, ctx));
+  FlatEvaluator evaluator(kernel, 3);
+  evaluator.collect(operand, linearizeExpr(shape, coords, ctx));
+  if (evaluator.getAccesses().size() != 1)
+    return std::nullopt;
+  auto arg = kernel.getBody().front().getArgument(evaluator.getAccesses()[0].first);
+  // Only views in front: the value is the element itself.
+  Value v = operand;
+  while (Operation *def = v.getDefiningOp()) {
+    if (!def->hasTrait<View>())
+      return std::nullopt;
+    v = def->getOperand(0);
+  }
+  if (v != arg || !isa<FloatType>(getElementTypeOrSelf(arg.getType())))
+    return std::nullopt;
+  (void)lhs;
+  return evaluator.getAccesses()[0];
+}
+} // namespace
+
+FailureOr<func::FuncOp> kiln::buildTiledContractionFunction(KernelOp kernel, Operation *root,
+                                                             OpBuilder &builder, StringRef name,
+                                                             const DeviceLimits &limits,
+                                                             const MatmulConfig *override) {
+  MLIRContext *ctx = builder.getContext();
+  auto shapeOf = [](Value v) { return cast<RankedTensorType>(v.getType()).getShape(); };
+  Gemm gemm;
+  AffineExpr b = getAffineDimExpr(0, ctx), i = getAffineDimExpr(1, ctx),
+             j = getAffineDimExpr(2, ctx);
+  // Readers capture the kernel function's entry block, made below.
+  Block *entry = nullptr;
+  auto reader = [&](unsigned arg, AffineExpr expr) -> OperandReader {
+    return [&entry, arg, expr](OpBuilder &rb, Location loc, Value bv, Value iv, Value jv) {
+      return memref::LoadOp::create(rb, loc, entry->getArgument(arg),
+                                    ValueRange{apply(rb, loc, expr, ValueRange{bv, iv, jv})})
+          .getResult();
+    };
+  };
+  if (auto matmul = dyn_cast<MatmulOp>(root)) {
+    ArrayRef<int64_t> c = shapeOf(matmul.getResult());
+    ArrayRef<int64_t> resultBatch = c.drop_back(2);
+    auto lhs = operandAccess(kernel, matmul.getLhs(), resultBatch, true);
+    auto rhs = operandAccess(kernel, matmul.getRhs(), resultBatch, false);
+    if (!lhs || !rhs)
+      return func::FuncOp();
+    for (int64_t d : resultBatch)
+      gemm.batch *= d;
+    gemm.m = c[c.size() - 2];
+    gemm.n = c.back();
+    gemm.k = shapeOf(matmul.getLhs()).back();
+    gemm.readA = reader(lhs->first, lhs->second);
+    gemm.readB = reader(rhs->first, rhs->second);
+    gemm.resultIndex = (b * gemm.m + i) * gemm.n + j;
+  } else {
+    auto conv = cast<Conv2dOp>(root);
+    auto input = dyn_cast<BlockArgument>(conv.getInput());
+    auto filter = dyn_cast<BlockArgument>(conv.getFilter());
+    ArrayRef<int64_t> x = shapeOf(conv.getInput()), w = shapeOf(conv.getFilter()),
+                      y = shapeOf(conv.getResult());
+    if (!input || !filter || w[0] / conv.getGroupsAttr().getInt() < 16)
+      return func::FuncOp(); // depthwise and narrow groups: a work item per result
+    int64_t groups = conv.getGroupsAttr().getInt();
+    gemm.batch = groups;
+    gemm.m = w[0] / groups;
+    gemm.k = w[1] * w[2] * w[3];
+    gemm.n = y[0] * y[2] * y[3];
+    // A: the filter rows of group b. B: input element (k, j), zero padding.
+    gemm.readA = reader(filter.getArgNumber(), (b * gemm.m + i) * gemm.k + j);
+    SmallVector<AffineExpr> red = delinearize(i, w.drop_front());      // ci, kh, kw
+    SmallVector<AffineExpr> out = delinearize(j, {y[0], y[2], y[3]}); // n, ho, wo
+    AffineExpr h = out[1] * conv.getStrides()[0] - conv.getPadding()[0] + red[1] * conv.getDilation()[0];
+    AffineExpr col = out[2] * conv.getStrides()[1] - conv.getPadding()[1] + red[2] * conv.getDilation()[1];
+    AffineExpr channel = b * w[1] + red[0];
+    AffineExpr at = ((out[0] * x[1] + channel) * x[2] + h) * x[3] + col;
+    unsigned arg = input.getArgNumber();
+    int64_t height = x[2], width = x[3], last = x[0] * x[1] * x[2] * x[3] - 1;
+    gemm.readB = [&entry, arg, h, col, at, height, width, last](OpBuilder &rb, Location loc,
+                                                                 Value bv, Value kv, Value jv) {
+      ValueRange dims{bv, kv, jv};
+      Value hv = apply(rb, loc, h, dims), wv = apply(rb, loc, col, dims);
+      auto cmp = [&](arith::CmpIPredicate p, Value a, int64_t c) {
+        return arith::CmpIOp::create(rb, loc, p, a, constantIndex(rb, loc, c));
+      };
+      Value inside = arith::AndIOp::create(
+          rb, loc,
+          arith::AndIOp::create(rb, loc, cmp(arith::CmpIPredicate::sge, hv, 0),
+                                cmp(arith::CmpIPredicate::slt, hv, height)),
+          arith::AndIOp::create(rb, loc, cmp(arith::CmpIPredicate::sge, wv, 0),
+                                cmp(arith::CmpIPredicate::slt, wv, width)));
+      Value flat = apply(rb, loc, at, dims);
+      flat = arith::MaxSIOp::create(rb, loc, flat, constantIndex(rb, loc, 0));
+      flat = arith::MinSIOp::create(rb, loc, flat, constantIndex(rb, loc, last));
+      Value v = memref::LoadOp::create(rb, loc, entry->getArgument(arg), ValueRange{flat});
+      return arith::SelectOp::create(rb, loc, inside, v, floatConstant(rb, loc, v.getType(), 0.0))
+          .getResult();
+    };
+    // C[b, i, j] is y[n, b * M + i, ho, wo].
+    SmallVector<AffineExpr> o = delinearize(j, {y[0], y[2], y[3]});
+    gemm.resultIndex = ((o[0] * y[1] + b * gemm.m + i) * y[2] + o[1]) * y[3] + o[2];
+  }
+  MatmulConfig config = override ? *override
+                                 : MatmulConfig::defaultFor(limits, gemm.m, gemm.n, gemm.k);
+  if (std::string problem = config.check(limits); !problem.empty())
+    return root->emitOpError("matmul configuration: ") << problem, failure();
+  if (gemm.batch > limits.maxWorkgroupCount[2] ||
+      (gemm.n + config.tileN - 1) / config.tileN > limits.maxWorkgroupCount[0] ||
+      (gemm.m + config.tileM - 1) / config.tileM > limits.maxWorkgroupCount[1])
+    return func::FuncOp(); // the untiled form covers it with one grid dimension
+  int64_t results = cast<RankedTensorType>(root->getResult(0).getType()).getNumElements();
+  func::FuncOp func =
+      createFlatKernelFunction(kernel, builder, name, results * gemm.k, std::max<int64_t>(1, results));
+  entry = func.addEntryBlock();
+  OpBuilder fb = OpBuilder::atBlockBegin(entry);
+  bool failedOp = false;
+  buildTiledGemm(fb, kernel, root, entry, gemm, config, failedOp);
+  func::ReturnOp::create(fb, kernel.getLoc());
+  if (failedOp) {
+    func.erase();
+    return failure();
+  }
+  return func;
+}
