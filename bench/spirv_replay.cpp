@@ -27,6 +27,9 @@ struct Manifest {
   std::string spirvPath, entry;
   uint32_t groups[3] = {1, 1, 1};
   std::vector<uint64_t> bindings;
+  // From KILN_DUMP_LABEL: a name and the work (bytes, FLOP) of one dispatch.
+  std::string label, unit;
+  double work = 0;
 };
 
 bool readManifest(const std::string &path, Manifest &m) {
@@ -43,6 +46,8 @@ bool readManifest(const std::string &path, Manifest &m) {
       fields >> m.entry;
     } else if (key == "groups") {
       fields >> m.groups[0] >> m.groups[1] >> m.groups[2];
+    } else if (key == "label") {
+      fields >> m.label >> m.work >> m.unit;
     } else if (key == "bindings") {
       for (uint64_t b; fields >> b;)
         m.bindings.push_back(b);
@@ -150,9 +155,13 @@ int main(int argc, char **argv) {
       sum += v;
       sumAbs += std::abs(v);
     }
-    std::printf("%s: %.3f ms per dispatch, %.1f GB/s over %.1f MB; output sum %.6e, "
-                "sum|.| %.6e\n",
-                file.c_str(), t * 1e3, traffic / t / 1e9, traffic / 1e6, sum, sumAbs);
+    if (!m.label.empty() && m.work > 0)
+      std::printf("kernel %s %.4f ms %.2f G%s/s (output sum %.6e)\n", m.label.c_str(), t * 1e3,
+                  m.work / t / 1e9, m.unit.c_str(), sum);
+    else
+      std::printf("%s: %.3f ms per dispatch, %.1f GB/s over %.1f MB; output sum %.6e, "
+                  "sum|.| %.6e\n",
+                  file.c_str(), t * 1e3, traffic / t / 1e9, traffic / 1e6, sum, sumAbs);
   }
   return 0;
 }

@@ -79,6 +79,10 @@ static void dumpKernel(const char *dir, const CompiledKernel &kernel,
   for (uint64_t bytes : bindingBytes)
     manifest << " " << bytes;
   manifest << "\n";
+  // KILN_DUMP_LABEL="<name> <work> <unit>": what the replay reports a rate
+  // of (a benchmark sets it around its first realize).
+  if (const char *label = std::getenv("KILN_DUMP_LABEL"); label && *label)
+    manifest << "label " << label << "\n";
   std::ofstream(base + ".mlir") << source;
   if (!spv || !manifest)
     llvm::errs() << "kiln: KILN_DUMP_SPIRV: cannot write to " << dir << "\n";
@@ -95,6 +99,29 @@ DeviceLimits kiln::limitsOf(const rt::AdapterInfo &adapter) {
       limits.maxWorkgroupCount[i] = adapter.maxWorkgroupCount[i];
   if (adapter.maxSharedMemoryBytes)
     limits.sharedMemoryBytes = adapter.maxSharedMemoryBytes;
+  // KILN_GPU_LIMITS="subgroup=32,invocations=1024,shared=49152,groups=..."
+  // compiles for another GPU than the one that runs the kernels: dumping
+  // kernels (KILN_DUMP_SPIRV) here to replay on the lent GPU. The results
+  // on this device are then meaningless.
+  if (const char *text = std::getenv("KILN_GPU_LIMITS"); text && *text) {
+    for (llvm::StringRef item : llvm::split(llvm::StringRef(text), ',')) {
+      auto [key, value] = item.split('=');
+      int64_t v = 0;
+      if (value.trim().getAsInteger(10, v) || v <= 0)
+        throw Error("KILN_GPU_LIMITS: '" + item.str() + "' is not key=positive-integer");
+      if (key == "subgroup")
+        limits.subgroupSize = static_cast<int>(v);
+      else if (key == "invocations")
+        limits.maxWorkgroupInvocations = static_cast<int>(v);
+      else if (key == "shared")
+        limits.sharedMemoryBytes = v;
+      else if (key == "groups")
+        limits.maxWorkgroupCount[0] = v;
+      else
+        throw Error("KILN_GPU_LIMITS: unknown key '" + key.str() +
+                    "' (subgroup, invocations, shared, groups)");
+    }
+  }
   return limits;
 }
 
@@ -114,9 +141,8 @@ const CompiledKernel &kiln::compileKernel(Session &session, KernelOp kernel,
     return success();
   });
   SPIRVPipelineOptions options;
-  options.subgroupSize = static_cast<int>(adapter.subgroupSize ? adapter.subgroupSize : 32);
-  options.maxWorkgroupInvocations =
-      static_cast<int>(adapter.maxWorkgroupInvocations ? adapter.maxWorkgroupInvocations : 128);
+  options.subgroupSize = limits.subgroupSize;
+  options.maxWorkgroupInvocations = limits.maxWorkgroupInvocations;
   // SPIR-V indices are 32-bit here: refuse what would overflow them.
   for (Type arg : (*fn).getArgumentTypes())
     if (cast<MemRefType>(arg).getNumElements() >= (int64_t(1) << 31))
@@ -125,7 +151,7 @@ const CompiledKernel &kiln::compileKernel(Session &session, KernelOp kernel,
                          "split it or run it on the CPU device");
   FailureOr<int> threads = workgroupSizeFor(
       iterations, options.maxWorkgroupInvocations,
-      adapter.maxWorkgroupCount[0] ? adapter.maxWorkgroupCount[0] : 65535);
+      limits.maxWorkgroupCount[0]);
   if (failed(threads))
     throw CompileError("a kernel over " + std::to_string(iterations) +
                        " elements needs more workgroups than " + adapter.name +
@@ -135,7 +161,9 @@ const CompiledKernel &kiln::compileKernel(Session &session, KernelOp kernel,
   std::string key = km.text;
   {
     llvm::raw_string_ostream os(key);
-    os << "\nsubgroup=" << options.subgroupSize
+    os << "\nsubgroup=" << options.subgroupSize << " shared=" << limits.sharedMemoryBytes
+       << " groups=" << limits.maxWorkgroupCount[0] << "," << limits.maxWorkgroupCount[1] << ","
+       << limits.maxWorkgroupCount[2]
        << " invocations=" << options.maxWorkgroupInvocations
        << " threads=" << options.threads;
   }
