@@ -61,12 +61,14 @@ std::string MatmulConfig::check(const DeviceLimits &limits) const {
     return "tile sizes must be positive";
   if (tileM % threadM || tileN % threadN)
     return "the tile must be a whole number of per-thread blocks";
+  if (threadM % 4 || threadN % 4)
+    return "per-thread blocks are groups of 4 rows and 4 columns (16-byte tile reads)";
   int threads = workgroupSize();
   if (threads > limits.maxWorkgroupInvocations)
     return std::to_string(threads) + " work items exceed the device's " +
            std::to_string(limits.maxWorkgroupInvocations);
-  // Each work item loads an equal share of both staged tiles.
-  if ((tileM * tileK) % threads || (tileK * tileN) % threads)
+  // Each work item stages an equal share of both tiles, in 4-wide vectors.
+  if ((tileM * tileK / 4) % threads || (tileK * tileN / 4) % threads)
     return "the staged tiles do not split evenly over " + std::to_string(threads) +
            " work items";
   int64_t shared = int64_t(tileM + tileN) * tileK * 4;

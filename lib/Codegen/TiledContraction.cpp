@@ -10,8 +10,12 @@
 // Each workgroup computes a tileM x tileN block of C. Per tileK slice of k
 // its work items stage both tiles in workgroup memory (coalesced loads,
 // zero past the edges), then each accumulates threadM x threadN results in
-// registers; rows and columns are spread (ty + r * tileM / threadM) so
-// neighbouring work items store neighbouring elements. The epilogue is
+// registers, in groups of 4 rows and 4 columns read from the tiles as
+// 16-byte vectors; the groups are spread (ty + g * tileM / threadM) so
+// neighbouring work items read neighbouring vectors. The global reads of
+// the next slice are issued before the current one's FMAs (register
+// prefetch); bounds checks exist only where a tile overhangs a dimension.
+// The epilogue is
 // evaluated per result in registers before the one store. Sizes come from
 // MatmulConfig.
 //
@@ -26,6 +30,7 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 using namespace mlir;
 using namespace kiln;
@@ -71,71 +76,132 @@ void buildTiledGemm(OpBuilder &b, KernelOp kernel, Operation *root, Block *entry
   Value colBase = arith::MulIOp::create(lb, loc, launch.getBlockIds().x, idx(lb, TN));
   Value tx = arith::RemUIOp::create(lb, loc, tid, idx(lb, threadsN));
   Value ty = arith::DivUIOp::create(lb, loc, tid, idx(lb, threadsN));
-  // k-major tiles: As[kk][i], Bs[kk][j].
   auto space = lb.getI64IntegerAttr(3);
-  Value tileA = memref::AllocOp::create(lb, loc, MemRefType::get({TK * TM}, f32, AffineMap(), space));
-  Value tileB = memref::AllocOp::create(lb, loc, MemRefType::get({TK * TN}, f32, AffineMap(), space));
+  // k-major tiles of 4-wide vectors: As[kk][i / 4], Bs[kk][j / 4]. A work
+  // item reads its 4-row and 4-column groups with one 16-byte load each.
+  VectorType v4 = VectorType::get({4}, f32);
+  Value tileA = memref::AllocOp::create(lb, loc, MemRefType::get({TK * TM / 4}, v4, AffineMap(), space));
+  Value tileB = memref::AllocOp::create(lb, loc, MemRefType::get({TK * TN / 4}, v4, AffineMap(), space));
 
-  // One element of a staged tile: zero outside [0, rows) x [0, cols).
+  // One element of a staged tile: zero outside [0, rows) x [0, cols) (no
+  // check where the tile divides the dimension).
   auto stage = [&](OpBuilder &sb, const OperandReader &read, Value row, Value col, int64_t rows,
-                   int64_t cols) -> Value {
-    Value inside = arith::AndIOp::create(
-        sb, loc, arith::CmpIOp::create(sb, loc, arith::CmpIPredicate::ult, row, idx(sb, rows)),
-        arith::CmpIOp::create(sb, loc, arith::CmpIPredicate::ult, col, idx(sb, cols)));
-    Value r = arith::MinUIOp::create(sb, loc, row, idx(sb, rows - 1));
-    Value c = arith::MinUIOp::create(sb, loc, col, idx(sb, cols - 1));
-    Value v = read(sb, loc, batch, r, c);
+                   int64_t cols, bool checkRows, bool checkCols) -> Value {
+    Value inside;
+    auto clampAndCheck = [&](Value v, int64_t bound) {
+      Value ok = arith::CmpIOp::create(sb, loc, arith::CmpIPredicate::ult, v, idx(sb, bound));
+      inside = inside ? arith::AndIOp::create(sb, loc, inside, ok).getResult() : ok;
+      return arith::MinUIOp::create(sb, loc, v, idx(sb, bound - 1)).getResult();
+    };
+    if (checkRows)
+      row = clampAndCheck(row, rows);
+    if (checkCols)
+      col = clampAndCheck(col, cols);
+    Value v = read(sb, loc, batch, row, col);
     if (v.getType() != f32)
       v = arith::ExtFOp::create(sb, loc, f32, v);
+    if (!inside)
+      return v;
     return arith::SelectOp::create(sb, loc, inside, v, floatConstant(sb, loc, f32, 0.0));
   };
+  bool ragged[3] = {gemm.m % TM != 0, gemm.n % TN != 0, gemm.k % TK != 0};
+  // Work item tid's vectors of each staged tile, as (kk, i / 4) and
+  // (kk, j / 4). For A, neighbouring work items take neighbouring kk: each
+  // of the 4 row reads is coalesced along A's rows (k is innermost).
+  SmallVector<std::pair<Value, Value>> aSlots, bSlots;
+  for (int64_t e = 0; e < TM * TK / 4 / threads; ++e) {
+    Value flat = arith::AddIOp::create(lb, loc, tid, idx(lb, e * threads));
+    aSlots.push_back({arith::RemUIOp::create(lb, loc, flat, idx(lb, TK)),
+                      arith::DivUIOp::create(lb, loc, flat, idx(lb, TK))});
+  }
+  for (int64_t e = 0; e < TK * TN / 4 / threads; ++e) {
+    Value flat = arith::AddIOp::create(lb, loc, tid, idx(lb, e * threads));
+    bSlots.push_back({arith::DivUIOp::create(lb, loc, flat, idx(lb, TN / 4)),
+                      arith::RemUIOp::create(lb, loc, flat, idx(lb, TN / 4))});
+  }
+  // The global reads of k slice `kt`, as the vectors to stage (A's then
+  // B's), kept in registers: issued a slice ahead, their latency hides
+  // behind the FMAs.
+  auto fetch = [&](OpBuilder &fb, Value kt) {
+    Value kBase = arith::MulIOp::create(fb, loc, kt, idx(fb, TK));
+    SmallVector<Value> values;
+    for (auto [kk, i4] : aSlots) {
+      Value k = arith::AddIOp::create(fb, loc, kBase, kk);
+      SmallVector<Value> lanes;
+      for (int64_t q = 0; q < 4; ++q) {
+        Value i = arith::AddIOp::create(
+            fb, loc, rowBase,
+            arith::AddIOp::create(fb, loc, arith::MulIOp::create(fb, loc, i4, idx(fb, 4)),
+                                  idx(fb, q)));
+        lanes.push_back(stage(fb, gemm.readA, i, k, gemm.m, gemm.k, ragged[0], ragged[2]));
+      }
+      values.push_back(vector::FromElementsOp::create(fb, loc, v4, lanes));
+    }
+    for (auto [kk, j4] : bSlots) {
+      Value k = arith::AddIOp::create(fb, loc, kBase, kk);
+      SmallVector<Value> lanes;
+      for (int64_t q = 0; q < 4; ++q) {
+        Value j = arith::AddIOp::create(
+            fb, loc, colBase,
+            arith::AddIOp::create(fb, loc, arith::MulIOp::create(fb, loc, j4, idx(fb, 4)),
+                                  idx(fb, q)));
+        lanes.push_back(stage(fb, gemm.readB, k, j, gemm.k, gemm.n, ragged[2], ragged[1]));
+      }
+      values.push_back(vector::FromElementsOp::create(fb, loc, v4, lanes));
+    }
+    return values;
+  };
 
-  SmallVector<Value> inits(RM * RN, floatConstant(lb, loc, f32, 0.0));
   int64_t kTiles = (gemm.k + TK - 1) / TK; // k >= 1: the loop runs at least once
+  SmallVector<Value> inits(RM * RN, floatConstant(lb, loc, f32, 0.0));
+  size_t numAccumulators = inits.size();
+  llvm::append_range(inits, fetch(lb, idx(lb, 0)));
   auto loop = scf::ForOp::create(
       lb, loc, idx(lb, 0), idx(lb, kTiles), idx(lb, 1), inits,
-      [&](OpBuilder &fb, Location, Value kt, ValueRange acc) {
-        Value kBase = arith::MulIOp::create(fb, loc, kt, idx(fb, TK));
-        // A tile: consecutive work items read consecutive k (A is row-major
-        // in k for matmul and for the filter).
-        for (int64_t e = 0; e < TM * TK / threads; ++e) {
-          Value flat = arith::AddIOp::create(fb, loc, tid, idx(fb, e * threads));
-          Value i = arith::DivUIOp::create(fb, loc, flat, idx(fb, TK));
-          Value kk = arith::RemUIOp::create(fb, loc, flat, idx(fb, TK));
-          Value v = stage(fb, gemm.readA, arith::AddIOp::create(fb, loc, rowBase, i),
-                          arith::AddIOp::create(fb, loc, kBase, kk), gemm.m, gemm.k);
-          memref::StoreOp::create(
-              fb, loc, v, tileA,
-              ValueRange{arith::AddIOp::create(
-                  fb, loc, arith::MulIOp::create(fb, loc, kk, idx(fb, TM)), i)});
-        }
-        // B tile: consecutive work items read consecutive j.
-        for (int64_t e = 0; e < TK * TN / threads; ++e) {
-          Value flat = arith::AddIOp::create(fb, loc, tid, idx(fb, e * threads));
-          Value kk = arith::DivUIOp::create(fb, loc, flat, idx(fb, TN));
-          Value j = arith::RemUIOp::create(fb, loc, flat, idx(fb, TN));
-          Value v = stage(fb, gemm.readB, arith::AddIOp::create(fb, loc, kBase, kk),
-                          arith::AddIOp::create(fb, loc, colBase, j), gemm.k, gemm.n);
-          memref::StoreOp::create(fb, loc, v, tileB, ValueRange{flat});
-        }
+      [&](OpBuilder &fb, Location, Value kt, ValueRange carried) {
+        ValueRange staged = carried.drop_front(numAccumulators);
+        auto slotIndex = [&](std::pair<Value, Value> slot, int64_t width) -> Value {
+          return arith::AddIOp::create(
+              fb, loc, arith::MulIOp::create(fb, loc, slot.first, idx(fb, width / 4)),
+              slot.second);
+        };
+        for (auto [e, slot] : llvm::enumerate(aSlots))
+          memref::StoreOp::create(fb, loc, staged[e], tileA, ValueRange{slotIndex(slot, TM)});
+        for (auto [e, slot] : llvm::enumerate(bSlots))
+          memref::StoreOp::create(fb, loc, staged[aSlots.size() + e], tileB,
+                                  ValueRange{slotIndex(slot, TN)});
         gpu::BarrierOp::create(fb, loc);
-        SmallVector<Value> sums(acc.begin(), acc.end());
+        // The next slice (the last one again on the last iteration: its
+        // reads stay in bounds and are not used).
+        SmallVector<Value> next = fetch(
+            fb, arith::MinUIOp::create(fb, loc, arith::AddIOp::create(fb, loc, kt, idx(fb, 1)),
+                                       idx(fb, kTiles - 1)));
+        SmallVector<Value> sums(carried.take_front(numAccumulators));
         for (int64_t kk = 0; kk < TK; ++kk) {
           SmallVector<Value> a, bv;
-          for (int64_t r = 0; r < RM; ++r)
-            a.push_back(memref::LoadOp::create(
+          for (int64_t r4 = 0; r4 < RM / 4; ++r4) {
+            Value vec = memref::LoadOp::create(
                 fb, loc, tileA,
-                ValueRange{arith::AddIOp::create(fb, loc, ty, idx(fb, kk * TM + r * threadsM))}));
-          for (int64_t c = 0; c < RN; ++c)
-            bv.push_back(memref::LoadOp::create(
+                ValueRange{arith::AddIOp::create(fb, loc, ty,
+                                                 idx(fb, kk * TM / 4 + r4 * threadsM))});
+            for (int64_t q = 0; q < 4; ++q)
+              a.push_back(vector::ExtractOp::create(fb, loc, vec, q));
+          }
+          for (int64_t c4 = 0; c4 < RN / 4; ++c4) {
+            Value vec = memref::LoadOp::create(
                 fb, loc, tileB,
-                ValueRange{arith::AddIOp::create(fb, loc, tx, idx(fb, kk * TN + c * threadsN))}));
+                ValueRange{arith::AddIOp::create(fb, loc, tx,
+                                                 idx(fb, kk * TN / 4 + c4 * threadsN))});
+            for (int64_t q = 0; q < 4; ++q)
+              bv.push_back(vector::ExtractOp::create(fb, loc, vec, q));
+          }
           for (int64_t r = 0; r < RM; ++r)
             for (int64_t c = 0; c < RN; ++c)
               sums[r * RN + c] = math::FmaOp::create(fb, loc, a[r], bv[c], sums[r * RN + c]);
         }
         // The next slice overwrites the tiles: everyone must be done.
         gpu::BarrierOp::create(fb, loc);
+        llvm::append_range(sums, next);
         scf::YieldOp::create(fb, loc, sums);
       });
 
@@ -146,10 +212,23 @@ void buildTiledGemm(OpBuilder &b, KernelOp kernel, Operation *root, Block *entry
   AffineExpr d0 = getAffineDimExpr(0, ctx);
   for (int64_t r = 0; r < RM; ++r)
     for (int64_t c = 0; c < RN; ++c) {
-      Value i = arith::AddIOp::create(lb, loc, rowBase,
-                                      arith::AddIOp::create(lb, loc, ty, idx(lb, r * threadsM)));
-      Value j = arith::AddIOp::create(lb, loc, colBase,
-                                      arith::AddIOp::create(lb, loc, tx, idx(lb, c * threadsN)));
+      // Register r is row 4 (ty + (r / 4) threadsM) + r % 4 of the tile.
+      Value i = arith::AddIOp::create(
+          lb, loc, rowBase,
+          arith::AddIOp::create(
+              lb, loc,
+              arith::MulIOp::create(
+                  lb, loc, arith::AddIOp::create(lb, loc, ty, idx(lb, (r / 4) * threadsM)),
+                  idx(lb, 4)),
+              idx(lb, r % 4)));
+      Value j = arith::AddIOp::create(
+          lb, loc, colBase,
+          arith::AddIOp::create(
+              lb, loc,
+              arith::MulIOp::create(
+                  lb, loc, arith::AddIOp::create(lb, loc, tx, idx(lb, (c / 4) * threadsN)),
+                  idx(lb, 4)),
+              idx(lb, c % 4)));
       OpBuilder sb = lb;
       if (gemm.m % TM || gemm.n % TN) {
         Value inside = arith::AndIOp::create(

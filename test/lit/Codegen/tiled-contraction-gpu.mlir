@@ -2,7 +2,8 @@
 // RUN: kiln-opt %s --kiln-kernel-to-linalg=gpu=true --kiln-linalg-to-spirv | kiln-spirv-check | FileCheck %s --check-prefix=VALID
 // matmul and conv2d on a GPU: shared-memory tiles (k-major), a k loop
 // carrying each work item's register block, barriers around the compute,
-// and the epilogue per result before a guarded store. Small problems get
+// the next slice's global reads issued before the current one's FMAs, and
+// the epilogue per result before a guarded store. Small problems get
 // 64x64x16 tiles with 4x4 per work item (256 work items).
 
 func.func @linear_relu(%x: tensor<100x70xf32>, %w: tensor<130x70xf32>, %b: tensor<130xf32>) -> tensor<100x130xf32> {
@@ -18,10 +19,14 @@ func.func @linear_relu(%x: tensor<100x70xf32>, %w: tensor<130x70xf32>, %b: tenso
 }
 // CHECK-LABEL: func.func @linear_relu_kernel0
 // CHECK: gpu.launch blocks({{.*}}) in ({{.*}} = %c3{{.*}}, {{.*}} = %c2{{.*}}, {{.*}} = %c1{{.*}}) threads({{.*}}) in ({{.*}} = %c256
-// CHECK: memref.alloc() : memref<1024xf32, 3>
-// CHECK: memref.alloc() : memref<1024xf32, 3>
+// CHECK: memref.alloc() : memref<256xvector<4xf32>, 3>
+// CHECK: memref.alloc() : memref<256xvector<4xf32>, 3>
+// The first slice is fetched before the loop, the next one inside it.
+// CHECK: vector.from_elements
 // CHECK: scf.for {{.*}} iter_args
 // CHECK: gpu.barrier
+// CHECK: vector.from_elements
+// CHECK: memref.load {{.*}} : memref<256xvector<4xf32>, 3>
 // CHECK-COUNT-16: math.fma
 // CHECK: gpu.barrier
 // CHECK: scf.if
