@@ -21,7 +21,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "KernelBuilding.h"
+#include "Gemm.h"
 #include "kiln/Codegen/KernelToLinalg.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
@@ -36,24 +36,8 @@ using namespace mlir;
 using namespace kiln;
 
 namespace {
-/// Reads one element of A or B at in-range (b, row, col); the tiled builder
-/// clamps the indices and zeroes what lies past the edges.
-using OperandReader = std::function<Value(OpBuilder &, Location, Value, Value, Value)>;
-
-struct Gemm {
-  int64_t batch = 1, m = 1, n = 1, k = 1;
-  OperandReader readA, readB;
-  /// The flat index of C[b, i, j] in the kernel's result.
-  AffineExpr resultIndex; // of (b, i, j)
-};
-
-Value constantIndex(OpBuilder &b, Location loc, int64_t v) {
-  return arith::ConstantIndexOp::create(b, loc, v);
-}
-
 Value apply(OpBuilder &b, Location loc, AffineExpr e, ValueRange dims) {
-  return affine::AffineApplyOp::create(
-      b, loc, AffineMap::get(dims.size(), 0, simplifyAffineExpr(e, dims.size(), 0)), dims);
+  return applyExpr(b, loc, e, dims);
 }
 
 void buildTiledGemm(OpBuilder &b, KernelOp kernel, Operation *root, Block *entry,
@@ -206,10 +190,6 @@ void buildTiledGemm(OpBuilder &b, KernelOp kernel, Operation *root, Block *entry
       });
 
   // The epilogue per result, then one store.
-  Value rootValue = root->getResult(0);
-  Type resultType = getElementTypeOrSelf(rootValue.getType());
-  Block &body = kernel.getBody().front();
-  AffineExpr d0 = getAffineDimExpr(0, ctx);
   for (int64_t r = 0; r < RM; ++r)
     for (int64_t c = 0; c < RN; ++c) {
       // Register r is row 4 (ty + (r / 4) threadsM) + r % 4 of the tile.
@@ -238,144 +218,23 @@ void buildTiledGemm(OpBuilder &b, KernelOp kernel, Operation *root, Block *entry
         sb = OpBuilder::atBlockBegin(&guard.getThenRegion().front());
       }
       Value at = apply(sb, loc, gemm.resultIndex, ValueRange{batch, i, j});
-      Value sum = loop.getResult(r * RN + c);
-      if (resultType != f32)
-        sum = arith::TruncFOp::create(sb, loc, resultType, sum);
-      FlatEvaluator epilogue(kernel, 1);
-      epilogue.bind(rootValue);
-      for (Value result : body.getTerminator()->getOperands())
-        epilogue.collect(result, d0);
-      if (epilogue.misusedBinding()) {
-        root->emitOpError("is read by its epilogue away from the iteration point");
-        failed = true;
+      emitGemmEpilogue(sb, loc, kernel, root, entry, loop.getResult(r * RN + c), at, failed);
+      if (failed)
         return;
-      }
-      epilogue.setBinding(rootValue, sum);
-      SmallVector<Value> loads;
-      for (auto [arg, expr] : epilogue.getAccesses())
-        loads.push_back(memref::LoadOp::create(sb, loc, entry->getArgument(arg),
-                                               ValueRange{apply(sb, loc, expr, ValueRange{at})}));
-      storeResults(sb, loc, kernel, entry, at, [&](Value result) {
-        return epilogue.emit(sb, result, d0, loads, failed);
-      });
     }
   gpu::TerminatorOp::create(lb, loc);
 }
 
-/// A matmul's operand read through its views: the one buffer access the
-/// evaluator finds for it at (b, row, col); empty when something other than
-/// views stands in front.
-std::optional<std::pair<unsigned, AffineExpr>> operandAccess(KernelOp kernel, Value operand,
-                                                             ArrayRef<int64_t> resultBatch,
-                                                             bool lhs) {
-  MLIRContext *ctx = kernel.getContext();
-  ArrayRef<int64_t> shape = cast<RankedTensorType>(operand.getType()).getShape();
-  SmallVector<AffineExpr> batchCoords = delinearize(getAffineDimExpr(0, ctx), resultBatch);
-  SmallVector<AffineExpr> coords;
-  size_t offset = resultBatch.size() - (shape.size() - 2);
-  for (size_t j = 0; j + 2 < shape.size(); ++j)
-    coords.push_back(shape[j] == 1 ? getAffineConstantExpr(0, ctx) : batchCoords[j + offset]);
-  coords.push_back(getAffineDimExpr(1, ctx));
-  coords.push_back(getAffineDimExpr(2, ctx));
-  FlatEvaluator evaluator(kernel, 3);
-  evaluator.collect(operand, linearizeExpr(shape, coords, ctx));
-  if (evaluator.getAccesses().size() != 1)
-    return std::nullopt;
-  auto arg = kernel.getBody().front().getArgument(evaluator.getAccesses()[0].first);
-  // Only views in front: the value is the element itself.
-  Value v = operand;
-  while (Operation *def = v.getDefiningOp()) {
-    if (!def->hasTrait<View>())
-      return std::nullopt;
-    v = def->getOperand(0);
-  }
-  if (v != arg || !isa<FloatType>(getElementTypeOrSelf(arg.getType())))
-    return std::nullopt;
-  (void)lhs;
-  return evaluator.getAccesses()[0];
-}
 } // namespace
 
 FailureOr<func::FuncOp> kiln::buildTiledContractionFunction(KernelOp kernel, Operation *root,
                                                              OpBuilder &builder, StringRef name,
                                                              const DeviceLimits &limits,
                                                              const MatmulConfig *override) {
-  MLIRContext *ctx = builder.getContext();
-  auto shapeOf = [](Value v) { return cast<RankedTensorType>(v.getType()).getShape(); };
-  Gemm gemm;
-  AffineExpr b = getAffineDimExpr(0, ctx), i = getAffineDimExpr(1, ctx),
-             j = getAffineDimExpr(2, ctx);
-  // Readers capture the kernel function's entry block, made below.
-  Block *entry = nullptr;
-  auto reader = [&](unsigned arg, AffineExpr expr) -> OperandReader {
-    return [&entry, arg, expr](OpBuilder &rb, Location loc, Value bv, Value iv, Value jv) {
-      return memref::LoadOp::create(rb, loc, entry->getArgument(arg),
-                                    ValueRange{apply(rb, loc, expr, ValueRange{bv, iv, jv})})
-          .getResult();
-    };
-  };
-  if (auto matmul = dyn_cast<MatmulOp>(root)) {
-    ArrayRef<int64_t> c = shapeOf(matmul.getResult());
-    ArrayRef<int64_t> resultBatch = c.drop_back(2);
-    auto lhs = operandAccess(kernel, matmul.getLhs(), resultBatch, true);
-    auto rhs = operandAccess(kernel, matmul.getRhs(), resultBatch, false);
-    if (!lhs || !rhs)
-      return func::FuncOp();
-    for (int64_t d : resultBatch)
-      gemm.batch *= d;
-    gemm.m = c[c.size() - 2];
-    gemm.n = c.back();
-    gemm.k = shapeOf(matmul.getLhs()).back();
-    gemm.readA = reader(lhs->first, lhs->second);
-    gemm.readB = reader(rhs->first, rhs->second);
-    gemm.resultIndex = (b * gemm.m + i) * gemm.n + j;
-  } else {
-    auto conv = cast<Conv2dOp>(root);
-    auto input = dyn_cast<BlockArgument>(conv.getInput());
-    auto filter = dyn_cast<BlockArgument>(conv.getFilter());
-    ArrayRef<int64_t> x = shapeOf(conv.getInput()), w = shapeOf(conv.getFilter()),
-                      y = shapeOf(conv.getResult());
-    if (!input || !filter || w[0] / conv.getGroupsAttr().getInt() < 16)
-      return func::FuncOp(); // depthwise and narrow groups: a work item per result
-    int64_t groups = conv.getGroupsAttr().getInt();
-    gemm.batch = groups;
-    gemm.m = w[0] / groups;
-    gemm.k = w[1] * w[2] * w[3];
-    gemm.n = y[0] * y[2] * y[3];
-    // A: the filter rows of group b. B: input element (k, j), zero padding.
-    gemm.readA = reader(filter.getArgNumber(), (b * gemm.m + i) * gemm.k + j);
-    SmallVector<AffineExpr> red = delinearize(i, w.drop_front());      // ci, kh, kw
-    SmallVector<AffineExpr> out = delinearize(j, {y[0], y[2], y[3]}); // n, ho, wo
-    AffineExpr h = out[1] * conv.getStrides()[0] - conv.getPadding()[0] + red[1] * conv.getDilation()[0];
-    AffineExpr col = out[2] * conv.getStrides()[1] - conv.getPadding()[1] + red[2] * conv.getDilation()[1];
-    AffineExpr channel = b * w[1] + red[0];
-    AffineExpr at = ((out[0] * x[1] + channel) * x[2] + h) * x[3] + col;
-    unsigned arg = input.getArgNumber();
-    int64_t height = x[2], width = x[3], last = x[0] * x[1] * x[2] * x[3] - 1;
-    gemm.readB = [&entry, arg, h, col, at, height, width, last](OpBuilder &rb, Location loc,
-                                                                 Value bv, Value kv, Value jv) {
-      ValueRange dims{bv, kv, jv};
-      Value hv = apply(rb, loc, h, dims), wv = apply(rb, loc, col, dims);
-      auto cmp = [&](arith::CmpIPredicate p, Value a, int64_t c) {
-        return arith::CmpIOp::create(rb, loc, p, a, constantIndex(rb, loc, c));
-      };
-      Value inside = arith::AndIOp::create(
-          rb, loc,
-          arith::AndIOp::create(rb, loc, cmp(arith::CmpIPredicate::sge, hv, 0),
-                                cmp(arith::CmpIPredicate::slt, hv, height)),
-          arith::AndIOp::create(rb, loc, cmp(arith::CmpIPredicate::sge, wv, 0),
-                                cmp(arith::CmpIPredicate::slt, wv, width)));
-      Value flat = apply(rb, loc, at, dims);
-      flat = arith::MaxSIOp::create(rb, loc, flat, constantIndex(rb, loc, 0));
-      flat = arith::MinSIOp::create(rb, loc, flat, constantIndex(rb, loc, last));
-      Value v = memref::LoadOp::create(rb, loc, entry->getArgument(arg), ValueRange{flat});
-      return arith::SelectOp::create(rb, loc, inside, v, floatConstant(rb, loc, v.getType(), 0.0))
-          .getResult();
-    };
-    // C[b, i, j] is y[n, b * M + i, ho, wo].
-    SmallVector<AffineExpr> o = delinearize(j, {y[0], y[2], y[3]});
-    gemm.resultIndex = ((o[0] * y[1] + b * gemm.m + i) * y[2] + o[1]) * y[3] + o[2];
-  }
+  std::optional<Gemm> described = describeGemm(kernel, root, /*minRowsPerGroup=*/16);
+  if (!described)
+    return func::FuncOp(); // depthwise, narrow groups, operands behind more than views
+  const Gemm &gemm = *described;
   MatmulConfig config = override ? *override
                                  : MatmulConfig::defaultFor(limits, gemm.m, gemm.n, gemm.k);
   if (std::string problem = config.check(limits); !problem.empty())
@@ -387,7 +246,8 @@ FailureOr<func::FuncOp> kiln::buildTiledContractionFunction(KernelOp kernel, Ope
   int64_t results = cast<RankedTensorType>(root->getResult(0).getType()).getNumElements();
   func::FuncOp func =
       createFlatKernelFunction(kernel, builder, name, results * gemm.k, std::max<int64_t>(1, results));
-  entry = func.addEntryBlock();
+  Block *entry = func.addEntryBlock();
+  *gemm.entry = entry;
   OpBuilder fb = OpBuilder::atBlockBegin(entry);
   bool failedOp = false;
   buildTiledGemm(fb, kernel, root, entry, gemm, config, failedOp);

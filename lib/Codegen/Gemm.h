@@ -1,0 +1,50 @@
+//===- Gemm.h - matmul and convolution as one GEMM form ---------*- C++ -*-===//
+//
+// Internal to lib/Codegen: a contraction kernel seen as
+// C[b, i, j] = sum_k A[b, i, k] B[b, k, j], for the tiled GPU builder and the
+// register-blocked CPU builder.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_LIB_CODEGEN_GEMM_H
+#define KILN_LIB_CODEGEN_GEMM_H
+
+#include "KernelBuilding.h"
+
+#include <functional>
+#include <memory>
+#include <optional>
+
+namespace kiln {
+
+/// Reads one element of A or B at in-range (b, row, col); builders clamp
+/// the indices and zero what lies past the edges.
+using OperandReader = std::function<Value(OpBuilder &, Location, Value, Value, Value)>;
+
+struct Gemm {
+  int64_t batch = 1, m = 1, n = 1, k = 1;
+  OperandReader readA, readB;
+  /// The flat index of C[b, i, j] in the kernel's result, of (b, i, j).
+  AffineExpr resultIndex;
+  /// The readers read the arguments of this block: set it to the kernel
+  /// function's entry block once it exists.
+  std::shared_ptr<Block *> entry;
+};
+
+/// `root` (a matmul, or a conv2d with at least `minRowsPerGroup` output
+/// channels per group) of `kernel` as a GEMM; none when its operands are
+/// behind more than views.
+std::optional<Gemm> describeGemm(KernelOp kernel, Operation *root, int64_t minRowsPerGroup);
+
+/// Binds the contraction to `sum` (f32) at flat result index `at`, evaluates
+/// the kernel's epilogue there and stores every kernel result.
+void emitGemmEpilogue(OpBuilder &b, Location loc, KernelOp kernel, Operation *root, Block *entry,
+                      Value sum, Value at, bool &failed);
+
+Value constantIndex(OpBuilder &b, Location loc, int64_t v);
+/// affine.apply of `e` (simplified) to `dims`.
+Value applyExpr(OpBuilder &b, Location loc, AffineExpr e, ValueRange dims);
+
+} // namespace kiln
+
+#endif // KILN_LIB_CODEGEN_GEMM_H
