@@ -132,6 +132,12 @@ FailureOr<func::FuncOp> buildTiledContractionFunction(KernelOp kernel, Operation
                                                       const DeviceLimits &limits,
                                                       const MatmulConfig *config = nullptr);
 
+/// A matmul or conv2d kernel as a register-blocked GEMM for the host CPU
+/// (CpuGemm.cpp); a null function when the kernel does not fit that form.
+FailureOr<func::FuncOp> buildCpuGemmFunction(KernelOp kernel, Operation *root,
+                                             OpBuilder &builder, StringRef name,
+                                             const CpuMatmulConfig &config);
+
 } // namespace kiln
 
 #endif // KILN_LIB_CODEGEN_KERNELBUILDING_H

@@ -2,6 +2,9 @@
 
 #include "kiln/Codegen/KernelConfig.h"
 
+#include "llvm/ADT/StringMap.h"
+#include "llvm/TargetParser/Host.h"
+
 #include <algorithm>
 
 using namespace kiln;
@@ -75,5 +78,25 @@ std::string MatmulConfig::check(const DeviceLimits &limits) const {
   if (shared > limits.sharedMemoryBytes)
     return std::to_string(shared) + " bytes of shared memory exceed the device's " +
            std::to_string(limits.sharedMemoryBytes);
+  return "";
+}
+
+CpuMatmulConfig CpuMatmulConfig::defaultForHost() {
+  CpuMatmulConfig config;
+  auto features = llvm::sys::getHostCPUFeatures();
+  if (!features.lookup("avx512f")) {
+    // 16 vector registers: 6 x 2 accumulators, 2 for B, 1 broadcast.
+    config.lanes = 8;
+    config.rows = 6;
+  }
+  return config;
+}
+
+std::string CpuMatmulConfig::check() const {
+  if (rows <= 0 || lanes <= 0 || vectors <= 0 || panelColumns <= 0)
+    return "sizes must be positive";
+  if (panelColumns % blockColumns())
+    return "the panel must be a whole number of register blocks (" +
+           std::to_string(blockColumns()) + " columns)";
   return "";
 }

@@ -476,6 +476,12 @@ FailureOr<func::FuncOp> kiln::buildKernelFunction(KernelOp kernel,
     if (failed(tiled) || *tiled)
       return tiled;
   }
+  if (root && !gpu && layout == KernelLayout::Coalesced && isa<MatmulOp, Conv2dOp>(root)) {
+    FailureOr<func::FuncOp> blocked =
+        buildCpuGemmFunction(kernel, root, builder, name, CpuMatmulConfig::defaultForHost());
+    if (failed(blocked) || *blocked)
+      return blocked;
+  }
   if (root) {
     bool failedOp = false;
     func::FuncOp func = buildContractionFunction(kernel, root, builder, name, failedOp);

@@ -59,7 +59,7 @@ LogicalResult kiln::populateLinalgToLLVMPipeline(OpPassManager &pm) {
   std::string text =
       "kiln-approximate-math{all=true},"
       "func.func(convert-linalg-to-loops),kiln-cpu-range-args,"
-      "lower-affine,canonicalize,convert-scf-to-cf,convert-math-to-llvm,"
+      "lower-affine,canonicalize,convert-scf-to-cf,convert-math-to-llvm,convert-vector-to-llvm,"
       "convert-arith-to-llvm,expand-strided-metadata,finalize-memref-to-llvm,"
       "convert-func-to-llvm{use-bare-ptr-memref-call-conv=true},"
       "convert-cf-to-llvm,convert-index-to-llvm,reconcile-unrealized-casts";

@@ -55,6 +55,23 @@ struct MatmulConfig {
   std::string check(const DeviceLimits &limits) const;
 };
 
+/// A CPU matmul or implicit-GEMM convolution: each outer iteration (one
+/// thread's share) packs a panelColumns-wide slice of B, then sweeps A in
+/// blocks of `rows` rows; a block of rows x (vectors x lanes) results lives
+/// in vector registers across the whole k loop.
+struct CpuMatmulConfig {
+  int rows = 8;
+  int lanes = 16;  // the host's f32 vector width (AVX-512: 16, AVX2: 8)
+  int vectors = 2; // vectors per row of the register block
+  int panelColumns = 64;
+
+  int blockColumns() const { return lanes * vectors; }
+  /// For this host: its vector width, and a register block that fits its
+  /// vector registers (rows * vectors accumulators plus operands).
+  static CpuMatmulConfig defaultForHost();
+  std::string check() const;
+};
+
 } // namespace kiln
 
 #endif // KILN_CODEGEN_KERNELCONFIG_H
