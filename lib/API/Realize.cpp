@@ -17,6 +17,7 @@
 #include "kiln/Codegen/Pipelines.h"
 #include "kiln/Transforms/Passes.h"
 #include "kiln/Transforms/Placement.h"
+#include "kiln/runtime/ThreadPool.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -490,7 +491,13 @@ private:
       // Chunks of at least ~16K elements: below that, waking a thread costs
       // more than it saves.
       int64_t grain = std::max<int64_t>(1, 16384 / compiled.innerIterations);
-      check(rt::CpuDevice::get().dispatch(compiled.fn, bindings, compiled.outerIterations, grain),
+      // An outer iteration that is itself a loop (a row, a panel of a
+      // matmul) needs no vector-aligned chunk boundaries: a 16-panel matmul
+      // would otherwise run on one thread.
+      int64_t alignment =
+          compiled.innerIterations > 1 ? 1 : rt::ThreadPool::kChunkAlignment;
+      check(rt::CpuDevice::get().dispatch(compiled.fn, bindings, compiled.outerIterations, grain,
+                                          alignment),
             "running a kernel");
       ++session.stats.kernels_dispatched;
       return;

@@ -225,7 +225,7 @@ void CpuDevice::resetStats() {
 
 Status CpuDevice::dispatch(CpuKernelFn kernel,
                            const std::vector<Buffer *> &bindings,
-                           int64_t elements, int64_t grain) {
+                           int64_t elements, int64_t grain, int64_t alignment) {
   if (!kernel)
     return Status::invalidArgument("dispatch on " + name() +
                                    " of a null kernel");
@@ -262,7 +262,7 @@ Status CpuDevice::dispatch(CpuKernelFn kernel,
     kernel(args.data());
   };
   try {
-    ThreadPool::get().parallelFor(elements, grain, runChunk);
+    ThreadPool::get().parallelFor(elements, grain, runChunk, alignment);
   } catch (const std::exception &e) {
     return Status::internal("a kernel dispatched on " + name() +
                             " threw: " + e.what());

@@ -46,6 +46,7 @@ thread_local bool insideChunk = false;
 /// block, is never the short one.
 struct ChunkPlan {
   int64_t n = 0;
+  int64_t align = ThreadPool::kChunkAlignment;
   int64_t count = 0;
   int64_t base = 0;
   int64_t extra = 0;
@@ -55,13 +56,13 @@ struct ChunkPlan {
       return n;
     int64_t firstLong = count - extra;
     int64_t block = base * chunk + std::max<int64_t>(0, chunk - firstLong);
-    return block * ThreadPool::kChunkAlignment;
+    return std::min(n, block * align);
   }
   int64_t end(int64_t chunk) const { return begin(chunk + 1); }
 };
 
-ChunkPlan makePlan(int64_t n, int64_t grain, size_t threads) {
-  constexpr int64_t align = ThreadPool::kChunkAlignment;
+ChunkPlan makePlan(int64_t n, int64_t grain, size_t threads, int64_t align) {
+  align = std::max<int64_t>(align, 1);
   grain = std::max<int64_t>(grain, 1);
   int64_t grainBlocks = grain / align + (grain % align != 0);
   int64_t fullBlocks = n / align;
@@ -71,6 +72,7 @@ ChunkPlan makePlan(int64_t n, int64_t grain, size_t threads) {
                                       static_cast<int64_t>(threads));
   ChunkPlan plan;
   plan.n = n;
+  plan.align = align;
   plan.count = count;
   plan.base = blocks / count;
   plan.extra = blocks % count;
@@ -173,11 +175,11 @@ size_t ThreadPool::threads() const { return state_->threads; }
 
 void ThreadPool::parallelFor(
     int64_t n, int64_t grain,
-    const std::function<void(int64_t begin, int64_t end)> &fn) {
+    const std::function<void(int64_t begin, int64_t end)> &fn, int64_t alignment) {
   if (n <= 0)
     return;
   State &s = *state_;
-  ChunkPlan plan = makePlan(n, grain, s.threads);
+  ChunkPlan plan = makePlan(n, grain, s.threads, alignment);
   if (plan.count == 1 || insideChunk) {
     fn(0, n);
     return;

@@ -360,14 +360,18 @@ struct Chunk {
   bool operator<(const Chunk &other) const { return begin < other.begin; }
 };
 
-/// The chunks parallelFor(n, grain) hands out, sorted.
-std::vector<Chunk> chunksOf(ThreadPool &pool, int64_t n, int64_t grain) {
+/// The chunks parallelFor(n, grain, alignment) hands out, sorted.
+std::vector<Chunk> chunksOf(ThreadPool &pool, int64_t n, int64_t grain,
+                            int64_t alignment = ThreadPool::kChunkAlignment) {
   std::mutex mutex;
   std::set<Chunk> chunks;
-  pool.parallelFor(n, grain, [&](int64_t begin, int64_t end) {
-    std::lock_guard<std::mutex> lock(mutex);
-    chunks.insert({begin, end});
-  });
+  pool.parallelFor(
+      n, grain,
+      [&](int64_t begin, int64_t end) {
+        std::lock_guard<std::mutex> lock(mutex);
+        chunks.insert({begin, end});
+      },
+      alignment);
   return {chunks.begin(), chunks.end()};
 }
 
@@ -398,6 +402,22 @@ TEST(ThreadPoolTest, ChunksCoverTheRangeAlignedAndNoSmallerThanTheGrain) {
   }
   EXPECT_TRUE(chunksOf(pool, 0, 1).empty());
   EXPECT_TRUE(chunksOf(pool, -5, 1).empty());
+}
+
+// Iterations that are whole loops (matmul panels, rows) split without the
+// 16-element alignment: 7 panels still reach every thread.
+TEST(ThreadPoolTest, AlignmentOneSplitsFewCoarseIterations) {
+  ThreadPool pool(3);
+  for (int64_t n : {2, 3, 7, 16, 17}) {
+    std::vector<Chunk> chunks = chunksOf(pool, n, 1, 1);
+    SCOPED_TRACE("n=" + std::to_string(n));
+    EXPECT_EQ(chunks.size(), std::min<size_t>(3, n));
+    EXPECT_EQ(chunks.front().begin, 0);
+    EXPECT_EQ(chunks.back().end, n);
+    for (size_t i = 0; i + 1 < chunks.size(); ++i)
+      EXPECT_EQ(chunks[i].end, chunks[i + 1].begin);
+  }
+  EXPECT_EQ(chunksOf(pool, 7, 1).size(), 1u) << "16-aligned: one chunk";
 }
 
 TEST(ThreadPoolTest, EveryThreadOfAPrivatePoolRunsAChunk) {

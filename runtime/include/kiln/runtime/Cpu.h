@@ -77,11 +77,13 @@ public:
 
   /// Runs `kernel` over [0, elements) split into chunks across the thread
   /// pool; each call gets (binding pointers..., begin, end). `grain` is the
-  /// minimum elements per chunk. Returns after all chunks have finished.
+  /// minimum elements per chunk; chunk boundaries are multiples of
+  /// `alignment` (ThreadPool::parallelFor). Returns after all chunks have
+  /// finished.
   /// A binding of another device, a null kernel, elements < 0 or grain < 1
   /// is an InvalidArgument; an exception thrown by the kernel is Internal.
   Status dispatch(CpuKernelFn kernel, const std::vector<Buffer *> &bindings,
-                  int64_t elements, int64_t grain = 16384);
+                  int64_t elements, int64_t grain = 16384, int64_t alignment = 16);
 
   /// Threads a dispatch runs on (the pool's, the caller included).
   size_t threads() const;

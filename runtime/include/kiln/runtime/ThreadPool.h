@@ -52,11 +52,14 @@ public:
   /// Calls fn(begin, end) over disjoint chunks covering [0, n) and returns
   /// when all have finished; the calling thread runs chunks too. There are
   /// at most threads() chunks, each of at least `grain` elements unless a
-  /// single chunk covers all; boundaries are multiples of kChunkAlignment.
+  /// single chunk covers all; boundaries are multiples of `alignment`
+  /// (kChunkAlignment keeps vectorized loops over the elements aligned; 1
+  /// suits iterations that are each a whole loop, such as a row or a panel).
   /// n <= 0 calls nothing; grain < 1 is taken as 1. If fn throws, the first
   /// exception is rethrown here once every chunk has finished.
   void parallelFor(int64_t n, int64_t grain,
-                   const std::function<void(int64_t begin, int64_t end)> &fn);
+                   const std::function<void(int64_t begin, int64_t end)> &fn,
+                   int64_t alignment = kChunkAlignment);
 
   /// A thread count as KILN_NUM_THREADS gives it: decimal digits only, from
   /// 1 to kMaxThreads. Anything else (null, "", "0", " 4", "+4", "4x") is an
