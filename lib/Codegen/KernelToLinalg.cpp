@@ -453,7 +453,11 @@ FailureOr<func::FuncOp> kiln::buildKernelFunction(KernelOp kernel,
                                                    OpBuilder &builder,
                                                    StringRef name,
                                                    KernelLayout layout,
-                                                   const DeviceLimits *gpu) {
+                                                   const DeviceLimits *gpu,
+                                                   const KernelConfigOverrides *overrides) {
+  KernelConfigOverrides none;
+  if (!overrides)
+    overrides = &none;
   MLIRContext *ctx = builder.getContext();
   Location loc = kernel.getLoc();
   ArrayRef<int64_t> space =
@@ -463,7 +467,8 @@ FailureOr<func::FuncOp> kiln::buildKernelFunction(KernelOp kernel,
     iterations *= d;
 
   if (isRowKernel(kernel))
-    return buildRowKernelFunction(kernel, builder, name, gpu);
+    return buildRowKernelFunction(kernel, builder, name, gpu,
+                                  overrides->row ? &*overrides->row : nullptr);
 
   // A kernel with a reduction or a contraction has its own loop structure.
   Operation *root = nullptr;
@@ -472,13 +477,15 @@ FailureOr<func::FuncOp> kiln::buildKernelFunction(KernelOp kernel,
       root = &op;
   // (arg_reduce has the Reduction trait too.)
   if (root && gpu && isa<MatmulOp, Conv2dOp>(root)) {
-    FailureOr<func::FuncOp> tiled = buildTiledContractionFunction(kernel, root, builder, name, *gpu);
+    FailureOr<func::FuncOp> tiled = buildTiledContractionFunction(
+        kernel, root, builder, name, *gpu, overrides->matmul ? &*overrides->matmul : nullptr);
     if (failed(tiled) || *tiled)
       return tiled;
   }
   if (root && !gpu && layout == KernelLayout::Coalesced && isa<MatmulOp, Conv2dOp>(root)) {
-    FailureOr<func::FuncOp> blocked =
-        buildCpuGemmFunction(kernel, root, builder, name, CpuMatmulConfig::defaultForHost());
+    FailureOr<func::FuncOp> blocked = buildCpuGemmFunction(
+        kernel, root, builder, name,
+        overrides->cpuMatmul ? *overrides->cpuMatmul : CpuMatmulConfig::defaultForHost());
     if (failed(blocked) || *blocked)
       return blocked;
   }

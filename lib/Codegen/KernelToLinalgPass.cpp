@@ -25,6 +25,31 @@ struct KernelToLinalgPass
     limits.subgroupSize = subgroupSize;
     limits.maxWorkgroupInvocations = maxWorkgroupInvocations;
     limits.sharedMemoryBytes = sharedMemoryBytes;
+    KernelConfigOverrides overrides;
+    if (!matmulTiles.empty()) {
+      if (matmulTiles.size() != 5) {
+        module.emitError("matmul-tiles takes 5 numbers: tileM, tileN, tileK, threadM, threadN");
+        return signalPassFailure();
+      }
+      overrides.matmul = MatmulConfig{static_cast<int>(matmulTiles[0]), static_cast<int>(matmulTiles[1]),
+                                      static_cast<int>(matmulTiles[2]), static_cast<int>(matmulTiles[3]),
+                                      static_cast<int>(matmulTiles[4])};
+    }
+    if (rowWorkgroupSize != 0) {
+      overrides.row = RowKernelConfig();
+      overrides.row->workgroupPerRow = rowWorkgroupSize > 0;
+      overrides.row->workgroupSize = rowWorkgroupSize > 0 ? static_cast<int>(rowWorkgroupSize) : 1;
+    }
+    if (!cpuMatmulBlock.empty()) {
+      if (cpuMatmulBlock.size() != 4) {
+        module.emitError("cpu-matmul-block takes 4 numbers: rows, lanes, vectors, panelColumns");
+        return signalPassFailure();
+      }
+      overrides.cpuMatmul = CpuMatmulConfig{static_cast<int>(cpuMatmulBlock[0]),
+                                            static_cast<int>(cpuMatmulBlock[1]),
+                                            static_cast<int>(cpuMatmulBlock[2]),
+                                            static_cast<int>(cpuMatmulBlock[3])};
+    }
     for (auto [i, kernel] : llvm::enumerate(kernels)) {
       auto graph = kernel->getParentOfType<func::FuncOp>();
       std::string name =
@@ -35,7 +60,7 @@ struct KernelToLinalgPass
           coalesce                               ? KernelLayout::Coalesced
           : vector4 && supportsVector4(kernel) ? KernelLayout::Vector4
                                                  : KernelLayout::Flat,
-          gpu ? &limits : nullptr);
+          gpu ? &limits : nullptr, &overrides);
       if (failed(fn))
         return signalPassFailure();
       kernel->setAttr("kernel", FlatSymbolRefAttr::get(fn->getSymNameAttr()));

@@ -10,6 +10,7 @@
 #define KILN_CODEGEN_KERNELCONFIG_H
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace kiln {
@@ -70,6 +71,14 @@ struct CpuMatmulConfig {
   /// vector registers (rows * vectors accumulators plus operands).
   static CpuMatmulConfig defaultForHost();
   std::string check() const;
+};
+
+/// Configurations that replace the defaults (an autotuner's choice, or a
+/// test's); each is checked against the device and rejected with the reason.
+struct KernelConfigOverrides {
+  std::optional<RowKernelConfig> row;
+  std::optional<MatmulConfig> matmul;
+  std::optional<CpuMatmulConfig> cpuMatmul;
 };
 
 } // namespace kiln

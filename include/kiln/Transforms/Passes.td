@@ -96,6 +96,12 @@ def KilnKernelToLinalg : Pass<"kiln-kernel-to-linalg", "mlir::ModuleOp"> {
            "the GPU's largest workgroup (with gpu)">,
     Option<"sharedMemoryBytes", "shared-memory-bytes", "int", "32768",
            "the GPU's workgroup memory (with gpu)">,
+    ListOption<"matmulTiles", "matmul-tiles", "int",
+               "GPU matmul/conv configuration instead of the default: tileM, tileN, tileK, threadM, threadN">,
+    Option<"rowWorkgroupSize", "row-workgroup-size", "int", "0",
+           "GPU row kernels: a workgroup of this size per row (0: the default, -1: a work item per row)">,
+    ListOption<"cpuMatmulBlock", "cpu-matmul-block", "int",
+               "CPU matmul/conv configuration instead of the default: rows, lanes, vectors, panelColumns">,
   ];
   let dependentDialects = ["mlir::linalg::LinalgDialect", "mlir::memref::MemRefDialect",
                            "mlir::arith::ArithDialect", "mlir::math::MathDialect",

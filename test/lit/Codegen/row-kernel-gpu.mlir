@@ -1,6 +1,9 @@
 // RUN: kiln-opt %s --kiln-kernel-to-linalg=gpu=true | FileCheck %s
 // RUN: kiln-opt %s --kiln-kernel-to-linalg=gpu=true --kiln-linalg-to-spirv | kiln-spirv-check | FileCheck %s --check-prefix=VALID
 // RUN: kiln-opt %s --kiln-kernel-to-linalg | FileCheck %s --check-prefix=LOOPS
+// RUN: kiln-opt %s --kiln-kernel-to-linalg="gpu=true row-workgroup-size=-1" | FileCheck %s --check-prefix=ITEMS
+// RUN: kiln-opt %s --kiln-kernel-to-linalg="gpu=true row-workgroup-size=64" | FileCheck %s --check-prefix=WIDE
+// RUN: not kiln-opt %s --kiln-kernel-to-linalg="gpu=true row-workgroup-size=12" 2>&1 | FileCheck %s --check-prefix=BAD
 // softmax as one row kernel. On a GPU (subgroup 8): a workgroup of 16 per
 // 100-wide row (about 8 columns per work item), 7 columns per work item
 // held in registers: the input is loaded once (7 loads), both reductions
@@ -42,3 +45,13 @@ func.func @softmax(%x: tensor<3x100xf32>) -> tensor<3x100xf32> {
 // LOOPS: arith.addf {{.*}} fastmath<reassoc>
 // LOOPS: scf.for
 // LOOPS: arith.divf
+// A configured workgroup of 64: 2 columns per work item, 8 subgroups.
+// WIDE: threads({{.*}}) in ({{.*}} = %c64
+// WIDE-COUNT-2: memref.alloc() : memref<8xf32, 3>
+// BAD: error: 'kiln.kernel' op row kernel configuration: workgroup size 12 must be a multiple of the subgroup size 8 and at most 64
+// A work item per row on a GPU: the loops, no reassociation flags.
+// ITEMS-NOT: gpu.launch
+// ITEMS: scf.parallel
+// ITEMS: arith.maximumf
+// ITEMS-NOT: fastmath
+// ITEMS: arith.divf

@@ -57,6 +57,41 @@ TEST_P(DTypeOnEveryDevice, HalfReductionsAccumulateInFloat) {
   EXPECT_EQ(matmul(a, b).to_vector<float>(), (std::vector<float>{3000, 3000, 3000, 3000}));
 }
 
+// f16 operands through the tiled and register-blocked GEMM forms: read as
+// f16, accumulated in f32, rounded once (the f16 row of the tolerance table).
+TEST_P(DTypeOnEveryDevice, HalfMatmulAndConvWithinTolerance) {
+  Tensor a = (Tensor::randn({37, 50}, *device) * 0.5f).to(DType::f16);
+  Tensor b = (Tensor::randn({50, 29}, *device) * 0.5f).to(DType::f16);
+  realize({a, b});
+  std::vector<float> as = a.to_vector<float>(), bs = b.to_vector<float>();
+  std::vector<double> want(37 * 29, 0);
+  for (int i = 0; i < 37; ++i)
+    for (int j = 0; j < 29; ++j)
+      for (int p = 0; p < 50; ++p)
+        want[i * 29 + j] += double(as[i * 50 + p]) * bs[p * 29 + j];
+  Tensor c = matmul(a, b);
+  EXPECT_EQ(c.dtype(), DType::f16);
+  EXPECT_TRUE(allClose(c.to_vector<float>(), want, 1e-2, 1e-2));
+
+  Tensor x = (Tensor::randn({1, 4, 6, 6}, *device) * 0.5f).to(DType::f16);
+  Tensor w = (Tensor::randn({20, 4, 3, 3}, *device) * 0.5f).to(DType::f16);
+  realize({x, w});
+  std::vector<float> xs = x.to_vector<float>(), ws = w.to_vector<float>();
+  std::vector<double> conv(20 * 36, 0);
+  for (int co = 0; co < 20; ++co)
+    for (int h = 0; h < 6; ++h)
+      for (int v = 0; v < 6; ++v)
+        for (int ci = 0; ci < 4; ++ci)
+          for (int kh = 0; kh < 3; ++kh)
+            for (int kw = 0; kw < 3; ++kw) {
+              int ih = h + kh - 1, iw = v + kw - 1;
+              if (ih >= 0 && ih < 6 && iw >= 0 && iw < 6)
+                conv[(co * 6 + h) * 6 + v] +=
+                    double(xs[(ci * 6 + ih) * 6 + iw]) * ws[((co * 4 + ci) * 3 + kh) * 3 + kw];
+            }
+  EXPECT_TRUE(allClose(conv2d(x, w, {1, 1}, {1, 1}).to_vector<float>(), conv, 1e-2, 1e-2));
+}
+
 TEST_P(DTypeOnEveryDevice, HalfTensorsTakeScalarsAndNormalize) {
   Tensor x = Tensor::randn({4, 64}, *device);
   Tensor h = x.to(DType::f16);

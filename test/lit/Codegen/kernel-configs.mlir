@@ -1,0 +1,26 @@
+// RUN: kiln-opt %s --kiln-kernel-to-linalg="gpu=true matmul-tiles=32,32,8,4,4" | FileCheck %s --check-prefix=TILES
+// RUN: kiln-opt %s --kiln-kernel-to-linalg="coalesce=true cpu-matmul-block=4,8,1,16" | FileCheck %s --check-prefix=CPU
+// RUN: not kiln-opt %s --kiln-kernel-to-linalg="gpu=true matmul-tiles=64,64,16,4,4 max-workgroup-invocations=128" 2>&1 | FileCheck %s --check-prefix=TOOBIG
+// RUN: not kiln-opt %s --kiln-kernel-to-linalg="gpu=true matmul-tiles=64,64,16,3,4" 2>&1 | FileCheck %s --check-prefix=UNEVEN
+// Each kernel builder takes one configuration object; the defaults come
+// from the device's limits, and another configuration (an autotuner's) is
+// checked against them with the reason it does not fit.
+
+func.func @mm(%a: tensor<64x32xf32>, %b: tensor<32x48xf32>) -> tensor<64x48xf32> {
+  %0 = kiln.kernel on "vulkan:0" (%a, %b) : (tensor<64x32xf32>, tensor<32x48xf32>) -> tensor<64x48xf32> {
+  ^bb0(%x: tensor<64x32xf32>, %y: tensor<32x48xf32>):
+    %m = kiln.matmul %x, %y : tensor<64x32xf32>, tensor<32x48xf32> -> tensor<64x48xf32>
+    kiln.yield %m : tensor<64x48xf32>
+  }
+  return %0 : tensor<64x48xf32>
+}
+// 32 x 32 tiles, 4 x 4 per work item: 64 work items, a 2 x 2 grid.
+// TILES: gpu.launch blocks({{.*}}) in ({{.*}} = %c2{{.*}}, {{.*}} = %c2{{.*}}, {{.*}} = %c1{{.*}}) threads({{.*}}) in ({{.*}} = %c64
+// TILES: memref.alloc() : memref<64xvector<4xf32>, 3>
+// TILES-COUNT-16: math.fma
+// 4 rows x 1 vector of 8 lanes per register block, 16-column panels.
+// CPU: attributes {kiln.iteration_size = 98304 : i64, kiln.outer_size = 3 : i64}
+// CPU: memref.alloc() : memref<512xf32>
+// CPU-COUNT-4: vector.fma {{.*}} : vector<8xf32>
+// TOOBIG: error: 'kiln.matmul' op matmul configuration: 256 work items exceed the device's 128
+// UNEVEN: error: 'kiln.matmul' op matmul configuration: the tile must be a whole number of per-thread blocks
