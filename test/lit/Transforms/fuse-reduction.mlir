@@ -22,47 +22,6 @@ func.func @prologue_and_epilogue() -> tensor<4x1xf32> {
   // CHECK-NOT: kiln.kernel
 }
 
-// CHECK-LABEL: func.func @softmax
-func.func @softmax() -> tensor<4x8xf32> {
-  %x = kiln.input 0 : tensor<4x8xf32>
-  %m = kiln.reduce max %x [1] keepdims : tensor<4x8xf32> -> tensor<4x1xf32>
-  %s = kiln.sub %x, %m : tensor<4x8xf32>, tensor<4x1xf32> -> tensor<4x8xf32>
-  %e = kiln.exp %s : tensor<4x8xf32>
-  %z = kiln.reduce sum %e [1] keepdims : tensor<4x8xf32> -> tensor<4x1xf32>
-  %y = kiln.div %e, %z : tensor<4x8xf32>, tensor<4x1xf32> -> tensor<4x8xf32>
-  return %y : tensor<4x8xf32>
-  // CHECK: kiln.kernel {{.*}} : (tensor<4x8xf32>) -> tensor<4x8xf32>
-  // CHECK-NEXT: ^bb0
-  // CHECK-NEXT: kiln.reduce max
-  // CHECK-NEXT: kiln.sub
-  // CHECK-NEXT: kiln.exp
-  // CHECK-NEXT: kiln.reduce sum
-  // CHECK-NEXT: kiln.div
-  // CHECK-NEXT: kiln.yield
-  // CHECK-NOT: kiln.kernel
-}
-
-// CHECK-LABEL: func.func @layer_norm
-func.func @layer_norm() -> tensor<6x16xf32> {
-  %x = kiln.input 0 : tensor<6x16xf32>
-  %g = kiln.input 1 : tensor<16xf32>
-  %eps = kiln.input 2 : tensor<f32>
-  %mu = kiln.reduce mean %x [1] keepdims : tensor<6x16xf32> -> tensor<6x1xf32>
-  %c = kiln.sub %x, %mu : tensor<6x16xf32>, tensor<6x1xf32> -> tensor<6x16xf32>
-  %sq = kiln.mul %c, %c : tensor<6x16xf32>, tensor<6x16xf32> -> tensor<6x16xf32>
-  %var = kiln.reduce mean %sq [1] keepdims : tensor<6x16xf32> -> tensor<6x1xf32>
-  %ve = kiln.add %var, %eps : tensor<6x1xf32>, tensor<f32> -> tensor<6x1xf32>
-  %r = kiln.rsqrt %ve : tensor<6x1xf32>
-  %n = kiln.mul %c, %r : tensor<6x16xf32>, tensor<6x1xf32> -> tensor<6x16xf32>
-  %y = kiln.mul %n, %g : tensor<6x16xf32>, tensor<16xf32> -> tensor<6x16xf32>
-  return %y : tensor<6x16xf32>
-  // CHECK: kiln.kernel {{.*}} : (tensor<6x16xf32>, tensor<f32>, tensor<16xf32>) -> tensor<6x16xf32>
-  // CHECK-COUNT-2: kiln.reduce mean
-  // CHECK: kiln.rsqrt
-  // CHECK: kiln.yield
-  // CHECK-NOT: kiln.kernel
-}
-
 // A view after the division would read other rows' sums: the sum stays a
 // kernel of its own (with exp recomputed in front), the division and the
 // transpose another.
