@@ -52,7 +52,24 @@ KernelModule kiln::buildKernelModule(KernelOp kernel, KernelLayout layout,
     diagnostics += diag.str() + "\n";
     return success();
   });
-  FailureOr<func::FuncOp> fn = buildKernelFunction(kernel, builder, "kiln_kernel", layout, gpu);
+  // KILN_MATMUL_TILES="tileM,tileN,tileK,threadM,threadN": every GPU matmul
+  // and convolution with this configuration instead of the default (trying
+  // configurations by hand until the autotuner does).
+  KernelConfigOverrides overrides;
+  if (const char *text = std::getenv("KILN_MATMUL_TILES"); gpu && text && *text) {
+    SmallVector<int> sizes;
+    for (llvm::StringRef item : llvm::split(llvm::StringRef(text), ',')) {
+      int v = 0;
+      if (item.trim().getAsInteger(10, v))
+        throw Error("KILN_MATMUL_TILES: '" + item.str() + "' is not a number");
+      sizes.push_back(v);
+    }
+    if (sizes.size() != 5)
+      throw Error("KILN_MATMUL_TILES takes 5 numbers: tileM,tileN,tileK,threadM,threadN");
+    overrides.matmul = MatmulConfig{sizes[0], sizes[1], sizes[2], sizes[3], sizes[4]};
+  }
+  FailureOr<func::FuncOp> fn =
+      buildKernelFunction(kernel, builder, "kiln_kernel", layout, gpu, &overrides);
   if (failed(fn))
     throw CompileError("kernel lowering failed: " + diagnostics);
   result.fn = *fn;
@@ -149,14 +166,19 @@ const CompiledKernel &kiln::compileKernel(Session &session, KernelOp kernel,
       throw CompileError("a tensor of " + std::to_string(cast<MemRefType>(arg).getNumElements()) +
                          " elements is beyond the 2^31 elements a Vulkan kernel indexes; "
                          "split it or run it on the CPU device");
-  FailureOr<int> threads = workgroupSizeFor(
-      iterations, options.maxWorkgroupInvocations,
-      limits.maxWorkgroupCount[0]);
-  if (failed(threads))
-    throw CompileError("a kernel over " + std::to_string(iterations) +
-                       " elements needs more workgroups than " + adapter.name +
-                       " allows; split the tensor");
-  options.threads = *threads;
+  // Loop-form kernels are tiled over one grid dimension here; the kernel
+  // builders size their own gpu.launch (row kernels, tiled GEMM).
+  bool ownLaunch = false;
+  fn->walk([&](gpu::LaunchOp) { ownLaunch = true; });
+  if (!ownLaunch) {
+    FailureOr<int> threads = workgroupSizeFor(iterations, options.maxWorkgroupInvocations,
+                                              limits.maxWorkgroupCount[0]);
+    if (failed(threads))
+      throw CompileError("a kernel over " + std::to_string(iterations) +
+                         " elements needs more workgroups than " + adapter.name +
+                         " allows; split the tensor");
+    options.threads = *threads;
+  }
 
   std::string key = km.text;
   {

@@ -1,7 +1,8 @@
 //===- CpuGemm.cpp - register-blocked matmul and convolution on the CPU ---===//
 //
 // The GEMM form (Gemm.h) for the host. The outer loop (split across threads
-// by its [begin, end) range) runs over (batch, panel of B's columns). Each
+// by its [begin, end) range) runs over (batch, panel of B's columns, and a
+// split of the rows when there are few panels). Each
 // iteration packs its panel of B contiguously, zero past N (for a
 // convolution this is where im2col happens, one panel at a time), then
 // sweeps A in blocks of `rows` rows: per block and per register block of
@@ -18,6 +19,8 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+#include <algorithm>
 
 using namespace mlir;
 using namespace kiln;
@@ -37,9 +40,17 @@ FailureOr<func::FuncOp> kiln::buildCpuGemmFunction(KernelOp kernel, Operation *r
   const int64_t MR = config.rows, W = config.lanes, V = config.vectors;
   const int64_t NR = W * V, NC = config.panelColumns;
   const int64_t panels = (gemm.n + NC - 1) / NC;
+  // Few panels (a narrow B, a matrix-vector product) would leave threads
+  // idle: split the rows too, each split packing its own copy of the panel.
+  // 16 outer iterations cover the thread counts this runs with.
+  const int64_t rowBlocks = (gemm.m + MR - 1) / MR;
+  int64_t splits = std::clamp<int64_t>((16 + gemm.batch * panels - 1) / (gemm.batch * panels), 1,
+                                       rowBlocks);
+  const int64_t splitRows = (rowBlocks + splits - 1) / splits * MR;
+  splits = (gemm.m + splitRows - 1) / splitRows;
   int64_t results = cast<RankedTensorType>(root->getResult(0).getType()).getNumElements();
   func::FuncOp func = createFlatKernelFunction(kernel, builder, name, results * gemm.k,
-                                               gemm.batch * panels);
+                                               gemm.batch * panels * splits);
   Block *entry = func.addEntryBlock();
   *gemm.entry = entry;
   OpBuilder b = OpBuilder::atBlockBegin(entry);
@@ -53,11 +64,16 @@ FailureOr<func::FuncOp> kiln::buildCpuGemmFunction(KernelOp kernel, Operation *r
   Value block = memref::AllocaOp::create(b, loc, MemRefType::get({MR * NR}, f32));
   bool failed = false;
   scf::ForOp::create(
-      b, loc, idx(b, 0), idx(b, gemm.batch * panels), idx(b, 1), ValueRange{},
+      b, loc, idx(b, 0), idx(b, gemm.batch * panels * splits), idx(b, 1), ValueRange{},
       [&](OpBuilder &ob, Location, Value outer, ValueRange) {
-        Value batch = arith::DivUIOp::create(ob, loc, outer, idx(ob, panels));
+        Value unit = arith::DivUIOp::create(ob, loc, outer, idx(ob, splits));
+        Value firstRow = arith::MulIOp::create(
+            ob, loc, arith::RemUIOp::create(ob, loc, outer, idx(ob, splits)), idx(ob, splitRows));
+        Value lastRow = arith::MinUIOp::create(
+            ob, loc, arith::AddIOp::create(ob, loc, firstRow, idx(ob, splitRows)), idx(ob, gemm.m));
+        Value batch = arith::DivUIOp::create(ob, loc, unit, idx(ob, panels));
         Value j0 = arith::MulIOp::create(
-            ob, loc, arith::RemUIOp::create(ob, loc, outer, idx(ob, panels)), idx(ob, NC));
+            ob, loc, arith::RemUIOp::create(ob, loc, unit, idx(ob, panels)), idx(ob, NC));
         // Pack B[batch, :, j0 : j0 + NC], zero past N; only the last panel
         // needs the checks.
         auto pack = [&](OpBuilder &pb, bool guarded) {
@@ -106,7 +122,7 @@ FailureOr<func::FuncOp> kiln::buildCpuGemmFunction(KernelOp kernel, Operation *r
         }
         // Sweep A in blocks of MR rows, the panel in blocks of NR columns.
         scf::ForOp::create(
-            ob, loc, idx(ob, 0), idx(ob, gemm.m), idx(ob, MR), ValueRange{},
+            ob, loc, firstRow, lastRow, idx(ob, MR), ValueRange{},
             [&](OpBuilder &ib, Location, Value i0, ValueRange) {
               SmallVector<Value> rows;
               for (int64_t r = 0; r < MR; ++r) // past M: read row M - 1, never stored

@@ -138,6 +138,8 @@ std::optional<Gemm> kiln::describeGemm(KernelOp kernel, Operation *root,
     SmallVector<AffineExpr> o = delinearize(j, {y[0], y[2], y[3]});
     gemm.resultIndex = ((o[0] * y[1] + b * gemm.m + i) * y[2] + o[1]) * y[3] + o[2];
   }
+  if (gemm.k < 1)
+    return std::nullopt; // the untiled form reports the empty reduction
   return gemm;
 }
 

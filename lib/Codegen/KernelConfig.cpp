@@ -12,10 +12,11 @@ using namespace kiln;
 RowKernelConfig RowKernelConfig::defaultFor(const DeviceLimits &limits, int64_t rows,
                                             int64_t columns, bool contiguous) {
   RowKernelConfig config;
-  int sg = std::max(1, limits.subgroupSize);
+  int sg = limits.subgroupSize;
   // A workgroup per row pays off once a row fills a subgroup, and only when
-  // neighbouring work items read neighbouring elements.
-  if (!contiguous || columns < sg)
+  // neighbouring work items read neighbouring elements. (A device that
+  // reports no useful subgroup size gets a work item per row.)
+  if (!contiguous || sg < 4 || columns < sg || rows < 1)
     return config;
   // Two levels of subgroup reduction cover sg * sg work items.
   int64_t cap = std::min<int64_t>({limits.maxWorkgroupInvocations, int64_t(sg) * sg, 1024});
@@ -26,7 +27,6 @@ RowKernelConfig RowKernelConfig::defaultFor(const DeviceLimits &limits, int64_t 
     size *= 2;
   config.workgroupPerRow = true;
   config.workgroupSize = static_cast<int>(size);
-  (void)rows;
   return config;
 }
 
@@ -48,10 +48,13 @@ std::string RowKernelConfig::check(const DeviceLimits &limits) const {
 
 MatmulConfig MatmulConfig::defaultFor(const DeviceLimits &limits, int64_t m, int64_t n,
                                       int64_t k) {
-  // Large problems: 128x64 tiles, 8x8 results per work item (128 work items),
-  // the shape that came closest to cuBLAS on the H200 (TOOLCHAIN.md).
-  MatmulConfig config{128, 64, 16, 8, 8};
-  if (m * n < int64_t(2048) * 2048 || !config.check(limits).empty())
+  // At least one full tile: 64x128 tiles, 8x8 results per work item (128
+  // work items), the fastest of eight shapes tried on the H200 for 1024^3,
+  // 4096^3 and the ResNet convolution (bench/RESULTS.md). Smaller problems
+  // take smaller tiles so that more workgroups share the GPU. (k does not
+  // change the choice yet; the autotuner will weigh it.)
+  MatmulConfig config{64, 128, 16, 8, 8};
+  if (m < 64 || n < 128 || !config.check(limits).empty())
     config = {64, 64, 16, 4, 4};
   if (!config.check(limits).empty())
     config = {32, 32, 8, 4, 4};

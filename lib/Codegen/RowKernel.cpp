@@ -99,6 +99,8 @@ LogicalResult analyze(KernelOp kernel, RowInfo &info) {
         info.full[d];
   if (info.columns < 1)
     return info.reductions.front()->emitOpError("reduces an empty dimension: not supported");
+  if (info.rows < 1)
+    return kernel.emitOpError("has an empty result: nothing to build");
   for (Value result : body.getTerminator()->getOperands())
     if (shapeOf(result) != ArrayRef<int64_t>(info.full) &&
         shapeOf(result) != ArrayRef<int64_t>(info.rowShape))

@@ -15,9 +15,8 @@
 // neighbouring work items read neighbouring vectors. The global reads of
 // the next slice are issued before the current one's FMAs (register
 // prefetch); bounds checks exist only where a tile overhangs a dimension.
-// The epilogue is
-// evaluated per result in registers before the one store. Sizes come from
-// MatmulConfig.
+// The epilogue is evaluated per result in registers before the one store.
+// Sizes come from MatmulConfig.
 //
 //===----------------------------------------------------------------------===//
 
@@ -136,7 +135,9 @@ void buildTiledGemm(OpBuilder &b, KernelOp kernel, Operation *root, Block *entry
     return values;
   };
 
-  int64_t kTiles = (gemm.k + TK - 1) / TK; // k >= 1: the loop runs at least once
+  // describeGemm guarantees k >= 1: the loop runs at least once (a zero-trip
+  // loop with iter_args miscompiles to SPIR-V, TOOLCHAIN.md).
+  int64_t kTiles = (gemm.k + TK - 1) / TK;
   SmallVector<Value> inits(RM * RN, floatConstant(lb, loc, f32, 0.0));
   size_t numAccumulators = inits.size();
   llvm::append_range(inits, fetch(lb, idx(lb, 0)));
@@ -242,7 +243,7 @@ FailureOr<func::FuncOp> kiln::buildTiledContractionFunction(KernelOp kernel, Ope
   if (gemm.batch > limits.maxWorkgroupCount[2] ||
       (gemm.n + config.tileN - 1) / config.tileN > limits.maxWorkgroupCount[0] ||
       (gemm.m + config.tileM - 1) / config.tileM > limits.maxWorkgroupCount[1])
-    return func::FuncOp(); // the untiled form covers it with one grid dimension
+    return func::FuncOp(); // the untiled form, one grid dimension over the results
   int64_t results = cast<RankedTensorType>(root->getResult(0).getType()).getNumElements();
   func::FuncOp func =
       createFlatKernelFunction(kernel, builder, name, results * gemm.k, std::max<int64_t>(1, results));

@@ -40,7 +40,7 @@ namespace {
 /// inline.
 thread_local bool insideChunk = false;
 
-/// How [0, n) is cut: `count` chunks of whole kChunkAlignment-element blocks
+/// How [0, n) is cut: `count` chunks of whole `align`-element blocks
 /// (the final block may be partial). Chunks get `base` blocks each and the
 /// last `extra` of them one more, so the last chunk, which holds the partial
 /// block, is never the short one.

@@ -18,8 +18,9 @@ func.func @mm(%a: tensor<64x32xf32>, %b: tensor<32x48xf32>) -> tensor<64x48xf32>
 // TILES: gpu.launch blocks({{.*}}) in ({{.*}} = %c2{{.*}}, {{.*}} = %c2{{.*}}, {{.*}} = %c1{{.*}}) threads({{.*}}) in ({{.*}} = %c64
 // TILES: memref.alloc() : memref<64xvector<4xf32>, 3>
 // TILES-COUNT-16: math.fma
-// 4 rows x 1 vector of 8 lanes per register block, 16-column panels.
-// CPU: attributes {kiln.iteration_size = 98304 : i64, kiln.outer_size = 3 : i64}
+// 4 rows x 1 vector of 8 lanes per register block, 16-column panels: 3
+// panels, each with its 64 rows in 6 splits of 12.
+// CPU: attributes {kiln.iteration_size = 98304 : i64, kiln.outer_size = 18 : i64}
 // CPU: memref.alloc() : memref<512xf32>
 // CPU-COUNT-4: vector.fma {{.*}} : vector<8xf32>
 // TOOBIG: error: 'kiln.matmul' op matmul configuration: 256 work items exceed the device's 128

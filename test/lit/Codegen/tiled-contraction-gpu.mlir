@@ -18,16 +18,16 @@ func.func @linear_relu(%x: tensor<100x70xf32>, %w: tensor<130x70xf32>, %b: tenso
   return %0 : tensor<100x130xf32>
 }
 // CHECK-LABEL: func.func @linear_relu_kernel0
-// CHECK: gpu.launch blocks({{.*}}) in ({{.*}} = %c3{{.*}}, {{.*}} = %c2{{.*}}, {{.*}} = %c1{{.*}}) threads({{.*}}) in ({{.*}} = %c256
+// CHECK: gpu.launch blocks({{.*}}) in ({{.*}} = %c2{{.*}}, {{.*}} = %c2{{.*}}, {{.*}} = %c1{{.*}}) threads({{.*}}) in ({{.*}} = %c128
 // CHECK: memref.alloc() : memref<256xvector<4xf32>, 3>
-// CHECK: memref.alloc() : memref<256xvector<4xf32>, 3>
+// CHECK: memref.alloc() : memref<512xvector<4xf32>, 3>
 // The first slice is fetched before the loop, the next one inside it.
 // CHECK: vector.from_elements
 // CHECK: scf.for {{.*}} iter_args
 // CHECK: gpu.barrier
 // CHECK: vector.from_elements
 // CHECK: memref.load {{.*}} : memref<256xvector<4xf32>, 3>
-// CHECK-COUNT-16: math.fma
+// CHECK-COUNT-64: math.fma
 // CHECK: gpu.barrier
 // CHECK: scf.if
 // CHECK: arith.addf
@@ -43,8 +43,9 @@ func.func @conv(%x: tensor<1x8x9x9xf32>, %w: tensor<32x8x3x3xf32>) -> tensor<1x3
   }
   return %0 : tensor<1x32x9x9xf32>
 }
+// 32 output channels (M) x 81 positions: the 64x64 tiles.
 // CHECK-LABEL: func.func @conv_kernel1
-// CHECK: gpu.launch
+// CHECK: gpu.launch {{.*}} threads({{.*}}) in ({{.*}} = %c256
 // CHECK: scf.for {{.*}} iter_args
 // CHECK: gpu.barrier
 // CHECK: math.fma

@@ -96,3 +96,16 @@ TEST(Matmul, ShapeErrors) {
             (Shape{5, 4, 2, 6}));
 }
 } // namespace
+
+// K = 0 has no GEMM form (a zero-trip accumulation): a clear error on every
+// device, never a crash or an unwritten result.
+TEST_P(MatmulOnEveryDevice, AnEmptyInnerDimensionIsAClearError) {
+  Tensor a = Tensor::rand({4, 0}, *device), b = Tensor::rand({0, 5}, *device);
+  try {
+    matmul(a, b).to_vector<float>();
+    FAIL() << "expected an error";
+  } catch (const Error &error) {
+    EXPECT_NE(std::string(error.what()).find("empty dimension"), std::string::npos)
+        << error.what();
+  }
+}

@@ -78,8 +78,8 @@ public:
   /// Runs `kernel` over [0, elements) split into chunks across the thread
   /// pool; each call gets (binding pointers..., begin, end). `grain` is the
   /// minimum elements per chunk; chunk boundaries are multiples of
-  /// `alignment` (ThreadPool::parallelFor). Returns after all chunks have
-  /// finished.
+  /// `alignment` (ThreadPool::parallelFor; below 1 is taken as 1). Returns
+  /// after all chunks have finished.
   /// A binding of another device, a null kernel, elements < 0 or grain < 1
   /// is an InvalidArgument; an exception thrown by the kernel is Internal.
   Status dispatch(CpuKernelFn kernel, const std::vector<Buffer *> &bindings,
