@@ -225,3 +225,23 @@ TEST_P(ReduceOnEveryDevice, MaxPropagatesNaNAcrossWorkItems) {
   EXPECT_TRUE(std::isnan(p[700 + 5]));
   EXPECT_FALSE(std::isnan(p[5]));
 }
+
+// More rows than a grid dimension holds on many GPUs (65535): the row
+// kernel's workgroups spread over a second grid dimension, the last ones
+// idle.
+TEST_P(ReduceOnEveryDevice, MoreRowsThanOneGridDimension) {
+  const int64_t rows = 70001, cols = 40;
+  Tensor x = Tensor::rand({rows, cols}, *device);
+  std::vector<float> xs = x.to_vector<float>();
+  std::vector<float> got = softmax(x, -1).to_vector<float>();
+  ASSERT_EQ(got.size(), xs.size());
+  for (int64_t i : {int64_t(0), int64_t(65535), int64_t(65536), rows - 1}) {
+    double m = -INFINITY, s = 0;
+    for (int64_t j = 0; j < cols; ++j)
+      m = std::max(m, double(xs[i * cols + j]));
+    for (int64_t j = 0; j < cols; ++j)
+      s += std::exp(xs[i * cols + j] - m);
+    for (int64_t j = 0; j < cols; ++j)
+      ASSERT_NEAR(got[i * cols + j], std::exp(xs[i * cols + j] - m) / s, 1e-6) << "row " << i;
+  }
+}
