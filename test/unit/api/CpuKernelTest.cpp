@@ -6,7 +6,9 @@
 
 #include "../../../lib/API/Session.h"
 
+#include <functional>
 #include <regex>
+#include <set>
 
 using namespace kiln;
 
@@ -40,6 +42,39 @@ TEST(CpuKernel, TranscendentalChainIsVectorizedWithoutLibmCalls) {
                    0.5 * v * (1 + std::erf(v / std::sqrt(2.0))) + std::log(std::abs(v) + 1));
   }
   EXPECT_TRUE(kiln::test::allClose(got, want));
+}
+
+/// The optimized IR of the CPU kernels compiled while running `make`.
+std::string optimizedIRWhile(const std::function<void()> &make) {
+  Session &s = session();
+  std::set<std::string> before;
+  for (auto &[key, kernel] : s.cpuKernels)
+    before.insert(key);
+  s.captureCpuIR = true;
+  make();
+  s.captureCpuIR = false;
+  std::string ir;
+  for (auto &[key, kernel] : s.cpuKernels)
+    if (!before.count(key))
+      ir += kernel.optimizedIR;
+  return ir;
+}
+
+// Row kernels vectorize their reductions (reassociable steps) and the
+// output loop; matmul is vector FMAs on the register block.
+TEST(CpuKernel, RowKernelsAndMatmulAreVectorized) {
+  Tensor x = Tensor::randn({23, 517}, Device::cpu());
+  std::string softmaxIR = optimizedIRWhile([&] { softmax(x, -1).to_vector<float>(); });
+  ASSERT_FALSE(softmaxIR.empty());
+  EXPECT_TRUE(std::regex_search(softmaxIR, std::regex(R"(fadd reassoc <\d+ x float>)")))
+      << softmaxIR;
+  EXPECT_TRUE(std::regex_search(softmaxIR, std::regex(R"(fdiv <\d+ x float>)"))) << softmaxIR;
+
+  Tensor a = Tensor::randn({45, 70}, Device::cpu()), b = Tensor::randn({70, 33}, Device::cpu());
+  std::string matmulIR = optimizedIRWhile([&] { matmul(a, b).to_vector<float>(); });
+  ASSERT_FALSE(matmulIR.empty());
+  EXPECT_TRUE(std::regex_search(matmulIR, std::regex(R"(@llvm\.fmuladd\.v\d+f32|fmul <\d+ x float>)")))
+      << matmulIR;
 }
 
 TEST(CpuKernel, ResultsAreAlignedHostMemoryReadWithoutCopy) {
