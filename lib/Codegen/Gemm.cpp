@@ -66,6 +66,13 @@ std::optional<Gemm> kiln::describeGemm(KernelOp kernel, Operation *root,
   Gemm gemm;
   AffineExpr b = getAffineDimExpr(0, ctx), i = getAffineDimExpr(1, ctx),
              j = getAffineDimExpr(2, ctx);
+  // An operand read only here, straight from an f32 kernel input whose
+  // innermost dimension (of `size`) holds whole 4-vectors.
+  auto vectorizable = [](Value operand, int64_t size) {
+    auto arg = dyn_cast<BlockArgument>(operand);
+    return arg && arg.hasOneUse() && size % 4 == 0 &&
+           getElementTypeOrSelf(arg.getType()).isF32();
+  };
   // Readers read the kernel function's arguments, once it exists.
   gemm.entry = std::make_shared<Block *>(nullptr);
   std::shared_ptr<Block *> entry = gemm.entry;
@@ -91,6 +98,16 @@ std::optional<Gemm> kiln::describeGemm(KernelOp kernel, Operation *root,
     gemm.readA = reader(lhs->first, lhs->second);
     gemm.readB = reader(rhs->first, rhs->second);
     gemm.resultIndex = (b * gemm.m + i) * gemm.n + j;
+    // Plain operands along their innermost dimension: every other term of
+    // the element index is a multiple of that dimension's size.
+    if (vectorizable(matmul.getRhs(), gemm.n)) {
+      gemm.bVectorArg = rhs->first;
+      gemm.bVectorIndex = simplifyAffineExpr(rhs->second.replace(j, j * 4).floorDiv(4), 3, 0);
+    }
+    if (vectorizable(matmul.getLhs(), gemm.k)) {
+      gemm.aVectorArg = lhs->first;
+      gemm.aVectorIndex = simplifyAffineExpr(lhs->second.replace(j, j * 4).floorDiv(4), 3, 0);
+    }
   } else {
     auto conv = cast<Conv2dOp>(root);
     auto input = dyn_cast<BlockArgument>(conv.getInput());
@@ -106,6 +123,10 @@ std::optional<Gemm> kiln::describeGemm(KernelOp kernel, Operation *root,
     gemm.n = y[0] * y[2] * y[3];
     // A: the filter rows of group b. B: input element (k, j), zero padding.
     gemm.readA = reader(filter.getArgNumber(), (b * gemm.m + i) * gemm.k + j);
+    if (vectorizable(conv.getFilter(), gemm.k)) {
+      gemm.aVectorArg = filter.getArgNumber();
+      gemm.aVectorIndex = (b * gemm.m + i) * (gemm.k / 4) + j;
+    }
     SmallVector<AffineExpr> red = delinearize(i, w.drop_front());      // ci, kh, kw
     SmallVector<AffineExpr> out = delinearize(j, {y[0], y[2], y[3]}); // n, ho, wo
     AffineExpr h = out[1] * conv.getStrides()[0] - conv.getPadding()[0] + red[1] * conv.getDilation()[0];

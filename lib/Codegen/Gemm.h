@@ -29,6 +29,15 @@ struct Gemm {
   /// The readers read the arguments of this block: set it to the kernel
   /// function's entry block once it exists.
   std::shared_ptr<Block *> entry;
+  /// When B is a plain f32 kernel input (no view, no other use) with N a
+  /// multiple of 4: its argument number and the index of the 4-vector
+  /// holding B[b, k, 4 j4 .. 4 j4 + 3], of (b, k, j4). A GPU builder may
+  /// then declare that argument as a buffer of 4-vectors (16-byte loads).
+  std::optional<unsigned> bVectorArg;
+  AffineExpr bVectorIndex;
+  /// Likewise for A along k (K a multiple of 4), of (b, i, k4).
+  std::optional<unsigned> aVectorArg;
+  AffineExpr aVectorIndex;
 };
 
 /// `root` (a matmul, or a conv2d with at least `minRowsPerGroup` output

@@ -91,11 +91,18 @@ void buildTiledGemm(OpBuilder &b, KernelOp kernel, Operation *root, Block *entry
   // Work item tid's vectors of each staged tile, as (kk, i / 4) and
   // (kk, j / 4). For A, neighbouring work items take neighbouring kk: each
   // of the 4 row reads is coalesced along A's rows (k is innermost).
+  // With A read as 4-vectors along k, its tile is i-major instead, As[i][kk
+  // / 4], and the slots are (i, kk / 4).
+  bool aVec = gemm.aVectorArg.has_value();
   SmallVector<std::pair<Value, Value>> aSlots, bSlots;
   for (int64_t e = 0; e < TM * TK / 4 / threads; ++e) {
     Value flat = arith::AddIOp::create(lb, loc, tid, idx(lb, e * threads));
-    aSlots.push_back({arith::RemUIOp::create(lb, loc, flat, idx(lb, TK)),
-                      arith::DivUIOp::create(lb, loc, flat, idx(lb, TK))});
+    if (aVec)
+      aSlots.push_back({arith::DivUIOp::create(lb, loc, flat, idx(lb, TK / 4)),
+                        arith::RemUIOp::create(lb, loc, flat, idx(lb, TK / 4))});
+    else
+      aSlots.push_back({arith::RemUIOp::create(lb, loc, flat, idx(lb, TK)),
+                        arith::DivUIOp::create(lb, loc, flat, idx(lb, TK))});
   }
   for (int64_t e = 0; e < TK * TN / 4 / threads; ++e) {
     Value flat = arith::AddIOp::create(lb, loc, tid, idx(lb, e * threads));
@@ -105,10 +112,44 @@ void buildTiledGemm(OpBuilder &b, KernelOp kernel, Operation *root, Block *entry
   // The global reads of k slice `kt`, as the vectors to stage (A's then
   // B's), kept in registers: issued a slice ahead, their latency hides
   // behind the FMAs.
+  // One 16-byte read of `arg` at (b, row, col4), zero where a checked
+  // coordinate is past its bound.
+  auto vectorRead = [&](OpBuilder &fb, unsigned arg, AffineExpr index, Value row, Value col4,
+                        std::optional<int64_t> rowBound, std::optional<int64_t> colBound) {
+    Value inside;
+    auto clampAndCheck = [&](Value v, int64_t bound) {
+      Value ok = arith::CmpIOp::create(fb, loc, arith::CmpIPredicate::ult, v, idx(fb, bound));
+      inside = inside ? arith::AndIOp::create(fb, loc, inside, ok).getResult() : ok;
+      return arith::MinUIOp::create(fb, loc, v, idx(fb, bound - 1)).getResult();
+    };
+    if (rowBound)
+      row = clampAndCheck(row, *rowBound);
+    if (colBound)
+      col4 = clampAndCheck(col4, *colBound);
+    Value v = memref::LoadOp::create(fb, loc, entry->getArgument(arg),
+                                     ValueRange{apply(fb, loc, index, ValueRange{batch, row, col4})});
+    if (!inside)
+      return v;
+    // (A lane-wise condition: SPIR-V selects vectors by vectors.)
+    return arith::SelectOp::create(
+               fb, loc,
+               vector::BroadcastOp::create(fb, loc, VectorType::get({4}, fb.getI1Type()), inside),
+               v, arith::ConstantOp::create(fb, loc, DenseElementsAttr::get(v4, fb.getF32FloatAttr(0))))
+        .getResult();
+  };
+  auto bound = [](bool checked, int64_t size) {
+    return checked ? std::optional<int64_t>(size) : std::nullopt;
+  };
   auto fetch = [&](OpBuilder &fb, Value kt) {
     Value kBase = arith::MulIOp::create(fb, loc, kt, idx(fb, TK));
     SmallVector<Value> values;
-    for (auto [kk, i4] : aSlots) {
+    if (aVec)
+      for (auto [i, k4] : aSlots)
+        values.push_back(vectorRead(
+            fb, *gemm.aVectorArg, gemm.aVectorIndex, arith::AddIOp::create(fb, loc, rowBase, i),
+            arith::AddIOp::create(fb, loc, arith::DivUIOp::create(fb, loc, kBase, idx(fb, 4)), k4),
+            bound(ragged[0], gemm.m), bound(ragged[2], gemm.k / 4)));
+    for (auto [kk, i4] : aVec ? ArrayRef<std::pair<Value, Value>>() : ArrayRef(aSlots)) {
       Value k = arith::AddIOp::create(fb, loc, kBase, kk);
       SmallVector<Value> lanes;
       for (int64_t q = 0; q < 4; ++q) {
@@ -122,6 +163,13 @@ void buildTiledGemm(OpBuilder &b, KernelOp kernel, Operation *root, Block *entry
     }
     for (auto [kk, j4] : bSlots) {
       Value k = arith::AddIOp::create(fb, loc, kBase, kk);
+      if (gemm.bVectorArg) {
+        values.push_back(vectorRead(
+            fb, *gemm.bVectorArg, gemm.bVectorIndex, k,
+            arith::AddIOp::create(fb, loc, arith::DivUIOp::create(fb, loc, colBase, idx(fb, 4)), j4),
+            bound(ragged[2], gemm.k), bound(ragged[1], gemm.n / 4)));
+        continue;
+      }
       SmallVector<Value> lanes;
       for (int64_t q = 0; q < 4; ++q) {
         Value j = arith::AddIOp::create(
@@ -151,7 +199,8 @@ void buildTiledGemm(OpBuilder &b, KernelOp kernel, Operation *root, Block *entry
               slot.second);
         };
         for (auto [e, slot] : llvm::enumerate(aSlots))
-          memref::StoreOp::create(fb, loc, staged[e], tileA, ValueRange{slotIndex(slot, TM)});
+          memref::StoreOp::create(fb, loc, staged[e], tileA,
+                                  ValueRange{aVec ? slotIndex(slot, TK) : slotIndex(slot, TM)});
         for (auto [e, slot] : llvm::enumerate(bSlots))
           memref::StoreOp::create(fb, loc, staged[aSlots.size() + e], tileB,
                                   ValueRange{slotIndex(slot, TN)});
@@ -162,16 +211,9 @@ void buildTiledGemm(OpBuilder &b, KernelOp kernel, Operation *root, Block *entry
             fb, arith::MinUIOp::create(fb, loc, arith::AddIOp::create(fb, loc, kt, idx(fb, 1)),
                                        idx(fb, kTiles - 1)));
         SmallVector<Value> sums(carried.take_front(numAccumulators));
-        for (int64_t kk = 0; kk < TK; ++kk) {
-          SmallVector<Value> a, bv;
-          for (int64_t r4 = 0; r4 < RM / 4; ++r4) {
-            Value vec = memref::LoadOp::create(
-                fb, loc, tileA,
-                ValueRange{arith::AddIOp::create(fb, loc, ty,
-                                                 idx(fb, kk * TM / 4 + r4 * threadsM))});
-            for (int64_t q = 0; q < 4; ++q)
-              a.push_back(vector::ExtractOp::create(fb, loc, vec, q));
-          }
+        // B's values at kk: RN columns in 16-byte groups.
+        auto bValues = [&](int64_t kk) {
+          SmallVector<Value> bv;
           for (int64_t c4 = 0; c4 < RN / 4; ++c4) {
             Value vec = memref::LoadOp::create(
                 fb, loc, tileB,
@@ -180,9 +222,48 @@ void buildTiledGemm(OpBuilder &b, KernelOp kernel, Operation *root, Block *entry
             for (int64_t q = 0; q < 4; ++q)
               bv.push_back(vector::ExtractOp::create(fb, loc, vec, q));
           }
+          return bv;
+        };
+        auto accumulate = [&](ArrayRef<Value> a, ArrayRef<Value> bv) {
           for (int64_t r = 0; r < RM; ++r)
             for (int64_t c = 0; c < RN; ++c)
               sums[r * RN + c] = math::FmaOp::create(fb, loc, a[r], bv[c], sums[r * RN + c]);
+        };
+        if (aVec) {
+          // Each row's 16-byte read holds 4 consecutive kk.
+          for (int64_t kq = 0; kq < TK / 4; ++kq) {
+            SmallVector<Value> rowVecs;
+            for (int64_t r = 0; r < RM; ++r) {
+              Value row = arith::AddIOp::create(
+                  fb, loc, arith::MulIOp::create(
+                               fb, loc, arith::AddIOp::create(fb, loc, ty, idx(fb, (r / 4) * threadsM)),
+                               idx(fb, 4)),
+                  idx(fb, r % 4));
+              rowVecs.push_back(memref::LoadOp::create(
+                  fb, loc, tileA,
+                  ValueRange{arith::AddIOp::create(
+                      fb, loc, arith::MulIOp::create(fb, loc, row, idx(fb, TK / 4)), idx(fb, kq))}));
+            }
+            for (int64_t q = 0; q < 4; ++q) {
+              SmallVector<Value> a;
+              for (Value vec : rowVecs)
+                a.push_back(vector::ExtractOp::create(fb, loc, vec, q));
+              accumulate(a, bValues(kq * 4 + q));
+            }
+          }
+        } else {
+          for (int64_t kk = 0; kk < TK; ++kk) {
+            SmallVector<Value> a;
+            for (int64_t r4 = 0; r4 < RM / 4; ++r4) {
+              Value vec = memref::LoadOp::create(
+                  fb, loc, tileA,
+                  ValueRange{arith::AddIOp::create(fb, loc, ty,
+                                                   idx(fb, kk * TM / 4 + r4 * threadsM))});
+              for (int64_t q = 0; q < 4; ++q)
+                a.push_back(vector::ExtractOp::create(fb, loc, vec, q));
+            }
+            accumulate(a, bValues(kk));
+          }
         }
         // The next slice overwrites the tiles: everyone must be done.
         gpu::BarrierOp::create(fb, loc);
@@ -247,6 +328,15 @@ FailureOr<func::FuncOp> kiln::buildTiledContractionFunction(KernelOp kernel, Ope
   int64_t results = cast<RankedTensorType>(root->getResult(0).getType()).getNumElements();
   func::FuncOp func =
       createFlatKernelFunction(kernel, builder, name, results * gemm.k, std::max<int64_t>(1, results));
+  // Operands read as 4-vectors: their buffers declared so (the same bytes).
+  SmallVector<Type> args(func.getArgumentTypes());
+  for (std::optional<unsigned> arg : {gemm.aVectorArg, gemm.bVectorArg})
+    if (arg) {
+      auto flat = cast<MemRefType>(args[*arg]);
+      args[*arg] = MemRefType::get({flat.getNumElements() / 4},
+                                   VectorType::get({4}, flat.getElementType()));
+    }
+  func.setType(builder.getFunctionType(args, {}));
   Block *entry = func.addEntryBlock();
   *gemm.entry = entry;
   OpBuilder fb = OpBuilder::atBlockBegin(entry);

@@ -14,9 +14,14 @@ func.func @mm(%a: tensor<64x32xf32>, %b: tensor<32x48xf32>) -> tensor<64x48xf32>
   }
   return %0 : tensor<64x48xf32>
 }
-// 32 x 32 tiles, 4 x 4 per work item: 64 work items, a 2 x 2 grid.
+// 32 x 32 tiles, 4 x 4 per work item: 64 work items, a 2 x 2 grid. A and B
+// are plain inputs with K and N multiples of 4: their buffers are read as
+// 16-byte vectors (A's tile then holds rows of k, As[i][k / 4]).
+// TILES: func.func @mm_kernel0(%[[A:.*]]: memref<512xvector<4xf32>>, %[[B:.*]]: memref<384xvector<4xf32>>, %{{.*}}: memref<3072xf32>)
 // TILES: gpu.launch blocks({{.*}}) in ({{.*}} = %c2{{.*}}, {{.*}} = %c2{{.*}}, {{.*}} = %c1{{.*}}) threads({{.*}}) in ({{.*}} = %c64
 // TILES: memref.alloc() : memref<64xvector<4xf32>, 3>
+// TILES: memref.load %[[A]]
+// TILES: memref.load %[[B]]
 // TILES-COUNT-16: math.fma
 // 4 rows x 1 vector of 8 lanes per register block, 16-column panels: 3
 // panels, each with its 64 rows in 6 splits of 12.

@@ -40,7 +40,9 @@ TEST_P(MatmulOnEveryDevice, ExactOnSmallIntegers) {
   // Past one tile in every dimension, partial edge tiles, k beyond one
   // staged slice: the tiled GPU form's edges.
   for (auto [m, k, n] : {std::tuple{1, 1, 1}, {7, 13, 5}, {13, 1, 7}, {33, 64, 17},
-                         {100, 70, 130}, {1, 300, 1}, {129, 17, 65}}) {
+                         {100, 70, 130}, {1, 300, 1}, {129, 17, 65},
+                         // N a multiple of 4: B read as 16-byte vectors on GPUs
+                         {36, 20, 44}, {70, 33, 132}, {5, 64, 256}}) {
     std::vector<float> as = smallIntegers(m * k, rng), bs = smallIntegers(k * n, rng);
     Tensor a = Tensor::from(as, {m, k}, *device), b = Tensor::from(bs, {k, n});
     std::vector<float> got = matmul(a, b).to_vector<float>();
@@ -61,6 +63,24 @@ TEST_P(MatmulOnEveryDevice, BatchedWithBroadcastAndTransposedOperand) {
       b[p * 11 + j] = bs[j * 31 + p];
   EXPECT_TRUE(allClose(c.to_vector<float>(),
                        reference(a.to_vector<float>(), b, 3, 9, 31, 11, false), 1e-4, 1e-5));
+}
+
+// A batched B that is a plain input (its 16-byte-vector form on GPUs),
+// next to a broadcast one.
+TEST_P(MatmulOnEveryDevice, BatchedPlainOperandsExact) {
+  std::mt19937 rng(11);
+  std::vector<float> as = smallIntegers(2 * 9 * 24, rng), bs = smallIntegers(2 * 24 * 16, rng);
+  Tensor a = Tensor::from(as, {2, 9, 24}, *device), b = Tensor::from(bs, {2, 24, 16});
+  std::vector<float> got = matmul(a, b).to_vector<float>();
+  std::vector<double> want = reference(as, bs, 2, 9, 24, 16, true);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i)
+    ASSERT_EQ(got[i], want[i]) << "batched, at " << i;
+  std::vector<float> shared(bs.begin(), bs.begin() + 24 * 16);
+  got = matmul(a, Tensor::from(shared, {24, 16})).to_vector<float>();
+  want = reference(as, shared, 2, 9, 24, 16, false);
+  for (size_t i = 0; i < got.size(); ++i)
+    ASSERT_EQ(got[i], want[i]) << "broadcast, at " << i;
 }
 
 TEST_P(MatmulOnEveryDevice, LinearWithActivationIsOneKernel) {
