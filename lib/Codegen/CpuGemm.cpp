@@ -60,7 +60,12 @@ FailureOr<func::FuncOp> kiln::buildCpuGemmFunction(KernelOp kernel, Operation *r
   };
   VectorType vec = VectorType::get({W}, f32);
 
-  Value packed = memref::AllocOp::create(b, loc, MemRefType::get({gemm.k * NC}, f32));
+  // 64-byte aligned: every 16-lane load of the panel is one cache line
+  // (+13% for matmul here). Not for a convolution: knowing the alignment,
+  // LLVM vectorized its im2col packing into gathers, which halved its speed.
+  Value packed = memref::AllocOp::create(
+      b, loc, MemRefType::get({gemm.k * NC}, f32),
+      isa<MatmulOp>(root) ? b.getI64IntegerAttr(64) : IntegerAttr());
   Value block = memref::AllocaOp::create(b, loc, MemRefType::get({MR * NR}, f32));
   bool failed = false;
   scf::ForOp::create(
