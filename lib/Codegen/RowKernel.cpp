@@ -204,12 +204,14 @@ public:
     }
   }
 
-  void store(OpBuilder &b, unsigned result, Value v, Value index) {
-    Value out = entry->getArgument(kernel.getInputs().size() + result);
-    Type stored = cast<MemRefType>(out.getType()).getElementType();
-    if (v.getType() != stored)
-      v = arith::ExtUIOp::create(b, loc, stored, v);
-    memref::StoreOp::create(b, loc, v, out, index);
+  /// Stores the computed results `values` (by result number) at `index`.
+  void store(OpBuilder &b, ArrayRef<std::pair<unsigned, Value>> values, Value index) {
+    storeResults(b, loc, kernel, entry, index, [&](Value result) {
+      for (auto [i, v] : values)
+        if (yielded(i) == result)
+          return v;
+      return Value();
+    });
   }
 
   /// Results of the full shape (written per column) and of the row shape.
@@ -226,9 +228,11 @@ public:
       return;
     FlatEvaluator &e = evaluator(1);
     SmallVector<Value> loads;
+    SmallVector<std::pair<unsigned, Value>> values;
     for (unsigned i : rowResults)
       if (Value v = evaluate(b, e, loads, yielded(i), getAffineDimExpr(0, ctx), row))
-        store(b, i, v, row);
+        values.push_back({i, v});
+    store(b, values, row);
   }
 
   KernelOp kernel;
@@ -298,10 +302,12 @@ void buildRowLoops(OpBuilder &b, RowEmitter &em, bool reassociate) {
               SmallVector<Value> loads;
               Value at = affine::AffineApplyOp::create(
                   fb, loc, AffineMap::get(2, 0, em.fullIndex), ValueRange{row, column});
+              SmallVector<std::pair<unsigned, Value>> values;
               for (unsigned i : em.elementResults)
                 if (Value v = em.evaluate(fb, e, loads, em.yielded(i), em.fullIndex,
                                           ValueRange{row, column}))
-                  em.store(fb, i, v, at);
+                  values.push_back({i, v});
+              em.store(fb, values, at);
               scf::YieldOp::create(fb, loc);
             });
       });
@@ -449,8 +455,7 @@ void buildRowWorkgroups(OpBuilder &b, RowEmitter &em, const DeviceLimits &limits
     }
     Value at = affine::AffineApplyOp::create(wb, loc, AffineMap::get(2, 0, em.fullIndex),
                                              ValueRange{row, column});
-    for (auto [i, v] : values)
-      em.store(wb, i, v, at);
+    em.store(wb, values, at);
   };
   if (!em.elementResults.empty()) {
     if (inRegisters) {
