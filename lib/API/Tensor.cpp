@@ -11,6 +11,7 @@
 #include "kiln/runtime/Cpu.h"
 
 #include <algorithm>
+#include <cmath>
 #include <mutex>
 #include <random>
 
@@ -506,15 +507,26 @@ Tensor reduce(const char *kind, const Tensor &x, std::vector<int64_t> axes, bool
   if (std::adjacent_find(axes.begin(), axes.end()) != axes.end())
     throw Error(sitePrefix(loc) + kind + ": an axis appears twice");
   Shape shape;
+  std::optional<int64_t> emptyAxis;
   for (size_t d = 0; d < in.shape.size(); ++d) {
     bool reduced = std::binary_search(axes.begin(), axes.end(), static_cast<int64_t>(d));
     if (reduced && in.shape[d] == 0)
-      throw Error(sitePrefix(loc) + kind + ": dimension " + std::to_string(d) +
-                  " is empty; reducing an empty dimension is not supported");
+      emptyAxis = static_cast<int64_t>(d);
     if (!reduced)
       shape.push_back(in.shape[d]);
     else if (keepdims)
       shape.push_back(1);
+  }
+  if (emptyAxis) {
+    // As in PyTorch: an empty sum is 0, an empty product 1, an empty mean
+    // NaN; max, min and their positions have no value to give.
+    std::string k = kind;
+    if (k == "max" || k == "min")
+      throw Error(sitePrefix(loc) + kind + ": dimension " + std::to_string(*emptyAxis) +
+                  " is empty and " + kind + " has no identity; reduce a non-empty dimension "
+                  "or check the size first");
+    float value = k == "sum" ? 0.0f : k == "prod" ? 1.0f : std::nanf("");
+    return constant(std::move(shape), value, in.device, loc, in.dtype);
   }
   auto node = std::make_shared<Node>();
   node->kind = OpKind::Reduce;
@@ -699,6 +711,10 @@ Tensor kiln::matmul(const Tensor &a, const Tensor &b, std::source_location loc) 
   Shape shape = broadcast({&lb, &rb}, "matmul (batch dimensions)", loc);
   shape.push_back(l.shape[l.shape.size() - 2]);
   shape.push_back(r.shape.back());
+  // An empty contraction is zeros (as in PyTorch), on the operands' device;
+  // operands committed to two devices still go to placement's diagnostic.
+  if (l.shape.back() == 0 && (!l.device || !r.device || *l.device == *r.device))
+    return constant(std::move(shape), 0.0f, l.device ? l.device : r.device, loc, l.dtype);
   auto node = std::make_shared<Node>();
   node->kind = OpKind::Binary;
   node->op = "matmul";

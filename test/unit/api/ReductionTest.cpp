@@ -248,3 +248,25 @@ TEST_P(ReduceOnEveryDevice, MoreRowsThanOneGridDimension) {
       ASSERT_NEAR(got[i * cols + j], std::exp(xs[i * cols + j] - m) / s, 1e-6) << "row " << i;
   }
 }
+
+// Reducing an empty dimension, as in PyTorch: sum 0, prod 1, mean NaN; max
+// and min have no value and say so.
+TEST_P(ReduceOnEveryDevice, EmptyDimensionsGiveTheIdentity) {
+  Tensor x = Tensor::rand({3, 0, 2}, *device);
+  EXPECT_EQ(sum(x, {1}).to_vector<float>(), std::vector<float>(6, 0.0f));
+  EXPECT_EQ(prod(x, {1}, true).to_vector<float>(), std::vector<float>(6, 1.0f));
+  EXPECT_EQ(sum(x, {1}, true).shape(), (Shape{3, 1, 2}));
+  for (float m : mean(x, {1}).to_vector<float>())
+    EXPECT_TRUE(std::isnan(m));
+  EXPECT_EQ(sum(x).to_vector<float>(), std::vector<float>{0.0f});
+  try {
+    amax(x, {1});
+    FAIL() << "expected an error";
+  } catch (const Error &error) {
+    EXPECT_NE(std::string(error.what()).find("has no identity"), std::string::npos)
+        << error.what();
+  }
+  EXPECT_THROW(argmin(x, 1), Error);
+  // Reducing the non-empty axis keeps the empty one: an empty result.
+  EXPECT_EQ(sum(x, {2}).numel(), 0);
+}
