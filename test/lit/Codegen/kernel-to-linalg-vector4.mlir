@@ -22,7 +22,10 @@ func.func @graph(%x: tensor<64x32xf32>, %r: tensor<64x1xf32>, %c: tensor<32xf32>
 // CHECK: linalg.generic {indexing_maps = [#[[ID]], #[[ROW]], #[[COL]], #[[SCALAR]], #[[ID]]]
 // CHECK-NEXT: ^bb0(%{{.*}}: vector<4xf32>, %[[R:.*]]: f32, %{{.*}}: vector<4xf32>, %{{.*}}: f32, %{{.*}}: vector<4xf32>):
 // CHECK: vector.broadcast %[[R]] : f32 to vector<4xf32>
-// CHECK: math.erf %{{.*}} : vector<4xf32>
+// GELU: erfc from one exp and one division, on the whole vector.
+// CHECK: arith.divf {{.*}} : vector<4xf32>
+// CHECK: math.exp %{{.*}} : vector<4xf32>
+// CHECK: arith.select {{.*}} : vector<4xi1>, vector<4xf32>
 // VALID: spirv.module @__spv__graph_kernel0_kernel: valid
 
 // -----

@@ -54,6 +54,28 @@ TEST_P(ElementwiseOnEveryDevice, UnaryOpsMatchFloat64) {
   }
 }
 
+// GELU over its whole range at the f32 tolerance (the erfc form is good to
+// 1.5e-7 absolute), in the vector and the scalar layouts; NaN and the
+// infinities as in PyTorch (gelu(-inf) is NaN there too).
+TEST_P(ElementwiseOnEveryDevice, GeluMatchesTheErfFormAcrossItsRange) {
+  for (int64_t n : {int64_t(4001), int64_t(4000)}) {
+    std::vector<float> xs(n);
+    for (int64_t i = 0; i < n; ++i)
+      xs[i] = -12.0f + 24.0f * float(i) / float(n - 1);
+    Tensor x = Tensor::from(xs, {n}, *device);
+    std::vector<double> want;
+    for (float v : xs)
+      want.push_back(0.5 * v * (1 + std::erf(v / std::sqrt(2.0))));
+    EXPECT_TRUE(allClose(gelu(x).to_vector<float>(), want)) << n << " elements";
+  }
+  std::vector<float> special = gelu(Tensor::from({NAN, INFINITY, -INFINITY, 0.0f}, {4}, *device))
+                                   .to_vector<float>();
+  EXPECT_TRUE(std::isnan(special[0]));
+  EXPECT_EQ(special[1], INFINITY);
+  EXPECT_TRUE(std::isnan(special[2]));
+  EXPECT_EQ(special[3], 0.0f);
+}
+
 TEST_P(ElementwiseOnEveryDevice, BinaryOpsBroadcastLikeNumpy) {
   struct Case {
     const char *name;
