@@ -8,6 +8,8 @@ output read or written once):
 import torch
 import torch.nn.functional as F
 
+from torch_timing import measure_cuda
+
 rows, cols = 4096, 4096
 x = torch.randn(rows, cols, device="cuda")
 w = torch.randn(cols, device="cuda")
@@ -22,23 +24,6 @@ def add(x, y):
     return x * y
 
 
-def bench(fn, *args, runs=50):
-    for _ in range(3):
-        fn(*args)
-    torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    times = []
-    for _ in range(7):
-        start.record()
-        for _ in range(runs):
-            fn(*args)
-        end.record()
-        torch.cuda.synchronize()
-        times.append(start.elapsed_time(end) / runs)
-    times.sort()
-    return times[len(times) // 2]
-
-
 traffic = (2 * rows * cols + 2 * cols) * 4
 y = torch.randn(rows, cols, device="cuda")
 print(f"torch {torch.__version__} on {torch.cuda.get_device_name()}")
@@ -47,5 +32,5 @@ for name, fn, args, bytes_ in [
     ("chain torch.compile", torch.compile(chain), (x, w, b), traffic),
     ("mul x*y eager", add, (x, y), 3 * rows * cols * 4),
 ]:
-    ms = bench(fn, *args)
-    print(f"{name}: {ms:.3f} ms, {bytes_ / ms / 1e6:.1f} GB/s")
+    t = measure_cuda(lambda: fn(*args), runs=50)
+    print(f"{name}: {t * 1e3:.3f} ms, {bytes_ / t / 1e9:.1f} GB/s")

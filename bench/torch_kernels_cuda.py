@@ -15,26 +15,11 @@ import sys
 import torch
 import torch.nn.functional as F
 
+from torch_timing import measure_cuda
+
 torch.backends.cuda.matmul.allow_tf32 = False
 torch.backends.cudnn.allow_tf32 = False
 torch.manual_seed(0)
-
-
-def bench(fn, runs=20):
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    times = []
-    for _ in range(7):
-        start.record()
-        for _ in range(runs):
-            fn()
-        end.record()
-        torch.cuda.synchronize()
-        times.append(start.elapsed_time(end) / runs / 1e3)
-    times.sort()
-    return times[len(times) // 2]
 
 
 rows, cols, batch = 4096, 8192, 32
@@ -65,7 +50,7 @@ if len(sys.argv) > 1:
 print(f"torch {torch.__version__}, {torch.cuda.get_device_name()}")
 print(f"{'kernel':12} {'Kiln (Vulkan)':>16} {'PyTorch CUDA':>16} {'Kiln/PyTorch':>13}")
 for name, fn, work, unit in cases:
-    t = bench(fn)
+    t = measure_cuda(fn)
     rate = work / t / 1e9
     mine = kiln.get(name)
     kiln_text = f"{mine[1]:10.1f} G{unit}/s" if mine else f"{'-':>16}"

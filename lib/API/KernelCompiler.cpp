@@ -57,16 +57,16 @@ KernelModule kiln::buildKernelModule(KernelOp kernel, KernelLayout layout,
   // configurations by hand until the autotuner does).
   KernelConfigOverrides overrides;
   if (const char *text = std::getenv("KILN_MATMUL_TILES"); gpu && text && *text) {
-    SmallVector<int> sizes;
+    std::vector<int64_t> sizes;
     for (llvm::StringRef item : llvm::split(llvm::StringRef(text), ',')) {
-      int v = 0;
+      int64_t v = 0;
       if (item.trim().getAsInteger(10, v))
         throw Error("KILN_MATMUL_TILES: '" + item.str() + "' is not a number");
       sizes.push_back(v);
     }
-    if (sizes.size() != 5)
+    overrides.matmul = MatmulConfig::fromSizes(sizes);
+    if (!overrides.matmul)
       throw Error("KILN_MATMUL_TILES takes 5 numbers: tileM,tileN,tileK,threadM,threadN");
-    overrides.matmul = MatmulConfig{sizes[0], sizes[1], sizes[2], sizes[3], sizes[4]};
   }
   FailureOr<func::FuncOp> fn =
       buildKernelFunction(kernel, builder, "kiln_kernel", layout, gpu, &overrides);

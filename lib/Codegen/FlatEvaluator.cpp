@@ -37,6 +37,20 @@ AffineExpr kiln::linearizeExpr(ArrayRef<int64_t> shape, ArrayRef<AffineExpr> coo
   return index;
 }
 
+AffineExpr kiln::reductionInputIndex(ArrayRef<int64_t> shape, ArrayRef<int64_t> axes,
+                                     MLIRContext *ctx) {
+  auto reduced = [&](size_t d) { return llvm::is_contained(axes, static_cast<int64_t>(d)); };
+  SmallVector<int64_t> keptShape, reducedShape;
+  for (size_t d = 0; d < shape.size(); ++d)
+    (reduced(d) ? reducedShape : keptShape).push_back(shape[d]);
+  SmallVector<AffineExpr> keptCoords = delinearize(getAffineDimExpr(0, ctx), keptShape);
+  SmallVector<AffineExpr> reducedCoords = delinearize(getAffineDimExpr(1, ctx), reducedShape);
+  SmallVector<AffineExpr> coords;
+  for (size_t d = 0, k = 0, r = 0; d < shape.size(); ++d)
+    coords.push_back(reduced(d) ? reducedCoords[r++] : keptCoords[k++]);
+  return simplifyAffineExpr(linearizeExpr(shape, coords, ctx), 2, 0);
+}
+
 func::FuncOp kiln::createFlatKernelFunction(KernelOp kernel, OpBuilder &builder, StringRef name,
                                       int64_t iterations, int64_t outer) {
   auto flatType = [](Type tensorType) {

@@ -37,6 +37,11 @@ SmallVector<AffineExpr> delinearize(AffineExpr flat, ArrayRef<int64_t> shape);
 /// The flat index of coordinates `coords` in `shape`.
 AffineExpr linearizeExpr(ArrayRef<int64_t> shape, ArrayRef<AffineExpr> coords, MLIRContext *ctx);
 
+/// The flat index in `shape` of the element at (d0, d1): d0 the flat index
+/// over the kept dimensions, d1 over the reduced `axes`.
+AffineExpr reductionInputIndex(ArrayRef<int64_t> shape, ArrayRef<int64_t> axes,
+                               MLIRContext *ctx);
+
 /// `func.func @name(inputs..., outputs...)`, every argument a flat 1-D
 /// memref over its tensor's buffer (i1 stored as i8), carrying the element
 /// count and the outermost loop's trip count.

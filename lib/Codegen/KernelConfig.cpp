@@ -103,3 +103,15 @@ std::string CpuMatmulConfig::check() const {
            std::to_string(blockColumns()) + " columns)";
   return "";
 }
+
+std::optional<MatmulConfig> MatmulConfig::fromSizes(const std::vector<int64_t> &sizes) {
+  if (sizes.size() != 5)
+    return std::nullopt;
+  return MatmulConfig{int(sizes[0]), int(sizes[1]), int(sizes[2]), int(sizes[3]), int(sizes[4])};
+}
+
+std::optional<CpuMatmulConfig> CpuMatmulConfig::fromSizes(const std::vector<int64_t> &sizes) {
+  if (sizes.size() != 4)
+    return std::nullopt;
+  return CpuMatmulConfig{int(sizes[0]), int(sizes[1]), int(sizes[2]), int(sizes[3])};
+}

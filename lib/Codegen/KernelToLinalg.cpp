@@ -258,20 +258,10 @@ func::FuncOp buildContractionFunction(KernelOp kernel, Operation *root, OpBuilde
     ArrayRef<int64_t> in = shapeOf(input);
     ArrayRef<int64_t> axes = isa<ReduceOp>(root) ? cast<ReduceOp>(root).getAxes()
                                                   : cast<ArgReduceOp>(root).getAxes();
-    SmallVector<int64_t> keptShape, reducedShape;
-    for (size_t d = 0; d < in.size(); ++d)
-      (llvm::is_contained(axes, static_cast<int64_t>(d)) ? reducedShape : keptShape)
-          .push_back(in[d]);
-    SmallVector<AffineExpr> keptCoords = delinearize(d0, keptShape);
-    SmallVector<AffineExpr> reducedCoords = delinearize(d1, reducedShape);
-    SmallVector<AffineExpr> coords;
-    for (size_t d = 0, k = 0, r = 0; d < in.size(); ++d)
-      coords.push_back(llvm::is_contained(axes, static_cast<int64_t>(d)) ? reducedCoords[r++]
-                                                                          : keptCoords[k++]);
-    operands.push_back({input, linearizeExpr(in, coords, ctx)});
+    operands.push_back({input, reductionInputIndex(in, axes, ctx)});
     count = 1;
-    for (int64_t size : reducedShape)
-      count *= size;
+    for (int64_t axis : axes)
+      count *= in[axis];
   } else if (auto pool = dyn_cast<Pool2dOp>(root)) {
     // The window element's index, unguarded: loads are clamped and the
     // padding value substituted in the loop below.

@@ -26,29 +26,22 @@ struct KernelToLinalgPass
     limits.maxWorkgroupInvocations = maxWorkgroupInvocations;
     limits.sharedMemoryBytes = sharedMemoryBytes;
     KernelConfigOverrides overrides;
-    if (!matmulTiles.empty()) {
-      if (matmulTiles.size() != 5) {
-        module.emitError("matmul-tiles takes 5 numbers: tileM, tileN, tileK, threadM, threadN");
-        return signalPassFailure();
-      }
-      overrides.matmul = MatmulConfig{static_cast<int>(matmulTiles[0]), static_cast<int>(matmulTiles[1]),
-                                      static_cast<int>(matmulTiles[2]), static_cast<int>(matmulTiles[3]),
-                                      static_cast<int>(matmulTiles[4])};
+    if (!matmulTiles.empty())
+      overrides.matmul = MatmulConfig::fromSizes({matmulTiles.begin(), matmulTiles.end()});
+    if (!matmulTiles.empty() && !overrides.matmul) {
+      module.emitError("matmul-tiles takes 5 numbers: tileM, tileN, tileK, threadM, threadN");
+      return signalPassFailure();
     }
     if (rowWorkgroupSize != 0) {
       overrides.row = RowKernelConfig();
       overrides.row->workgroupPerRow = rowWorkgroupSize > 0;
       overrides.row->workgroupSize = rowWorkgroupSize > 0 ? static_cast<int>(rowWorkgroupSize) : 1;
     }
-    if (!cpuMatmulBlock.empty()) {
-      if (cpuMatmulBlock.size() != 4) {
-        module.emitError("cpu-matmul-block takes 4 numbers: rows, lanes, vectors, panelColumns");
-        return signalPassFailure();
-      }
-      overrides.cpuMatmul = CpuMatmulConfig{static_cast<int>(cpuMatmulBlock[0]),
-                                            static_cast<int>(cpuMatmulBlock[1]),
-                                            static_cast<int>(cpuMatmulBlock[2]),
-                                            static_cast<int>(cpuMatmulBlock[3])};
+    if (!cpuMatmulBlock.empty())
+      overrides.cpuMatmul = CpuMatmulConfig::fromSizes({cpuMatmulBlock.begin(), cpuMatmulBlock.end()});
+    if (!cpuMatmulBlock.empty() && !overrides.cpuMatmul) {
+      module.emitError("cpu-matmul-block takes 4 numbers: rows, lanes, vectors, panelColumns");
+      return signalPassFailure();
     }
     for (auto [i, kernel] : llvm::enumerate(kernels)) {
       auto graph = kernel->getParentOfType<func::FuncOp>();

@@ -126,21 +126,7 @@ class RowEmitter {
 public:
   RowEmitter(KernelOp kernel, RowInfo &info, Block *entry, bool &failed)
       : kernel(kernel), info(info), entry(entry), failed(failed), ctx(kernel.getContext()),
-        loc(kernel.getLoc()) {
-    // The element at (row d0, column d1) of the reductions' input.
-    SmallVector<int64_t> kept, reduced;
-    for (size_t d = 0; d < info.full.size(); ++d)
-      (llvm::is_contained(info.axes, static_cast<int64_t>(d)) ? reduced : kept)
-          .push_back(info.full[d]);
-    SmallVector<AffineExpr> keptCoords = delinearize(getAffineDimExpr(0, ctx), kept);
-    SmallVector<AffineExpr> reducedCoords = delinearize(getAffineDimExpr(1, ctx), reduced);
-    SmallVector<AffineExpr> coords;
-    for (size_t d = 0, k = 0, r = 0; d < info.full.size(); ++d)
-      coords.push_back(llvm::is_contained(info.axes, static_cast<int64_t>(d))
-                           ? reducedCoords[r++]
-                           : keptCoords[k++]);
-    fullIndex = simplifyAffineExpr(linearizeExpr(info.full, coords, ctx), 2, 0);
-  }
+        loc(kernel.getLoc()), fullIndex(reductionInputIndex(info.full, info.axes, ctx)) {}
 
   /// An evaluator over (row) or (row, column) that reads the row values
   /// computed so far; `persistent` ones also learn those computed later.

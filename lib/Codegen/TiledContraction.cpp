@@ -66,27 +66,6 @@ void buildTiledGemm(OpBuilder &b, KernelOp kernel, Operation *root, Block *entry
   Value tileA = memref::AllocOp::create(lb, loc, MemRefType::get({TK * TM / 4}, v4, AffineMap(), space));
   Value tileB = memref::AllocOp::create(lb, loc, MemRefType::get({TK * TN / 4}, v4, AffineMap(), space));
 
-  // One element of a staged tile: zero outside [0, rows) x [0, cols) (no
-  // check where the tile divides the dimension).
-  auto stage = [&](OpBuilder &sb, const OperandReader &read, Value row, Value col, int64_t rows,
-                   int64_t cols, bool checkRows, bool checkCols) -> Value {
-    Value inside;
-    auto clampAndCheck = [&](Value v, int64_t bound) {
-      Value ok = arith::CmpIOp::create(sb, loc, arith::CmpIPredicate::ult, v, idx(sb, bound));
-      inside = inside ? arith::AndIOp::create(sb, loc, inside, ok).getResult() : ok;
-      return arith::MinUIOp::create(sb, loc, v, idx(sb, bound - 1)).getResult();
-    };
-    if (checkRows)
-      row = clampAndCheck(row, rows);
-    if (checkCols)
-      col = clampAndCheck(col, cols);
-    Value v = read(sb, loc, batch, row, col);
-    if (v.getType() != f32)
-      v = arith::ExtFOp::create(sb, loc, f32, v);
-    if (!inside)
-      return v;
-    return arith::SelectOp::create(sb, loc, inside, v, floatConstant(sb, loc, f32, 0.0));
-  };
   bool ragged[3] = {gemm.m % TM != 0, gemm.n % TN != 0, gemm.k % TK != 0};
   // Work item tid's vectors of each staged tile, as (kk, i / 4) and
   // (kk, j / 4). For A, neighbouring work items take neighbouring kk: each
@@ -109,13 +88,12 @@ void buildTiledGemm(OpBuilder &b, KernelOp kernel, Operation *root, Block *entry
     bSlots.push_back({arith::DivUIOp::create(lb, loc, flat, idx(lb, TN / 4)),
                       arith::RemUIOp::create(lb, loc, flat, idx(lb, TN / 4))});
   }
-  // The global reads of k slice `kt`, as the vectors to stage (A's then
-  // B's), kept in registers: issued a slice ahead, their latency hides
-  // behind the FMAs.
-  // One 16-byte read of `arg` at (b, row, col4), zero where a checked
-  // coordinate is past its bound.
-  auto vectorRead = [&](OpBuilder &fb, unsigned arg, AffineExpr index, Value row, Value col4,
-                        std::optional<int64_t> rowBound, std::optional<int64_t> colBound) {
+  // A read at (row, col), clamped into [0, rowBound) x [0, colBound) and
+  // zero outside (an unset bound: the tile divides that dimension, no
+  // check). `read` gives an f32 or a 4-vector of f32.
+  auto guardedRead = [&](OpBuilder &fb, Value row, Value col, std::optional<int64_t> rowBound,
+                         std::optional<int64_t> colBound,
+                         function_ref<Value(Value, Value)> read) -> Value {
     Value inside;
     auto clampAndCheck = [&](Value v, int64_t bound) {
       Value ok = arith::CmpIOp::create(fb, loc, arith::CmpIPredicate::ult, v, idx(fb, bound));
@@ -125,66 +103,95 @@ void buildTiledGemm(OpBuilder &b, KernelOp kernel, Operation *root, Block *entry
     if (rowBound)
       row = clampAndCheck(row, *rowBound);
     if (colBound)
-      col4 = clampAndCheck(col4, *colBound);
-    Value v = memref::LoadOp::create(fb, loc, entry->getArgument(arg),
-                                     ValueRange{apply(fb, loc, index, ValueRange{batch, row, col4})});
+      col = clampAndCheck(col, *colBound);
+    Value v = read(row, col);
     if (!inside)
       return v;
+    if (v.getType() == f32)
+      return arith::SelectOp::create(fb, loc, inside, v, floatConstant(fb, loc, f32, 0.0));
     // (A lane-wise condition: SPIR-V selects vectors by vectors.)
     return arith::SelectOp::create(
-               fb, loc,
-               vector::BroadcastOp::create(fb, loc, VectorType::get({4}, fb.getI1Type()), inside),
-               v, arith::ConstantOp::create(fb, loc, DenseElementsAttr::get(v4, fb.getF32FloatAttr(0))))
-        .getResult();
+        fb, loc, vector::BroadcastOp::create(fb, loc, VectorType::get({4}, fb.getI1Type()), inside),
+        v, arith::ConstantOp::create(fb, loc, DenseElementsAttr::get(v4, fb.getF32FloatAttr(0))));
+  };
+  // A work item's register n (of a row or column block) is tile row or
+  // column 4 (id + (n / 4) spread) + n % 4: groups of 4, spread so that
+  // neighbouring work items hold neighbouring groups.
+  auto inTile = [&](OpBuilder &tb, Value id, int64_t spread, int64_t n) -> Value {
+    return arith::AddIOp::create(
+        tb, loc,
+        arith::MulIOp::create(tb, loc, arith::AddIOp::create(tb, loc, id, idx(tb, (n / 4) * spread)),
+                              idx(tb, 4)),
+        idx(tb, n % 4));
   };
   auto bound = [](bool checked, int64_t size) {
     return checked ? std::optional<int64_t>(size) : std::nullopt;
   };
+  // One 16-byte read of operand `arg` at (b, row, col4).
+  auto vectorRead = [&](OpBuilder &fb, unsigned arg, AffineExpr index, Value row, Value col4,
+                        std::optional<int64_t> rowBound, std::optional<int64_t> colBound) {
+    return guardedRead(fb, row, col4, rowBound, colBound, [&](Value r, Value c) -> Value {
+      return memref::LoadOp::create(fb, loc, entry->getArgument(arg),
+                                    ValueRange{apply(fb, loc, index, ValueRange{batch, r, c})});
+    });
+  };
+  // A 4-vector of scalar reads, lane q at index base + 4 group + q of the
+  // varying coordinate (through `read`).
+  auto fromLanes = [&](OpBuilder &fb, Value base, Value group,
+                       function_ref<Value(Value)> read) -> Value {
+    SmallVector<Value> lanes;
+    for (int64_t q = 0; q < 4; ++q)
+      lanes.push_back(read(arith::AddIOp::create(
+          fb, loc, base,
+          arith::AddIOp::create(fb, loc, arith::MulIOp::create(fb, loc, group, idx(fb, 4)),
+                                idx(fb, q)))));
+    return vector::FromElementsOp::create(fb, loc, v4, lanes);
+  };
+  // One scalar of A or B through its reader, widened to f32.
+  auto scalarRead = [&](OpBuilder &fb, const OperandReader &reader, Value row, Value col,
+                        std::optional<int64_t> rowBound, std::optional<int64_t> colBound) {
+    return guardedRead(fb, row, col, rowBound, colBound, [&](Value r, Value c) -> Value {
+      Value v = reader(fb, loc, batch, r, c);
+      return v.getType() == f32 ? v : arith::ExtFOp::create(fb, loc, f32, v).getResult();
+    });
+  };
+
+  // The global reads of k slice `kt`, as the vectors to stage (A's then
+  // B's), kept in registers: issued a slice ahead, their latency hides
+  // behind the FMAs.
   auto fetch = [&](OpBuilder &fb, Value kt) {
     Value kBase = arith::MulIOp::create(fb, loc, kt, idx(fb, TK));
+    Value kBase4 = arith::DivUIOp::create(fb, loc, kBase, idx(fb, 4));
     SmallVector<Value> values;
-    if (aVec)
-      for (auto [i, k4] : aSlots)
-        values.push_back(vectorRead(
-            fb, *gemm.aVectorArg, gemm.aVectorIndex, arith::AddIOp::create(fb, loc, rowBase, i),
-            arith::AddIOp::create(fb, loc, arith::DivUIOp::create(fb, loc, kBase, idx(fb, 4)), k4),
-            bound(ragged[0], gemm.m), bound(ragged[2], gemm.k / 4)));
-    for (auto [kk, i4] : aVec ? ArrayRef<std::pair<Value, Value>>() : ArrayRef(aSlots)) {
-      Value k = arith::AddIOp::create(fb, loc, kBase, kk);
-      SmallVector<Value> lanes;
-      for (int64_t q = 0; q < 4; ++q) {
-        Value i = arith::AddIOp::create(
-            fb, loc, rowBase,
-            arith::AddIOp::create(fb, loc, arith::MulIOp::create(fb, loc, i4, idx(fb, 4)),
-                                  idx(fb, q)));
-        lanes.push_back(stage(fb, gemm.readA, i, k, gemm.m, gemm.k, ragged[0], ragged[2]));
+    for (auto [first, second] : aSlots) {
+      if (aVec) { // slot (i, kk / 4)
+        values.push_back(vectorRead(fb, *gemm.aVectorArg, gemm.aVectorIndex,
+                                    arith::AddIOp::create(fb, loc, rowBase, first),
+                                    arith::AddIOp::create(fb, loc, kBase4, second),
+                                    bound(ragged[0], gemm.m), bound(ragged[2], gemm.k / 4)));
+        continue;
       }
-      values.push_back(vector::FromElementsOp::create(fb, loc, v4, lanes));
+      Value k = arith::AddIOp::create(fb, loc, kBase, first); // slot (kk, i / 4)
+      values.push_back(fromLanes(fb, rowBase, second, [&](Value i) {
+        return scalarRead(fb, gemm.readA, i, k, bound(ragged[0], gemm.m), bound(ragged[2], gemm.k));
+      }));
     }
+    Value colBase4 = arith::DivUIOp::create(fb, loc, colBase, idx(fb, 4));
     for (auto [kk, j4] : bSlots) {
       Value k = arith::AddIOp::create(fb, loc, kBase, kk);
       if (gemm.bVectorArg) {
-        values.push_back(vectorRead(
-            fb, *gemm.bVectorArg, gemm.bVectorIndex, k,
-            arith::AddIOp::create(fb, loc, arith::DivUIOp::create(fb, loc, colBase, idx(fb, 4)), j4),
-            bound(ragged[2], gemm.k), bound(ragged[1], gemm.n / 4)));
+        values.push_back(vectorRead(fb, *gemm.bVectorArg, gemm.bVectorIndex, k,
+                                    arith::AddIOp::create(fb, loc, colBase4, j4),
+                                    bound(ragged[2], gemm.k), bound(ragged[1], gemm.n / 4)));
         continue;
       }
-      SmallVector<Value> lanes;
-      for (int64_t q = 0; q < 4; ++q) {
-        Value j = arith::AddIOp::create(
-            fb, loc, colBase,
-            arith::AddIOp::create(fb, loc, arith::MulIOp::create(fb, loc, j4, idx(fb, 4)),
-                                  idx(fb, q)));
-        lanes.push_back(stage(fb, gemm.readB, k, j, gemm.k, gemm.n, ragged[2], ragged[1]));
-      }
-      values.push_back(vector::FromElementsOp::create(fb, loc, v4, lanes));
+      values.push_back(fromLanes(fb, colBase, j4, [&](Value j) {
+        return scalarRead(fb, gemm.readB, k, j, bound(ragged[2], gemm.k), bound(ragged[1], gemm.n));
+      }));
     }
     return values;
   };
 
-  // describeGemm guarantees k >= 1: the loop runs at least once (a zero-trip
-  // loop with iter_args miscompiles to SPIR-V, TOOLCHAIN.md).
   int64_t kTiles = (gemm.k + TK - 1) / TK;
   SmallVector<Value> inits(RM * RN, floatConstant(lb, loc, f32, 0.0));
   size_t numAccumulators = inits.size();
@@ -211,19 +218,21 @@ void buildTiledGemm(OpBuilder &b, KernelOp kernel, Operation *root, Block *entry
             fb, arith::MinUIOp::create(fb, loc, arith::AddIOp::create(fb, loc, kt, idx(fb, 1)),
                                        idx(fb, kTiles - 1)));
         SmallVector<Value> sums(carried.take_front(numAccumulators));
-        // B's values at kk: RN columns in 16-byte groups.
-        auto bValues = [&](int64_t kk) {
-          SmallVector<Value> bv;
-          for (int64_t c4 = 0; c4 < RN / 4; ++c4) {
+        // A work item's `count` values at kk of a k-major tile `width` wide:
+        // 16-byte groups at id, id + spread, ...
+        auto kMajor = [&](Value tile, int64_t width, Value id, int64_t spread, int64_t count,
+                          int64_t kk) {
+          SmallVector<Value> values;
+          for (int64_t g = 0; g < count / 4; ++g) {
             Value vec = memref::LoadOp::create(
-                fb, loc, tileB,
-                ValueRange{arith::AddIOp::create(fb, loc, tx,
-                                                 idx(fb, kk * TN / 4 + c4 * threadsN))});
+                fb, loc, tile,
+                ValueRange{arith::AddIOp::create(fb, loc, id, idx(fb, kk * width / 4 + g * spread))});
             for (int64_t q = 0; q < 4; ++q)
-              bv.push_back(vector::ExtractOp::create(fb, loc, vec, q));
+              values.push_back(vector::ExtractOp::create(fb, loc, vec, q));
           }
-          return bv;
+          return values;
         };
+        auto bValues = [&](int64_t kk) { return kMajor(tileB, TN, tx, threadsN, RN, kk); };
         auto accumulate = [&](ArrayRef<Value> a, ArrayRef<Value> bv) {
           for (int64_t r = 0; r < RM; ++r)
             for (int64_t c = 0; c < RN; ++c)
@@ -234,11 +243,7 @@ void buildTiledGemm(OpBuilder &b, KernelOp kernel, Operation *root, Block *entry
           for (int64_t kq = 0; kq < TK / 4; ++kq) {
             SmallVector<Value> rowVecs;
             for (int64_t r = 0; r < RM; ++r) {
-              Value row = arith::AddIOp::create(
-                  fb, loc, arith::MulIOp::create(
-                               fb, loc, arith::AddIOp::create(fb, loc, ty, idx(fb, (r / 4) * threadsM)),
-                               idx(fb, 4)),
-                  idx(fb, r % 4));
+              Value row = inTile(fb, ty, threadsM, r);
               rowVecs.push_back(memref::LoadOp::create(
                   fb, loc, tileA,
                   ValueRange{arith::AddIOp::create(
@@ -252,18 +257,8 @@ void buildTiledGemm(OpBuilder &b, KernelOp kernel, Operation *root, Block *entry
             }
           }
         } else {
-          for (int64_t kk = 0; kk < TK; ++kk) {
-            SmallVector<Value> a;
-            for (int64_t r4 = 0; r4 < RM / 4; ++r4) {
-              Value vec = memref::LoadOp::create(
-                  fb, loc, tileA,
-                  ValueRange{arith::AddIOp::create(fb, loc, ty,
-                                                   idx(fb, kk * TM / 4 + r4 * threadsM))});
-              for (int64_t q = 0; q < 4; ++q)
-                a.push_back(vector::ExtractOp::create(fb, loc, vec, q));
-            }
-            accumulate(a, bValues(kk));
-          }
+          for (int64_t kk = 0; kk < TK; ++kk)
+            accumulate(kMajor(tileA, TM, ty, threadsM, RM, kk), bValues(kk));
         }
         // The next slice overwrites the tiles: everyone must be done.
         gpu::BarrierOp::create(fb, loc);
@@ -274,23 +269,8 @@ void buildTiledGemm(OpBuilder &b, KernelOp kernel, Operation *root, Block *entry
   // The epilogue per result, then one store.
   for (int64_t r = 0; r < RM; ++r)
     for (int64_t c = 0; c < RN; ++c) {
-      // Register r is row 4 (ty + (r / 4) threadsM) + r % 4 of the tile.
-      Value i = arith::AddIOp::create(
-          lb, loc, rowBase,
-          arith::AddIOp::create(
-              lb, loc,
-              arith::MulIOp::create(
-                  lb, loc, arith::AddIOp::create(lb, loc, ty, idx(lb, (r / 4) * threadsM)),
-                  idx(lb, 4)),
-              idx(lb, r % 4)));
-      Value j = arith::AddIOp::create(
-          lb, loc, colBase,
-          arith::AddIOp::create(
-              lb, loc,
-              arith::MulIOp::create(
-                  lb, loc, arith::AddIOp::create(lb, loc, tx, idx(lb, (c / 4) * threadsN)),
-                  idx(lb, 4)),
-              idx(lb, c % 4)));
+      Value i = arith::AddIOp::create(lb, loc, rowBase, inTile(lb, ty, threadsM, r));
+      Value j = arith::AddIOp::create(lb, loc, colBase, inTile(lb, tx, threadsN, c));
       OpBuilder sb = lb;
       if (gemm.m % TM || gemm.n % TN) {
         Value inside = arith::AndIOp::create(

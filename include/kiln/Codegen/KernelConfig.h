@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace kiln {
 
@@ -52,6 +53,8 @@ struct MatmulConfig {
   int threadM = 4, threadN = 4;
 
   int workgroupSize() const { return (tileM / threadM) * (tileN / threadN); }
+  /// From "tileM, tileN, tileK, threadM, threadN"; none unless 5 sizes.
+  static std::optional<MatmulConfig> fromSizes(const std::vector<int64_t> &sizes);
   static MatmulConfig defaultFor(const DeviceLimits &limits, int64_t m, int64_t n, int64_t k);
   std::string check(const DeviceLimits &limits) const;
 };
@@ -67,6 +70,8 @@ struct CpuMatmulConfig {
   int panelColumns = 64;
 
   int blockColumns() const { return lanes * vectors; }
+  /// From "rows, lanes, vectors, panelColumns"; none unless 4 sizes.
+  static std::optional<CpuMatmulConfig> fromSizes(const std::vector<int64_t> &sizes);
   /// For this host: its vector width, and a register block that fits its
   /// vector registers (rows * vectors accumulators plus operands).
   static CpuMatmulConfig defaultForHost();
