@@ -3,6 +3,7 @@
 #ifndef KILN_ERRORS_H
 #define KILN_ERRORS_H
 
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -54,6 +55,28 @@ public:
 
 private:
   std::vector<DeviceConflict> conflicts_;
+};
+
+/// Memory ran out on the host or on a device. Nothing is lost: the tensors
+/// that exist stay valid, and the process can go on (free some, or split
+/// the work, and try again).
+class OutOfMemoryError : public Error {
+public:
+  OutOfMemoryError(std::string message, uint64_t bytes, std::string device,
+                   uint64_t available)
+      : Error(std::move(message)), bytes_(bytes), device_(std::move(device)),
+        available_(available) {}
+  /// The allocation that failed.
+  uint64_t bytes() const { return bytes_; }
+  /// "cpu:0", "vulkan:0".
+  const std::string &device() const { return device_; }
+  /// Memory the device had left, when it says (else 0).
+  uint64_t available() const { return available_; }
+
+private:
+  uint64_t bytes_;
+  std::string device_;
+  uint64_t available_;
 };
 
 /// The compiler rejected a graph (an internal error or an unsupported op).

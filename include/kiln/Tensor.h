@@ -14,6 +14,7 @@
 #include "kiln/Errors.h"
 
 #include <array>
+#include <concepts>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -29,6 +30,15 @@ const char *dtype_name(DType dtype);
 using Shape = std::vector<int64_t>;
 struct Node;
 
+/// An IEEE binary16 value as stored on the device (read f16 tensors with
+/// to_vector<half>()); converts to float exactly.
+struct half {
+  uint16_t bits = 0;
+  operator float() const;
+};
+
+template <typename T> inline constexpr bool kAlwaysFalse = false;
+
 class Tensor {
 public:
   using Loc = std::source_location;
@@ -39,6 +49,19 @@ public:
   static Tensor from(std::vector<float> data, Shape shape, Loc loc = Loc::current());
   static Tensor from(std::vector<float> data, Shape shape, const Device &device,
                      Loc loc = Loc::current());
+  /// Integer host data (a std::vector<int32_t>): an i32 tensor, every
+  /// value kept exactly (indices). A braced list of numbers stays f32.
+  template <typename T>
+    requires std::same_as<T, int32_t>
+  static Tensor from(std::vector<T> data, Shape shape, Loc loc = Loc::current()) {
+    return fromInts(std::move(data), std::move(shape), nullptr, loc);
+  }
+  template <typename T>
+    requires std::same_as<T, int32_t>
+  static Tensor from(std::vector<T> data, Shape shape, const Device &device,
+                     Loc loc = Loc::current()) {
+    return fromInts(std::move(data), std::move(shape), &device, loc);
+  }
   /// A rank-0 literal: never conflicts, follows whatever it meets.
   static Tensor scalar(float value, Loc loc = Loc::current());
   static Tensor full(Shape shape, float value, Loc loc = Loc::current());
@@ -92,8 +115,18 @@ public:
   bool is_realized() const;
 
   /// Compiles and runs what this tensor needs, then copies it to the host.
-  template <typename T> std::vector<T> to_vector() const;
-  template <typename T> T item() const;
+  /// T is the element's own type, never a lossy conversion: float for f32
+  /// (and f16 or bool, which widen exactly), int32_t for i32 (and bool),
+  /// bool for bool, half for f16. Another dtype throws an Error that names
+  /// the accessor to use; another T does not compile.
+  template <typename T> std::vector<T> to_vector() const {
+    static_assert(kAlwaysFalse<T>, "to_vector<T>: T must be float, int32_t, bool or kiln::half");
+    return {};
+  }
+  template <typename T> T item() const {
+    static_assert(kAlwaysFalse<T>, "item<T>: T must be float, int32_t, bool or kiln::half");
+    return {};
+  }
   /// The values of a realized CPU tensor in place: no copy, 64-byte aligned,
   /// valid while this tensor lives. Throws Error for tensors on other
   /// devices (read those with to_vector, or move them with .to(cpu())).
@@ -104,11 +137,18 @@ public:
   explicit Tensor(std::shared_ptr<Node> node) : node_(std::move(node)) {}
 
 private:
+  static Tensor fromInts(std::vector<int32_t> data, Shape shape, const Device *device, Loc loc);
   std::shared_ptr<Node> node_;
 };
 
 template <> std::vector<float> Tensor::to_vector<float>() const;
+template <> std::vector<int32_t> Tensor::to_vector<int32_t>() const;
+template <> std::vector<bool> Tensor::to_vector<bool>() const;
+template <> std::vector<half> Tensor::to_vector<half>() const;
 template <> float Tensor::item<float>() const;
+template <> int32_t Tensor::item<int32_t>() const;
+template <> bool Tensor::item<bool>() const;
+template <> half Tensor::item<half>() const;
 
 /// Seeds the generator behind rand/randn.
 void manual_seed(uint64_t seed);
@@ -162,7 +202,8 @@ Tensor concat(const std::vector<Tensor> &tensors, int64_t axis,
               std::source_location loc = std::source_location::current());
 
 /// Slices of `x` along `dim` picked by `indices` (a rank-1 i32 tensor, or
-/// a list): PyTorch's index_select. Indices outside the range are clamped.
+/// a list): PyTorch's index_select. Indices outside the range are clamped
+/// (below 0 to the first slice, past the end to the last).
 Tensor index_select(const Tensor &x, int64_t dim, const Tensor &indices,
                     std::source_location loc = std::source_location::current());
 Tensor index_select(const Tensor &x, int64_t dim, const std::vector<int64_t> &indices,

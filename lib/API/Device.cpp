@@ -4,7 +4,9 @@
 
 #include "kiln/Errors.h"
 
+#include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <mutex>
 #include <optional>
 
@@ -30,6 +32,56 @@ std::optional<int> parseIndex(std::string_view text) {
 void kiln::check(const rt::Status &status, const char *what) {
   if (!status.isOk())
     throw Error(std::string(what) + ": " + status.message());
+}
+
+namespace {
+/// MemAvailable from /proc/meminfo, or 0.
+uint64_t hostAvailableBytes() {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  uint64_t kib = 0;
+  std::string unit;
+  while (meminfo >> key >> kib >> unit)
+    if (key == "MemAvailable:")
+      return kib * 1024;
+  return 0;
+}
+
+std::string sizeText(uint64_t bytes) {
+  char text[64];
+  if (bytes >= (uint64_t(1) << 30))
+    std::snprintf(text, sizeof text, "%.2f GiB", double(bytes) / double(uint64_t(1) << 30));
+  else
+    std::snprintf(text, sizeof text, "%.1f MiB", double(bytes) / double(1 << 20));
+  return text;
+}
+} // namespace
+
+OutOfMemoryError kiln::hostOutOfMemory(uint64_t bytes, const std::string &what) {
+  uint64_t available = hostAvailableBytes();
+  return OutOfMemoryError(what + ": out of host memory allocating " +
+                              sizeText(bytes) + " (" + std::to_string(bytes) + " bytes); " +
+                              (available ? sizeText(available) + " available" : "") +
+                              ": free tensors you no longer need or work on smaller pieces",
+                          bytes, "host", available);
+}
+
+std::shared_ptr<rt::Buffer> kiln::allocateOn(rt::Device &device, size_t bytes,
+                                             const char *what) {
+  rt::StatusOr<std::shared_ptr<rt::Buffer>> buffer = device.allocate(bytes);
+  if (buffer.isOk())
+    return *buffer;
+  if (buffer.status().code() != rt::Status::Code::OutOfMemory)
+    check(buffer.status(), what);
+  std::string name = apiDevice(device).name();
+  uint64_t available = name.rfind("cpu", 0) == 0 ? hostAvailableBytes() : 0;
+  throw OutOfMemoryError(std::string(what) + ": " + name + " cannot hold " + sizeText(bytes) +
+                             " (" + std::to_string(bytes) + " bytes)" +
+                             (available ? "; " + sizeText(available) + " available" : "") +
+                             " (" + buffer.status().message() +
+                             "): free tensors you no longer need, split the work, or use "
+                             "another device",
+                         bytes, name, available);
 }
 
 rt::VulkanContext &kiln::vulkanContext() {

@@ -4,6 +4,7 @@
 #define KILN_LIB_API_DEVICES_H
 
 #include "kiln/Device.h"
+#include "kiln/Errors.h"
 #include "kiln/runtime/Cpu.h"
 #include "kiln/runtime/Vulkan.h"
 
@@ -19,6 +20,11 @@ Device apiDevice(const rt::Device &device);
 std::string listDevices();
 /// Throws kiln::Error carrying `status`'s message when it is not ok.
 void check(const rt::Status &status, const char *what);
+/// A buffer of `bytes` on `device`; OutOfMemoryError naming the size, the
+/// device and what it has left when there is no room.
+std::shared_ptr<rt::Buffer> allocateOn(rt::Device &device, size_t bytes, const char *what);
+/// The OutOfMemoryError for host memory (std::bad_alloc in the API).
+OutOfMemoryError hostOutOfMemory(uint64_t bytes, const std::string &what);
 
 } // namespace kiln
 

@@ -33,7 +33,8 @@ struct Node {
   /// theirs in the placement pass).
   std::optional<Device> device;
   std::source_location loc;
-  std::shared_ptr<const std::vector<float>> host; // Input
+  std::shared_ptr<const std::vector<float>> host; // Input (f32)
+  std::shared_ptr<const std::vector<int32_t>> hostInts; // Input (i32)
   float value = 0;                                // Constant (splat)
   std::vector<int64_t> permutation, starts, steps; // View
   std::vector<int64_t> axes;                       // Reduce (sorted)
@@ -62,8 +63,9 @@ size_t elementBytes(DType dtype);
 void realizeNodes(const std::vector<std::shared_ptr<Node>> &roots,
                   const RealizeOptions &options = {});
 
-/// Copies a realized node's buffer to the host as floats.
-std::vector<float> readNode(Node &node);
+/// Copies a realized node's buffer to `out` as stored (f32, f16, i32:
+/// little-endian; bool: one byte each): numel * elementBytes bytes.
+void readNodeInto(Node &node, void *out);
 
 } // namespace kiln
 

@@ -66,7 +66,8 @@ KernelModule kiln::buildKernelModule(KernelOp kernel, KernelLayout layout,
     }
     overrides.matmul = MatmulConfig::fromSizes(sizes);
     if (!overrides.matmul)
-      throw Error("KILN_MATMUL_TILES takes 5 numbers: tileM,tileN,tileK,threadM,threadN");
+      throw Error("KILN_MATMUL_TILES takes 5 numbers from 1 to 65536: "
+                  "tileM,tileN,tileK,threadM,threadN (got '" + std::string(text) + "')");
   }
   FailureOr<func::FuncOp> fn =
       buildKernelFunction(kernel, builder, "kiln_kernel", layout, gpu, &overrides);
@@ -116,11 +117,13 @@ DeviceLimits kiln::limitsOf(const rt::AdapterInfo &adapter) {
       limits.maxWorkgroupCount[i] = adapter.maxWorkgroupCount[i];
   if (adapter.maxSharedMemoryBytes)
     limits.sharedMemoryBytes = adapter.maxSharedMemoryBytes;
+  limits.maxLoopIterations = static_cast<int64_t>(adapter.maxLoopIterations);
   // KILN_GPU_LIMITS="subgroup=32,invocations=1024,shared=49152,groups=..."
   // compiles for another GPU than the one that runs the kernels: dumping
   // kernels (KILN_DUMP_SPIRV) here to replay on the lent GPU. The results
   // on this device are then meaningless.
   if (const char *text = std::getenv("KILN_GPU_LIMITS"); text && *text) {
+    limits.maxLoopIterations = 0; // the target GPU's, not this driver's
     for (llvm::StringRef item : llvm::split(llvm::StringRef(text), ',')) {
       auto [key, value] = item.split('=');
       int64_t v = 0;
@@ -134,9 +137,11 @@ DeviceLimits kiln::limitsOf(const rt::AdapterInfo &adapter) {
         limits.sharedMemoryBytes = v;
       else if (key == "groups")
         limits.maxWorkgroupCount[0] = v;
+      else if (key == "loops")
+        limits.maxLoopIterations = v;
       else
         throw Error("KILN_GPU_LIMITS: unknown key '" + key.str() +
-                    "' (subgroup, invocations, shared, groups)");
+                    "' (subgroup, invocations, shared, groups, loops)");
     }
   }
   return limits;
@@ -166,6 +171,23 @@ const CompiledKernel &kiln::compileKernel(Session &session, KernelOp kernel,
       throw CompileError("a tensor of " + std::to_string(cast<MemRefType>(arg).getNumElements()) +
                          " elements is beyond the 2^31 elements a Vulkan kernel indexes; "
                          "split it or run it on the CPU device");
+  // The iteration space too: a sum over a computed 2^31-element tensor
+  // reads no such buffer, yet indexes that far.
+  if (km.iterations >= (int64_t(1) << 31))
+    throw CompileError("a kernel over " + std::to_string(km.iterations) +
+                       " elements is beyond the 2^31 elements a Vulkan kernel indexes; "
+                       "split the work or run it on the CPU device");
+  // A device that ends loops early (llvmpipe) must never drop work silently.
+  if (limits.maxLoopIterations > 0) {
+    int64_t loops = loopIterationsPerInvocation(*fn);
+    if (loops > limits.maxLoopIterations)
+      throw CompileError("a kernel needs " +
+                         (loops == INT64_MAX ? std::string("unbounded")
+                                             : std::to_string(loops)) +
+                         " loop iterations per work item; " + adapter.name + " runs at most " +
+                         std::to_string(limits.maxLoopIterations) +
+                         " per invocation: reduce in two steps or run it on the CPU device");
+  }
   // Loop-form kernels are tiled over one grid dimension here; the kernel
   // builders size their own gpu.launch (row kernels, tiled GEMM).
   bool ownLaunch = false;

@@ -306,11 +306,10 @@ std::vector<uint8_t> readBytes(const Placed &value, size_t bytes) {
 }
 
 Placed upload(rt::Device &device, const void *data, size_t bytes, Stats &stats) {
-  rt::StatusOr<std::shared_ptr<rt::Buffer>> buffer = device.allocate(bytes);
-  check(buffer.status(), "allocating device memory");
-  check(device.upload(**buffer, data, bytes), "upload");
+  std::shared_ptr<rt::Buffer> buffer = allocateOn(device, bytes, "uploading an input");
+  check(device.upload(*buffer, data, bytes), "upload");
   stats.bytes_uploaded += bytes;
-  return {*buffer, &device};
+  return {buffer, &device};
 }
 
 /// Between two devices: one copy each way through host memory. A CPU
@@ -325,17 +324,22 @@ Placed moveTo(const Placed &value, rt::Device &target, size_t bytes, Stats &stat
     return upload(target, source, bytes, stats);
   }
   if (&target == &rt::CpuDevice::get()) {
-    rt::StatusOr<std::shared_ptr<rt::Buffer>> buffer = target.allocate(bytes);
-    check(buffer.status(), "allocating host memory");
-    check(value.device->download(*value.buffer, rt::CpuDevice::data(**buffer), bytes),
+    std::shared_ptr<rt::Buffer> buffer = allocateOn(target, bytes, "moving a tensor");
+    check(value.device->download(*value.buffer, rt::CpuDevice::data(*buffer), bytes),
           "download");
-    return {*buffer, &target};
+    return {buffer, &target};
   }
   std::vector<uint8_t> host = readBytes(value, bytes);
   return upload(target, host.data(), bytes, stats);
 }
 
-std::vector<uint8_t> hostBytes(const Node &node, const std::vector<float> &values) {
+std::vector<uint8_t> hostBytes(const Node &node) {
+  if (node.dtype == DType::i32 && node.hostInts) {
+    std::vector<uint8_t> bytes(node.hostInts->size() * 4);
+    std::memcpy(bytes.data(), node.hostInts->data(), bytes.size());
+    return bytes;
+  }
+  const std::vector<float> &values = *node.host;
   size_t n = values.size();
   std::vector<uint8_t> bytes(n * elementBytes(node.dtype));
   if (node.dtype == DType::f32) {
@@ -358,29 +362,6 @@ bool poisonOutputs() {
     return env && std::string(env) == "1";
   }();
   return poison;
-}
-
-/// IEEE binary16 to float (exact: every half is a float).
-float halfToFloat(uint16_t h) {
-  uint32_t sign = uint32_t(h & 0x8000) << 16, exponent = (h >> 10) & 0x1F, mantissa = h & 0x3FF;
-  uint32_t bits;
-  if (exponent == 0x1F) { // inf, NaN
-    bits = sign | 0x7F800000 | (mantissa << 13);
-  } else if (exponent != 0) { // normal
-    bits = sign | ((exponent + 112) << 23) | (mantissa << 13);
-  } else if (mantissa == 0) { // zero
-    bits = sign;
-  } else { // subnormal: renormalize
-    int shift = 0;
-    while (!(mantissa & 0x400)) {
-      mantissa <<= 1;
-      ++shift;
-    }
-    bits = sign | (uint32_t(113 - shift) << 23) | ((mantissa & 0x3FF) << 13);
-  }
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
 }
 
 class Executor {
@@ -421,7 +402,7 @@ private:
     auto it = uploads.find({node, &target});
     if (it != uploads.end())
       return it->second;
-    std::vector<uint8_t> data = hostBytes(*node, *node->host);
+    std::vector<uint8_t> data = hostBytes(*node);
     Placed placed = upload(target, data.data(), data.size(), session.stats);
     uploads[{node, &target}] = placed;
     // Keep it: later graphs read this input from the device instead of
@@ -431,31 +412,54 @@ private:
     return placed;
   }
 
+  /// Kiln's constants are splats (full, zeros, scalars): one element's
+  /// bytes, repeated straight into the buffer (host memory on the CPU).
   Placed runConstant(ConstantOp constant) {
     auto type = cast<RankedTensorType>(constant.getType());
     auto dense = cast<DenseElementsAttr>(constant.getValue());
-    std::vector<uint8_t> bytes;
-    if (type.getElementType().isInteger(1)) {
-      for (bool v : dense.getValues<bool>())
-        bytes.push_back(v);
-    } else if (type.getElementType().isF32()) {
-      for (float v : dense.getValues<float>()) {
-        uint8_t raw[4];
-        std::memcpy(raw, &v, 4);
-        bytes.insert(bytes.end(), raw, raw + 4);
-      }
-    } else if (type.getElementType().isF16()) {
-      for (APFloat v : dense.getValues<APFloat>()) {
-        uint16_t raw = static_cast<uint16_t>(v.bitcastToAPInt().getZExtValue());
-        bytes.push_back(raw & 0xFF);
-        bytes.push_back(raw >> 8);
-      }
+    Type element = type.getElementType();
+    std::vector<uint8_t> one;
+    if (!dense.isSplat())
+      throw CompileError("internal error: a constant that is not a splat");
+    if (element.isInteger(1)) {
+      one.push_back(dense.getSplatValue<bool>());
+    } else if (element.isF32()) {
+      float v = dense.getSplatValue<float>();
+      one.resize(4);
+      std::memcpy(one.data(), &v, 4);
+    } else if (element.isF16()) {
+      uint16_t raw = static_cast<uint16_t>(
+          dense.getSplatValue<APFloat>().bitcastToAPInt().getZExtValue());
+      one = {uint8_t(raw & 0xFF), uint8_t(raw >> 8)};
     } else {
-      throw CompileError("constants of type " + typeText(type) +
-                         " are not supported yet");
+      throw CompileError("constants of type " + typeText(type) + " are not supported yet");
     }
-    return upload(runtimeDevice(deviceOf(constant)), bytes.data(), bytes.size(),
-                  session.stats);
+    size_t bytes = tensorBytes(type);
+    rt::Device &target = runtimeDevice(deviceOf(constant));
+    auto fill = [&](uint8_t *out) {
+      if (one.size() == 1 || llvm::all_of(one, [](uint8_t b) { return b == 0; })) {
+        std::memset(out, one[0], bytes);
+        return;
+      }
+      for (size_t at = 0; at < bytes; at += one.size())
+        std::memcpy(out + at, one.data(), one.size());
+    };
+    std::shared_ptr<rt::Buffer> buffer = allocateOn(target, bytes, "materializing a constant");
+    if (void *data = rt::CpuDevice::data(*buffer)) {
+      fill(static_cast<uint8_t *>(data));
+      session.stats.bytes_uploaded += bytes;
+      return {buffer, &target};
+    }
+    std::vector<uint8_t> host;
+    try {
+      host.resize(bytes);
+    } catch (const std::bad_alloc &) {
+      throw hostOutOfMemory(bytes, "staging a constant for " + apiDevice(target).name());
+    }
+    fill(host.data());
+    check(target.upload(*buffer, host.data(), bytes), "upload");
+    session.stats.bytes_uploaded += bytes;
+    return {buffer, &target};
   }
 
   void runKernel(KernelOp kernel) {
@@ -468,17 +472,16 @@ private:
       bindings.push_back(keep.back().buffer.get());
     }
     for (Value result : kernel.getResults()) {
-      rt::StatusOr<std::shared_ptr<rt::Buffer>> buffer =
-          target.allocate(tensorBytes(result.getType()));
-      check(buffer.status(), "allocating a kernel result");
+      std::shared_ptr<rt::Buffer> buffer =
+          allocateOn(target, tensorBytes(result.getType()), "allocating a kernel result");
       if (poisonOutputs()) {
         // All-ones bytes: NaN as f32/f16, so an element a kernel forgets
         // to write fails the test that reads it (buffers are reused).
         std::vector<uint8_t> poison(tensorBytes(result.getType()), 0xFF);
-        check(target.upload(**buffer, poison.data(), poison.size()), "poisoning a result");
+        check(target.upload(*buffer, poison.data(), poison.size()), "poisoning a result");
       }
-      values[result] = {*buffer, &target};
-      bindings.push_back(buffer->get());
+      values[result] = {buffer, &target};
+      bindings.push_back(buffer.get());
     }
     int64_t elements =
         cast<RankedTensorType>(kernel.getResult(0).getType()).getNumElements();
@@ -558,6 +561,23 @@ PlacementPolicy resolvePolicy(const RealizeOptions &realize) {
   return programPolicy ? toPlacement(*programPolicy) : PlacementPolicy::Error;
 }
 
+/// The fewest buffers a kernel may bind on any Vulkan device here (the CPU
+/// has no such limit); 0 without Vulkan.
+int maxKernelBindings() {
+  static const int limit = [] {
+    rt::StatusOr<rt::VulkanContext *> context = rt::VulkanContext::get();
+    if (!context.isOk())
+      return 0;
+    uint32_t fewest = 0;
+    for (const rt::AdapterInfo &adapter : (*context)->adapters())
+      if (adapter.maxStorageBuffersPerStage &&
+          (!fewest || adapter.maxStorageBuffersPerStage < fewest))
+        fewest = adapter.maxStorageBuffersPerStage;
+    return static_cast<int>(std::min<uint32_t>(fewest, 1u << 20));
+  }();
+  return limit;
+}
+
 void placeAndFuse(Session &session, GraphBuilder &graph, const RealizeOptions &realize) {
   MLIRContext *ctx = &session.context;
   PlacementOptions options;
@@ -586,7 +606,9 @@ void placeAndFuse(Session &session, GraphBuilder &graph, const RealizeOptions &r
     throw DeviceMismatchError(report, std::move(conflicts));
   }
   PassManager pm(ctx, ModuleOp::getOperationName());
-  pm.nest<func::FuncOp>().addPass(createKilnFuseElementwise());
+  KilnFuseElementwiseOptions fusion;
+  fusion.maxBindings = maxKernelBindings();
+  pm.nest<func::FuncOp>().addPass(createKilnFuseElementwise(fusion));
   if (failed(pm.run(*graph.module)))
     throw CompileError("fusion failed:\n" + report);
 }
@@ -598,10 +620,30 @@ void kiln::set_transfer_policy(TransferPolicy policy) {
   programPolicy = policy;
 }
 
+namespace {
+void realizeLocked(Session &s, const std::vector<std::shared_ptr<Node>> &roots,
+                   const RealizeOptions &options);
+} // namespace
+
 void kiln::realizeNodes(const std::vector<std::shared_ptr<Node>> &roots,
                         const RealizeOptions &options) {
   Session &s = session();
   std::lock_guard<std::mutex> lock(s.mutex);
+  try {
+    realizeLocked(s, roots, options);
+  } catch (const std::bad_alloc &) {
+    // A host allocation (a constant, a staging copy) failed: the graph is
+    // untouched (roots keep their operands) and can be realized again.
+    uint64_t bytes = 0;
+    for (const auto &root : roots)
+      bytes += uint64_t(numElements(root->shape)) * elementBytes(root->dtype);
+    throw hostOutOfMemory(bytes, "computing results");
+  }
+}
+
+namespace {
+void realizeLocked(Session &s, const std::vector<std::shared_ptr<Node>> &roots,
+                   const RealizeOptions &options) {
   auto compileStart = Clock::now();
   GraphBuilder graph(&s.context);
   graph.build(roots);
@@ -627,36 +669,15 @@ void kiln::realizeNodes(const std::vector<std::shared_ptr<Node>> &roots,
       secondsSince(runStart) - (s.stats.compile_seconds - kernelCompileBefore);
 }
 
-std::vector<float> kiln::readNode(Node &node) {
+} // namespace
+
+void kiln::readNodeInto(Node &node, void *out) {
   Session &s = session();
   std::lock_guard<std::mutex> lock(s.mutex);
   auto start = Clock::now();
-  size_t n = numElements(node.shape);
-  size_t bytes = n * elementBytes(node.dtype);
-  rt::Device &device = runtimeDevice(*node.bufferDevice);
-  std::vector<float> values(n);
-  if (node.dtype == DType::f32) {
-    // Straight into the result: from a CPU buffer this is the one copy.
-    check(device.download(*node.buffer, values.data(), bytes), "download");
-    s.stats.bytes_downloaded += bytes;
-    s.stats.run_seconds += secondsSince(start);
-    return values;
-  }
-  std::vector<uint8_t> raw = readBytes({node.buffer, &device}, bytes);
+  size_t bytes = numElements(node.shape) * elementBytes(node.dtype);
+  // Straight into the caller's memory: from a CPU buffer this is the one copy.
+  check(runtimeDevice(*node.bufferDevice).download(*node.buffer, out, bytes), "download");
   s.stats.bytes_downloaded += bytes;
-  for (size_t i = 0; i < n; ++i) {
-    if (node.dtype == DType::boolean) {
-      values[i] = raw[i] ? 1.0f : 0.0f;
-    } else if (node.dtype == DType::i32) {
-      int32_t v;
-      std::memcpy(&v, &raw[4 * i], 4);
-      values[i] = static_cast<float>(v);
-    } else {
-      uint16_t h;
-      std::memcpy(&h, &raw[2 * i], 2);
-      values[i] = halfToFloat(h);
-    }
-  }
   s.stats.run_seconds += secondsSince(start);
-  return values;
 }

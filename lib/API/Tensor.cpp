@@ -6,12 +6,14 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Devices.h"
 #include "Graph.h"
 
 #include "kiln/runtime/Cpu.h"
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <mutex>
 #include <random>
 
@@ -71,6 +73,18 @@ Tensor input(std::vector<float> data, Shape shape, std::optional<Device> device,
   return Tensor(node);
 }
 
+Tensor intInput(std::vector<int32_t> data, Shape shape, std::optional<Device> device,
+                std::source_location loc) {
+  auto node = source(OpKind::Input, std::move(shape), std::move(device), loc);
+  if (static_cast<int64_t>(data.size()) != numElements(node->shape))
+    throw Error(sitePrefix(loc) + "Tensor::from got " + std::to_string(data.size()) +
+                " values for shape " + shapeText(node->shape) + " (" +
+                std::to_string(numElements(node->shape)) + " elements)");
+  node->dtype = DType::i32;
+  node->hostInts = std::make_shared<const std::vector<int32_t>>(std::move(data));
+  return Tensor(node);
+}
+
 Tensor constant(Shape shape, float value, std::optional<Device> device,
                 std::source_location loc, DType dtype = DType::f32) {
   auto node = source(OpKind::Constant, std::move(shape), std::move(device), loc);
@@ -96,7 +110,12 @@ template <typename Dist>
 Tensor random(Shape shape, std::optional<Device> device, std::source_location loc,
               Dist dist) {
   checkShape(shape, loc);
-  std::vector<float> data(numElements(shape));
+  std::vector<float> data;
+  try {
+    data.resize(numElements(shape));
+  } catch (const std::bad_alloc &) {
+    throw hostOutOfMemory(uint64_t(numElements(shape)) * 4, "generating random values");
+  }
   {
     std::lock_guard<std::mutex> lock(rngMutex);
     for (float &v : data)
@@ -213,6 +232,10 @@ Tensor Tensor::from(std::vector<float> data, Shape shape, Loc loc) {
 }
 Tensor Tensor::from(std::vector<float> data, Shape shape, const Device &device, Loc loc) {
   return input(std::move(data), std::move(shape), device, loc);
+}
+Tensor Tensor::fromInts(std::vector<int32_t> data, Shape shape, const Device *device, Loc loc) {
+  return intInput(std::move(data), std::move(shape),
+                  device ? std::optional<Device>(*device) : std::nullopt, loc);
 }
 Tensor Tensor::scalar(float value, Loc loc) { return constant({}, value, std::nullopt, loc); }
 Tensor Tensor::full(Shape shape, float value, Loc loc) {
@@ -402,11 +425,113 @@ Device Tensor::device() const {
   return Device::default_device();
 }
 
+namespace {
+/// The realized node behind `t`, its dtype checked against what the
+/// accessor `accessor` reads.
+Node &readable(const Tensor &t, std::initializer_list<DType> allowed, const char *accessor,
+               const char *instead) {
+  nodeOf(t, std::source_location::current());
+  Node &node = *t.node();
+  if (std::find(allowed.begin(), allowed.end(), node.dtype) == allowed.end())
+    throw Error(std::string(accessor) + " cannot read a tensor of dtype " +
+                dtype_name(node.dtype) + " without changing its values: " + instead);
+  if (!node.realized())
+    realizeNodes({t.node()});
+  return node;
+}
+
+template <typename Raw> std::vector<Raw> readRaw(Node &node) {
+  size_t n = static_cast<size_t>(numElements(node.shape));
+  std::vector<Raw> raw;
+  try {
+    raw.resize(n);
+  } catch (const std::bad_alloc &) {
+    throw hostOutOfMemory(n * sizeof(Raw), "reading a tensor to the host");
+  }
+  readNodeInto(node, raw.data());
+  return raw;
+}
+
+/// IEEE binary16 to float (exact: every half is a float).
+float halfToFloat(uint16_t h) {
+  uint32_t sign = uint32_t(h & 0x8000) << 16, exponent = (h >> 10) & 0x1F, mantissa = h & 0x3FF;
+  uint32_t bits;
+  if (exponent == 0x1F) { // inf, NaN
+    bits = sign | 0x7F800000 | (mantissa << 13);
+  } else if (exponent != 0) { // normal
+    bits = sign | ((exponent + 112) << 23) | (mantissa << 13);
+  } else if (mantissa == 0) { // zero
+    bits = sign;
+  } else { // subnormal: renormalize
+    int shift = 0;
+    while (!(mantissa & 0x400)) {
+      mantissa <<= 1;
+      ++shift;
+    }
+    bits = sign | (uint32_t(113 - shift) << 23) | ((mantissa & 0x3FF) << 13);
+  }
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+template <typename T> T single(const Tensor &t, std::vector<T> values) {
+  if (values.size() != 1)
+    throw Error("item() needs a tensor of one element, this one has shape " +
+                shapeText(t.shape()) + " (read it with to_vector)");
+  return values.front();
+}
+} // namespace
+
+kiln::half::operator float() const { return halfToFloat(bits); }
+
 template <> std::vector<float> Tensor::to_vector<float>() const {
-  nodeOf(*this, Loc::current());
-  if (!node_->realized())
-    realizeNodes({node_});
-  return readNode(*node_);
+  Node &node = readable(*this, {DType::f32, DType::f16, DType::boolean}, "to_vector<float>()",
+                        "read i32 tensors with to_vector<int32_t>(), or convert them with "
+                        ".to(DType::f32) (rounds past 2^24)");
+  if (node.dtype == DType::f32)
+    return readRaw<float>(node);
+  std::vector<float> values(static_cast<size_t>(numElements(node.shape)));
+  if (node.dtype == DType::f16) {
+    std::vector<uint16_t> raw = readRaw<uint16_t>(node);
+    for (size_t i = 0; i < raw.size(); ++i)
+      values[i] = halfToFloat(raw[i]);
+  } else {
+    std::vector<uint8_t> raw = readRaw<uint8_t>(node);
+    for (size_t i = 0; i < raw.size(); ++i)
+      values[i] = raw[i] ? 1.0f : 0.0f;
+  }
+  return values;
+}
+
+template <> std::vector<int32_t> Tensor::to_vector<int32_t>() const {
+  Node &node = readable(*this, {DType::i32, DType::boolean}, "to_vector<int32_t>()",
+                        "read it with to_vector<float>(), or convert it with .to(DType::i32)");
+  if (node.dtype == DType::i32)
+    return readRaw<int32_t>(node);
+  std::vector<uint8_t> raw = readRaw<uint8_t>(node);
+  return std::vector<int32_t>(raw.begin(), raw.end());
+}
+
+template <> std::vector<bool> Tensor::to_vector<bool>() const {
+  Node &node = readable(*this, {DType::boolean}, "to_vector<bool>()",
+                        "compare it (ne(x, zeros_like(x))) or convert it with "
+                        ".to(DType::boolean)");
+  std::vector<uint8_t> raw = readRaw<uint8_t>(node);
+  std::vector<bool> values(raw.size());
+  for (size_t i = 0; i < raw.size(); ++i)
+    values[i] = raw[i] != 0;
+  return values;
+}
+
+template <> std::vector<half> Tensor::to_vector<half>() const {
+  Node &node = readable(*this, {DType::f16}, "to_vector<half>()",
+                        "read it with to_vector<float>(), or convert it with .to(DType::f16)");
+  std::vector<uint16_t> raw = readRaw<uint16_t>(node);
+  std::vector<half> values(raw.size());
+  for (size_t i = 0; i < raw.size(); ++i)
+    values[i].bits = raw[i];
+  return values;
 }
 
 std::span<const float> Tensor::cpu_view() const {
@@ -422,12 +547,10 @@ std::span<const float> Tensor::cpu_view() const {
   return {static_cast<const float *>(data), static_cast<size_t>(numel())};
 }
 
-template <> float Tensor::item<float>() const {
-  if (numel() != 1)
-    throw Error("item() needs a tensor of one element, this one has shape " +
-                shapeText(shape()));
-  return to_vector<float>().front();
-}
+template <> float Tensor::item<float>() const { return single(*this, to_vector<float>()); }
+template <> int32_t Tensor::item<int32_t>() const { return single(*this, to_vector<int32_t>()); }
+template <> bool Tensor::item<bool>() const { return single(*this, to_vector<bool>()); }
+template <> half Tensor::item<half>() const { return single(*this, to_vector<half>()); }
 
 void kiln::realize(const std::vector<Tensor> &tensors, const RealizeOptions &options) {
   std::vector<std::shared_ptr<Node>> roots;
@@ -688,9 +811,17 @@ Tensor kiln::index_select(const Tensor &x, int64_t dim, const Tensor &indices,
 
 Tensor kiln::index_select(const Tensor &x, int64_t dim, const std::vector<int64_t> &indices,
                           std::source_location loc) {
-  std::vector<float> values(indices.begin(), indices.end());
+  // Exact and clamped here: a float detour would round 16777217 to
+  // 16777216, and i32 would wrap 2^40.
+  const Node &in = nodeOf(x, loc);
+  dim = normalizeDim(dim, in.shape.size(), loc, "index_select");
+  int64_t last = std::max<int64_t>(0, in.shape[dim] - 1);
+  std::vector<int32_t> values;
+  values.reserve(indices.size());
+  for (int64_t i : indices)
+    values.push_back(static_cast<int32_t>(std::clamp<int64_t>(i, 0, std::min<int64_t>(last, INT32_MAX))));
   int64_t n = static_cast<int64_t>(values.size());
-  return index_select(x, dim, Tensor::from(std::move(values), {n}, loc).to(DType::i32, loc), loc);
+  return index_select(x, dim, Tensor::from(std::move(values), {n}, loc), loc);
 }
 
 Tensor kiln::matmul(const Tensor &a, const Tensor &b, std::source_location loc) {
@@ -822,12 +953,30 @@ Tensor kiln::global_avg_pool2d(const Tensor &x, std::source_location loc) {
   return mean(x, {2, 3}, true, loc);
 }
 
+namespace {
+/// A normalization parameter must be exactly [size] (PyTorch's rule).
+void checkParameter(const char *op, const char *name, const Tensor &param, int64_t size,
+                    const char *sizeName, const Shape &xShape, std::source_location loc) {
+  const Node &p = nodeOf(param, loc);
+  if (p.shape != Shape{size})
+    throw Error(sitePrefix(loc) + op + ": " + name + " has shape " + shapeText(p.shape) +
+                "; it must be [" + std::to_string(size) + "], " + sizeName + " " +
+                shapeText(xShape));
+}
+} // namespace
+
 Tensor kiln::batch_norm(const Tensor &x, const Tensor &mean, const Tensor &var,
                         const Tensor &gamma, const Tensor &beta, float eps,
                         std::source_location loc) {
   const Node &in = nodeOf(x, loc);
   if (in.shape.size() < 2)
     throw Error(sitePrefix(loc) + "batch_norm needs a tensor with a channel dimension");
+  // As in PyTorch: each parameter is [C]; a [2, 2] mean for C = 4 would
+  // otherwise reshape into a different computation without a word.
+  for (auto [name, t] : {std::pair{"mean", &mean}, {"var", &var}, {"gamma", &gamma},
+                         {"beta", &beta}})
+    checkParameter("batch_norm", name, *t, in.shape[1], "the channel count (dimension 1 of x)",
+                   in.shape, loc);
   // Per-channel parameters broadcast over the dimensions after the channel.
   Shape param = {in.shape[1]};
   param.insert(param.end(), in.shape.size() - 2, 1);
@@ -838,6 +987,13 @@ Tensor kiln::batch_norm(const Tensor &x, const Tensor &mean, const Tensor &var,
 
 Tensor kiln::layer_norm(const Tensor &x, const Tensor &gamma, const Tensor &beta, float eps,
                         std::source_location loc) {
+  const Node &in = nodeOf(x, loc);
+  if (in.shape.empty())
+    throw Error(sitePrefix(loc) + "layer_norm needs a tensor of rank 1 or more");
+  checkParameter("layer_norm", "gamma", gamma, in.shape.back(), "the last dimension of x",
+                 in.shape, loc);
+  checkParameter("layer_norm", "beta", beta, in.shape.back(), "the last dimension of x",
+                 in.shape, loc);
   Tensor centered = sub(x, kiln::mean(x, {-1}, true, loc), loc);
   Tensor variance = kiln::mean(mul(centered, centered, loc), {-1}, true, loc);
   Tensor normalized = mul(centered, rsqrt(add(variance, scalarLike(eps, x, loc), loc), loc), loc);

@@ -31,6 +31,17 @@ Value emitScalar(OpBuilder &b, Operation *op, ValueRange args, int64_t lanes = 1
 Value reductionInit(OpBuilder &b, Location loc, ReduceKind kind, Type type);
 Value reductionStep(OpBuilder &b, Location loc, ReduceKind kind, Value acc, Value v);
 
+/// A reduction over [0, count) as nested loops of at most `block` trips
+/// each, every level starting from `identity` and folded into the level
+/// above with `combine` (a cascade: f32 sums stay accurate past 2^24
+/// elements, and no loop exceeds a device's trip limit). `step` folds the
+/// element at an index into the accumulators. count >= 1, block >= 2.
+SmallVector<Value> buildCascadeLoop(
+    OpBuilder &b, Location loc, int64_t count, int64_t block,
+    function_ref<SmallVector<Value>(OpBuilder &)> identity,
+    function_ref<SmallVector<Value>(OpBuilder &, Value, ValueRange)> step,
+    function_ref<SmallVector<Value>(OpBuilder &, ValueRange, ValueRange)> combine);
+
 /// The coordinates of flat index `flat` over `shape`.
 SmallVector<AffineExpr> delinearize(AffineExpr flat, ArrayRef<int64_t> shape);
 

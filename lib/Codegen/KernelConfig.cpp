@@ -2,6 +2,7 @@
 
 #include "kiln/Codegen/KernelConfig.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/TargetParser/Host.h"
 
@@ -10,20 +11,33 @@
 using namespace kiln;
 
 RowKernelConfig RowKernelConfig::defaultFor(const DeviceLimits &limits, int64_t rows,
-                                            int64_t columns, bool contiguous) {
+                                            int64_t columns, bool contiguous, int64_t phases) {
   RowKernelConfig config;
-  int sg = limits.subgroupSize;
+  int64_t sg = limits.subgroupSize;
+  int64_t budget = limits.maxLoopIterations > 0 ? limits.maxLoopIterations : INT64_MAX;
+  // Loop iterations of a work item that takes a whole row alone.
+  int64_t alone = columns > budget / std::max<int64_t>(1, phases) ? INT64_MAX : columns * phases;
   // A workgroup per row pays off once a row fills a subgroup, and only when
-  // neighbouring work items read neighbouring elements. (A device that
-  // reports no useful subgroup size gets a work item per row.)
-  if (!contiguous || sg < 4 || columns < sg || rows < 1)
+  // neighbouring work items read neighbouring elements; a column reduction
+  // takes one too when its rows are long and few (one work item would loop
+  // over millions of elements) or would outrun the device's loop budget.
+  // (A device that reports no useful subgroup size gets a work item per row.)
+  bool fewLongRows = rows < 4096 && columns >= 4096;
+  if (sg < 4 || columns < sg || rows < 1 ||
+      (!contiguous && !fewLongRows && alone <= budget))
     return config;
-  // Two levels of subgroup reduction cover sg * sg work items.
-  int64_t cap = std::min<int64_t>({limits.maxWorkgroupInvocations, int64_t(sg) * sg, 1024});
+  // Two levels of subgroup reduction cover sg * sg work items; more (up to
+  // sg * sg * kMaxPartialsPerLane) only when the loops would outrun the
+  // device's budget.
+  int64_t cap = std::min<int64_t>({limits.maxWorkgroupInvocations, sg * sg, 1024});
+  int64_t budgetCap = std::min<int64_t>({limits.maxWorkgroupInvocations,
+                                         sg * sg * kMaxPartialsPerLane, 1024});
   int64_t size = sg;
   // Aim at about 8 columns per work item: enough work per thread to hide
   // latency, few enough to stay in registers.
-  while (size * 2 <= cap && size * 8 < columns)
+  auto loops = [&](int64_t s) { return (columns + s - 1) / s * phases; };
+  while ((size * 2 <= cap && size * 8 < columns) ||
+         (size * 2 <= budgetCap && loops(size) > budget / 2))
     size *= 2;
   config.workgroupPerRow = true;
   config.workgroupSize = static_cast<int>(size);
@@ -37,10 +51,10 @@ std::string RowKernelConfig::check(const DeviceLimits &limits) const {
   if (workgroupSize < 1 || workgroupSize > limits.maxWorkgroupInvocations)
     return "workgroup size " + std::to_string(workgroupSize) + " is outside 1.." +
            std::to_string(limits.maxWorkgroupInvocations);
-  if (workgroupSize % sg != 0 || workgroupSize / sg > sg)
+  if (workgroupSize % sg != 0 || workgroupSize / sg > sg * kMaxPartialsPerLane)
     return "workgroup size " + std::to_string(workgroupSize) +
            " must be a multiple of the subgroup size " + std::to_string(sg) + " and at most " +
-           std::to_string(sg * sg);
+           std::to_string(sg * sg * kMaxPartialsPerLane);
   if (maxChunksInRegisters < 0)
     return "maxChunksInRegisters must not be negative";
   return "";
@@ -69,12 +83,13 @@ std::string MatmulConfig::check(const DeviceLimits &limits) const {
     return "the tile must be a whole number of per-thread blocks";
   if (threadM % 4 || threadN % 4)
     return "per-thread blocks are groups of 4 rows and 4 columns (16-byte tile reads)";
-  int threads = workgroupSize();
+  // 64-bit: tiles of 100000 would overflow int products.
+  int64_t threads = int64_t(tileM / threadM) * (tileN / threadN);
   if (threads > limits.maxWorkgroupInvocations)
     return std::to_string(threads) + " work items exceed the device's " +
            std::to_string(limits.maxWorkgroupInvocations);
   // Each work item stages an equal share of both tiles, in 4-wide vectors.
-  if ((tileM * tileK / 4) % threads || (tileK * tileN / 4) % threads)
+  if ((int64_t(tileM) * tileK / 4) % threads || (int64_t(tileK) * tileN / 4) % threads)
     return "the staged tiles do not split evenly over " + std::to_string(threads) +
            " work items";
   int64_t shared = int64_t(tileM + tileN) * tileK * 4;
@@ -104,14 +119,20 @@ std::string CpuMatmulConfig::check() const {
   return "";
 }
 
+/// Every size in 1..65536: larger ones would wrap through int (4294967360
+/// became 64) and fit no device anyway.
+static bool plausibleSizes(const std::vector<int64_t> &sizes) {
+  return llvm::all_of(sizes, [](int64_t v) { return v >= 1 && v <= 65536; });
+}
+
 std::optional<MatmulConfig> MatmulConfig::fromSizes(const std::vector<int64_t> &sizes) {
-  if (sizes.size() != 5)
+  if (sizes.size() != 5 || !plausibleSizes(sizes))
     return std::nullopt;
   return MatmulConfig{int(sizes[0]), int(sizes[1]), int(sizes[2]), int(sizes[3]), int(sizes[4])};
 }
 
 std::optional<CpuMatmulConfig> CpuMatmulConfig::fromSizes(const std::vector<int64_t> &sizes) {
-  if (sizes.size() != 4)
+  if (sizes.size() != 4 || !plausibleSizes(sizes))
     return std::nullopt;
   return CpuMatmulConfig{int(sizes[0]), int(sizes[1]), int(sizes[2]), int(sizes[3])};
 }

@@ -105,6 +105,18 @@ bool kiln::supportsVector4(KernelOp kernel) {
 }
 
 namespace {
+bool readsPrefixAtLoopIndex(KernelOp kernel, int64_t iterations) {
+  MLIRContext *ctx = kernel.getContext();
+  FlatEvaluator evaluator(kernel);
+  for (Value result : kernel.getBody().front().getTerminator()->getOperands())
+    evaluator.collect(result, getAffineDimExpr(0, ctx));
+  Block &body = kernel.getBody().front();
+  return llvm::any_of(evaluator.getAccesses(), [&](const auto &access) {
+    auto type = cast<RankedTensorType>(body.getArgument(access.first).getType());
+    return access.second == getAffineDimExpr(0, ctx) && type.getNumElements() != iterations;
+  });
+}
+
 func::FuncOp buildFlatFunction(KernelOp kernel, OpBuilder &builder, StringRef name,
                                int64_t iterations, bool &failedOp) {
   MLIRContext *ctx = builder.getContext();
@@ -490,8 +502,12 @@ FailureOr<func::FuncOp> kiln::buildKernelFunction(KernelOp kernel,
   }
 
   // pad and concat read with bounds checks: explicit loops, clamped loads.
+  // So does a view that reads a prefix of a larger input at the loop index
+  // itself (x[0:1] of a [3] tensor): linalg would take the loop's size from
+  // that input's and reject the kernel.
   if (llvm::any_of(kernel.getBody().front(),
-                   [](Operation &op) { return op.hasTrait<GuardedView>(); })) {
+                   [](Operation &op) { return op.hasTrait<GuardedView>(); }) ||
+      readsPrefixAtLoopIndex(kernel, iterations)) {
     bool failedOp = false;
     func::FuncOp func = buildGuardedFunction(kernel, builder, name, iterations, failedOp);
     if (failedOp) {

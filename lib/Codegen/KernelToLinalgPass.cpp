@@ -25,11 +25,12 @@ struct KernelToLinalgPass
     limits.subgroupSize = subgroupSize;
     limits.maxWorkgroupInvocations = maxWorkgroupInvocations;
     limits.sharedMemoryBytes = sharedMemoryBytes;
+    limits.maxLoopIterations = maxLoopIterations;
     KernelConfigOverrides overrides;
     if (!matmulTiles.empty())
       overrides.matmul = MatmulConfig::fromSizes({matmulTiles.begin(), matmulTiles.end()});
     if (!matmulTiles.empty() && !overrides.matmul) {
-      module.emitError("matmul-tiles takes 5 numbers: tileM, tileN, tileK, threadM, threadN");
+      module.emitError("matmul-tiles takes 5 numbers from 1 to 65536: tileM, tileN, tileK, threadM, threadN");
       return signalPassFailure();
     }
     if (rowWorkgroupSize != 0) {
@@ -40,7 +41,7 @@ struct KernelToLinalgPass
     if (!cpuMatmulBlock.empty())
       overrides.cpuMatmul = CpuMatmulConfig::fromSizes({cpuMatmulBlock.begin(), cpuMatmulBlock.end()});
     if (!cpuMatmulBlock.empty() && !overrides.cpuMatmul) {
-      module.emitError("cpu-matmul-block takes 4 numbers: rows, lanes, vectors, panelColumns");
+      module.emitError("cpu-matmul-block takes 4 numbers from 1 to 65536: rows, lanes, vectors, panelColumns");
       return signalPassFailure();
     }
     for (auto [i, kernel] : llvm::enumerate(kernels)) {

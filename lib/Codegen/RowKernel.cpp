@@ -33,6 +33,11 @@ using namespace mlir;
 using namespace kiln;
 
 namespace {
+/// Cascade blocks: CPU blocks are long enough to vectorize; a GPU work item
+/// sees few elements, its accuracy comes from the workgroup's tree.
+constexpr int64_t kCpuCascadeBlock = 4096;
+constexpr int64_t kGpuCascadeBlock = 256;
+
 struct RowInfo {
   SmallVector<ReduceOp> reductions; // in body (dependence) order
   SmallVector<int64_t> full;        // the reductions' input shape
@@ -243,9 +248,10 @@ private:
   SmallVector<FlatEvaluator *> persistents;
 };
 
-/// One loop iteration (CPU) or work item per row; a loop over the columns
-/// per phase. `reassociate` lets LLVM vectorize the reductions.
-void buildRowLoops(OpBuilder &b, RowEmitter &em, bool reassociate) {
+/// One loop iteration (CPU) or work item per row; a cascade of loops over
+/// the columns per reduction (blocks of `block` columns), one loop over
+/// them for the stores. `reassociate` lets LLVM vectorize the reductions.
+void buildRowLoops(OpBuilder &b, RowEmitter &em, bool reassociate, int64_t block) {
   Location loc = em.loc;
   auto index = [&](OpBuilder &ib, int64_t v) { return arith::ConstantIndexOp::create(ib, loc, v); };
   Value zero = index(b, 0), one = index(b, 1);
@@ -255,28 +261,30 @@ void buildRowLoops(OpBuilder &b, RowEmitter &em, bool reassociate) {
         Value row = outer[0];
         for (ReduceOp reduce : em.info.reductions) {
           Type type = em.accumulatorType(reduce);
-          auto loop = scf::ForOp::create(
-              pb, loc, index(pb, 0), index(pb, em.info.columns), index(pb, 1),
-              ValueRange{reductionInit(pb, loc, reduce.getKind(), type)},
-              [&](OpBuilder &fb, Location, Value column, ValueRange acc) {
+          ReduceKind kind = reduce.getKind();
+          SmallVector<Value> total = buildCascadeLoop(
+              pb, loc, em.info.columns, block,
+              [&](OpBuilder &ib) { return SmallVector<Value>{reductionInit(ib, loc, kind, type)}; },
+              [&](OpBuilder &fb, Value column, ValueRange acc) -> SmallVector<Value> {
                 FlatEvaluator &e = em.evaluator(2);
                 SmallVector<Value> loads;
                 Value v = em.widen(fb, em.evaluate(fb, e, loads, reduce.getInput(), em.fullIndex,
                                                    ValueRange{row, column}),
                                    type);
-                if (!v) {
-                  scf::YieldOp::create(fb, loc, acc);
-                  return;
-                }
-                Value next = reductionStep(fb, loc, reduce.getKind(), acc[0], v);
+                if (!v)
+                  return SmallVector<Value>(acc);
+                Value next = reductionStep(fb, loc, kind, acc[0], v);
                 if (reassociate)
                   if (auto fm = dyn_cast<arith::ArithFastMathInterface>(next.getDefiningOp()))
                     next.getDefiningOp()->setAttr(
                         fm.getFastMathAttrName(),
                         arith::FastMathFlagsAttr::get(em.ctx, arith::FastMathFlags::reassoc));
-                scf::YieldOp::create(fb, loc, next);
+                return {next};
+              },
+              [&](OpBuilder &cb, ValueRange acc, ValueRange part) -> SmallVector<Value> {
+                return {reductionStep(cb, loc, kind, acc[0], part[0])};
               });
-          em.finishReduction(pb, reduce, loop.getResult(0), row);
+          em.finishReduction(pb, reduce, total[0], row);
         }
         em.storeRowResults(pb, row);
         if (em.elementResults.empty())
@@ -386,17 +394,19 @@ void buildRowWorkgroups(OpBuilder &b, RowEmitter &em, const DeviceLimits &limits
                            chunk.partial))
           acc = reductionStep(body, loc, kind, acc, v);
     } else {
-      auto loop = scf::ForOp::create(
-          body, loc, index(body, 0), index(body, chunks), index(body, 1), ValueRange{acc},
-          [&](OpBuilder &fb, Location, Value c, ValueRange carried) {
+      acc = buildCascadeLoop(
+          body, loc, chunks, kGpuCascadeBlock,
+          [&](OpBuilder &ib) { return SmallVector<Value>{reductionInit(ib, loc, kind, type)}; },
+          [&](OpBuilder &fb, Value c, ValueRange carried) -> SmallVector<Value> {
             auto [column, valid] = columnOf(fb, c);
             FlatEvaluator &e = em.evaluator(2);
             SmallVector<Value> loads;
             Value v = term(fb, reduce, e, loads, column, valid, true);
-            scf::YieldOp::create(fb, loc,
-                                 v ? reductionStep(fb, loc, kind, carried[0], v) : carried[0]);
-          });
-      acc = loop.getResult(0);
+            return {v ? reductionStep(fb, loc, kind, carried[0], v) : carried[0]};
+          },
+          [&](OpBuilder &cb, ValueRange carried, ValueRange part) -> SmallVector<Value> {
+            return {reductionStep(cb, loc, kind, carried[0], part[0])};
+          })[0];
     }
     // Subgroups reduce their work items; subgroup leaders publish; every
     // subgroup then reduces the published partials, so all work items hold
@@ -409,12 +419,18 @@ void buildRowWorkgroups(OpBuilder &b, RowEmitter &em, const DeviceLimits &limits
       OpBuilder pb = OpBuilder::atBlockBegin(&publish.getThenRegion().front());
       memref::StoreOp::create(pb, loc, total, partials[r], ValueRange{subgroup});
       gpu::BarrierOp::create(body, loc);
-      Value mine = arith::CmpIOp::create(body, loc, arith::CmpIPredicate::ult, lane,
-                                         index(body, groups));
-      Value slot = arith::MinUIOp::create(body, loc, lane, index(body, groups - 1));
-      Value partial = memref::LoadOp::create(body, loc, partials[r], ValueRange{slot});
-      partial = arith::SelectOp::create(body, loc, mine, partial,
-                                        reductionInit(body, loc, kind, type));
+      // Lane l folds the partials l, l + sg, ... (straight-line code: more
+      // subgroups than lanes when the workgroup exceeds sg * sg items).
+      Value partial = reductionInit(body, loc, kind, type);
+      for (int64_t first = 0; first < groups; first += sg) {
+        Value slot = arith::AddIOp::create(body, loc, lane, index(body, first));
+        Value mine = arith::CmpIOp::create(body, loc, arith::CmpIPredicate::ult, slot,
+                                           index(body, groups));
+        Value clamped = arith::MinUIOp::create(body, loc, slot, index(body, groups - 1));
+        Value v = memref::LoadOp::create(body, loc, partials[r], ValueRange{clamped});
+        v = arith::SelectOp::create(body, loc, mine, v, reductionInit(body, loc, kind, type));
+        partial = reductionStep(body, loc, kind, partial, v);
+      }
       total = subgroupReduce(body, loc, kind, partial, static_cast<int>(sg));
     }
     em.finishReduction(body, reduce, total, row);
@@ -487,9 +503,13 @@ FailureOr<func::FuncOp> kiln::buildRowKernelFunction(KernelOp kernel, OpBuilder 
   RowEmitter emitter(kernel, info, entry, failedOp);
   emitter.classifyResults();
   RowKernelConfig chosen;
+  // Passes over a row: one per reduction, one more for full-shape results.
+  int64_t phases = static_cast<int64_t>(info.reductions.size()) +
+                   (emitter.elementResults.empty() ? 0 : 1);
   if (gpu)
     chosen = config ? *config
-                    : RowKernelConfig::defaultFor(*gpu, info.rows, info.columns, info.contiguous);
+                    : RowKernelConfig::defaultFor(*gpu, info.rows, info.columns, info.contiguous,
+                                                  phases);
   if (gpu && chosen.workgroupPerRow) {
     if (std::string problem = chosen.check(*gpu); !problem.empty()) {
       func.erase();
@@ -498,12 +518,27 @@ FailureOr<func::FuncOp> kiln::buildRowKernelFunction(KernelOp kernel, OpBuilder 
     func->setAttr("kiln.outer_size", builder.getI64IntegerAttr(info.rows));
     buildRowWorkgroups(b, emitter, *gpu, chosen);
   } else {
-    buildRowLoops(b, emitter, /*reassociate=*/!gpu);
+    buildRowLoops(b, emitter, /*reassociate=*/!gpu, gpu ? kGpuCascadeBlock : kCpuCascadeBlock);
   }
   func::ReturnOp::create(b, kernel.getLoc());
   if (failedOp) {
     func.erase();
     return failure();
+  }
+  // A device that stops loops early (llvmpipe) would drop elements without
+  // a word: refuse what does not fit its budget instead.
+  if (gpu && gpu->maxLoopIterations > 0) {
+    int64_t needed = loopIterationsPerInvocation(func);
+    if (needed > gpu->maxLoopIterations) {
+      func.erase();
+      return kernel.emitOpError("reduces rows of ")
+                 << info.columns << " elements with " << needed
+                 << " loop iterations per work item; the device runs at most "
+                 << gpu->maxLoopIterations
+                 << " per kernel invocation: reduce in two steps (reshape the rows and "
+                    "reduce twice) or run it on the CPU device",
+             failure();
+    }
   }
   return func;
 }

@@ -57,8 +57,26 @@ static Value castScalar(OpBuilder &b, Location loc, Value v, Type to) {
     return from.getIntOrFloatBitWidth() < to.getIntOrFloatBitWidth()
                ? arith::ExtFOp::create(b, loc, to, v).getResult()
                : arith::TruncFOp::create(b, loc, to, v).getResult();
-  if (isFloat(from))
-    return arith::FPToSIOp::create(b, loc, to, v);
+  if (isFloat(from)) {
+    // Saturating, NaN to 0: out-of-range values are poison for fptosi (x86
+    // gives INT_MIN for 1e10), and an index made from 1e10 must clamp to
+    // the last row, not wrap to the first. 2147483520 is the largest f32
+    // below 2^31 (in f16 every finite value is in range).
+    Value wide = from.getIntOrFloatBitWidth() < 32
+                     ? arith::ExtFOp::create(b, loc, b.getF32Type(), v).getResult()
+                     : v;
+    Type f32 = wide.getType();
+    Value clamped = arith::MaxNumFOp::create(b, loc, wide, floatConstant(b, loc, f32, -2147483648.0));
+    clamped = arith::MinNumFOp::create(b, loc, clamped, floatConstant(b, loc, f32, 2147483520.0));
+    Value isNaN = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNO, wide, wide);
+    clamped = arith::SelectOp::create(b, loc, isNaN, floatConstant(b, loc, f32, 0.0), clamped);
+    Value converted = arith::FPToSIOp::create(b, loc, to, clamped);
+    Value above = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGE, wide,
+                                        floatConstant(b, loc, f32, 2147483648.0));
+    Value largest = arith::ConstantOp::create(
+        b, loc, b.getIntegerAttr(to, to.getIntOrFloatBitWidth() >= 32 ? INT32_MAX : 0x7FFF));
+    return arith::SelectOp::create(b, loc, above, largest, converted);
+  }
   return arith::SIToFPOp::create(b, loc, to, v);
 }
 

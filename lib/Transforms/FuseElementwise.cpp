@@ -45,6 +45,11 @@ struct Group {
   /// (an elementwise producer would be recomputed for every product term).
   llvm::SmallPtrSet<Operation *, 8> prologue;
   SmallVector<Operation *> ops; // reverse program order while building
+  /// Values the members read from outside the kernel, and members read
+  /// outside it: the buffers the kernel will bind.
+  llvm::SetVector<Value> external;
+  int results = 0;
+  DenseSet<Operation *> members; // group.ops as a set
 };
 
 /// Splat constants copied into kernels. Rank-0 ones (the scalars of
@@ -57,6 +62,13 @@ bool isSplatConstant(Value v) {
     return false;
   auto dense = dyn_cast<DenseElementsAttr>(constant.getValue());
   return dense && dense.isSplat();
+}
+
+/// Whether `operand` of `user` is a splat constant copied into the kernel.
+/// A convolution reads its operands from buffers (guarded loads at computed
+/// positions): a constant input or filter stays a kernel input.
+bool copiedIn(Operation *user, Value operand) {
+  return isSplatConstant(operand) && !isa<Conv2dOp>(user);
 }
 
 ArrayRef<int64_t> shapeOf(Operation *op) {
@@ -96,7 +108,7 @@ void materialize(Group &group) {
   for (Operation *op : ops) {
     for (Value operand : op->getOperands()) {
       Operation *def = operand.getDefiningOp();
-      if ((def && members.contains(def)) || isSplatConstant(operand))
+      if ((def && members.contains(def)) || copiedIn(op, operand))
         continue;
       inputs.insert(operand);
     }
@@ -122,7 +134,7 @@ void materialize(Group &group) {
   builder.setInsertionPointToStart(&body);
   for (Operation *op : ops) {
     for (Value operand : op->getOperands())
-      if (!mapping.contains(operand) && isSplatConstant(operand)) {
+      if (!mapping.contains(operand) && copiedIn(op, operand)) {
         Operation *copy = builder.clone(*operand.getDefiningOp());
         cast<PlacedOpInterface>(copy).setPlacement(DeviceAttr());
         mapping.map(operand, copy->getResult(0));
@@ -148,7 +160,7 @@ void materialize(Group &group) {
 /// other members (views on other inputs, such as reshaped parameters, are
 /// fine).
 bool viewAfter(const Group &group, Operation *op) {
-  llvm::SmallPtrSet<Operation *, 16> members(group.ops.begin(), group.ops.end());
+  const DenseSet<Operation *> &members = group.members;
   SmallVector<Operation *> work(op->getUsers().begin(), op->getUsers().end());
   llvm::SmallPtrSet<Operation *, 16> seen;
   while (!work.empty()) {
@@ -162,7 +174,36 @@ bool viewAfter(const Group &group, Operation *op) {
   return false;
 }
 
+/// The buffers `group` binds once `op` (whose users are visited) is in it.
+int bindingsWith(const Group &group, Operation *op) {
+  const DenseSet<Operation *> &members = group.members;
+  int count = static_cast<int>(group.external.size()) + group.results;
+  if (group.external.contains(op->getResult(0)))
+    --count;
+  llvm::SmallPtrSet<Value, 4> added;
+  for (Value operand : op->getOperands())
+    if (!copiedIn(op, operand) && !group.external.contains(operand) &&
+        added.insert(operand).second)
+      ++count;
+  if (llvm::any_of(op->getUsers(), [&](Operation *user) { return !members.contains(user); }))
+    ++count;
+  return count;
+}
+
+/// Records `op`, now a member, in the group's binding count.
+void trackBindings(Group &group, Operation *op) {
+  const DenseSet<Operation *> &members = group.members;
+  group.external.remove(op->getResult(0));
+  for (Value operand : op->getOperands())
+    if (!copiedIn(op, operand))
+      group.external.insert(operand);
+  if (llvm::any_of(op->getUsers(), [&](Operation *user) { return !members.contains(user); }))
+    ++group.results;
+}
+
 void addMember(Group &group, Operation *op) {
+  trackBindings(group, op);
+  group.members.insert(op);
   if (op->hasTrait<Contraction>())
     group.contraction = op;
   if (llvm::any_of(op->getUsers(), [&](Operation *user) {
@@ -183,7 +224,8 @@ bool joins(const Group &group, Operation *op, bool readByHost);
 /// that refuse the copy (a matmul takes only views in front) keep the
 /// original, which becomes a kernel of its own.
 bool recomputeInUsers(Operation *op, SmallVector<Group, 0> &groups,
-                      DenseMap<Operation *, int> &groupOf) {
+                      DenseMap<Operation *, int> &groupOf,
+                      function_ref<bool(const Group &, Operation *)> fits) {
   if ((!op->hasTrait<Elementwise>() && !op->hasTrait<View>()) ||
       llvm::any_of(op->getUsers(), [](Operation *user) { return isa<GatherOp>(user); }))
     return false; // (not pad/concat: they read several inputs per element)
@@ -199,7 +241,7 @@ bool recomputeInUsers(Operation *op, SmallVector<Group, 0> &groups,
   bool kept = false;
   for (int target : targets) {
     Group &group = groups[target];
-    if (!joins(group, op, /*readByHost=*/false)) {
+    if (!fits(group, op) || !joins(group, op, /*readByHost=*/false)) {
       kept = true;
       continue;
     }
@@ -310,10 +352,38 @@ bool reductionJoins(const Group &group, int target, ReduceOp reduce, bool readBy
   return true;
 }
 
+/// One operand per scalar value: 31 `+ 1.0f` are one buffer, not 31.
+void shareScalars(func::FuncOp func) {
+  DenseMap<std::pair<Attribute, Attribute>, ConstantOp> first;
+  SmallVector<ConstantOp> duplicates;
+  func.walk([&](ConstantOp constant) {
+    if (cast<RankedTensorType>(constant.getType()).getRank() != 0 ||
+        constant->getParentOfType<KernelOp>())
+      return;
+    auto [it, inserted] =
+        first.try_emplace({constant.getValue(), cast<PlacedOpInterface>(*constant).getPlacement()},
+                          constant);
+    if (!inserted) {
+      constant.replaceAllUsesWith(it->second.getResult());
+      duplicates.push_back(constant);
+    }
+  });
+  for (ConstantOp constant : duplicates)
+    constant.erase();
+}
+
 struct FuseElementwisePass
     : public kiln::impl::KilnFuseElementwiseBase<FuseElementwisePass> {
+  using Base::Base;
   void runOnOperation() override {
     func::FuncOp func = getOperation();
+    shareScalars(func);
+    // A kernel stops growing at the device's binding limit and at a size
+    // that keeps compile time linear in the graph.
+    auto fits = [&](const Group &group, Operation *op) {
+      return (maxOps <= 0 || static_cast<int>(group.ops.size()) < maxOps) &&
+             (maxBindings <= 0 || bindingsWith(group, op) <= maxBindings);
+    };
     SmallVector<Group, 0> groups;
     DenseMap<Operation *, int> groupOf;
     SmallVector<Operation *> ops;
@@ -335,7 +405,7 @@ struct FuseElementwisePass
       int target = op->hasTrait<Reduction>() && !reduce
                        ? -1
                        : commonUserGroup(op, groupOf, readByHost);
-      if (target != -1 &&
+      if (target != -1 && fits(groups[target], op) &&
           (reduce ? reductionJoins(groups[target], target, reduce, readByHost, groupOf)
                   : joins(groups[target], op, readByHost))) {
         addMember(groups[target], op);
@@ -344,12 +414,14 @@ struct FuseElementwisePass
           makeRow(groups[target], reduce);
         continue;
       }
-      if (target == -1 && recomputeInUsers(op, groups, groupOf))
+      if (target == -1 && recomputeInUsers(op, groups, groupOf, fits))
         continue;
       groupOf[op] = groups.size();
       Group group{deviceOf(op), shapeOf(op), op->hasTrait<Reduction>() && !reduce};
       if (reduce)
         makeRow(group, reduce);
+      trackBindings(group, op);
+      group.members.insert(op);
       group.ops.push_back(op);
       if (op->hasTrait<Contraction>())
         group.contraction = op;

@@ -8,6 +8,8 @@
 
 #include "VulkanUtil.h"
 
+#include <algorithm>
+
 namespace kiln::rt {
 
 std::string AdapterInfo::typeName() const {
@@ -61,6 +63,8 @@ AdapterInfo describeAdapter(VkPhysicalDevice physical,
   info.maxWorkgroupInvocations = limits.maxComputeWorkGroupInvocations;
   info.maxSharedMemoryBytes = limits.maxComputeSharedMemorySize;
   info.maxStorageBufferRange = limits.maxStorageBufferRange;
+  info.maxStorageBuffersPerStage = std::min(limits.maxPerStageDescriptorStorageBuffers,
+                                            limits.maxDescriptorSetStorageBuffers);
 
   // deviceUUID and the subgroup size are Vulkan 1.1 queries; a 1.0 device
   // reports a zero UUID and a subgroup of one lane (always correct to assume).
@@ -70,6 +74,10 @@ AdapterInfo describeAdapter(VkPhysicalDevice physical,
       props.apiVersion >= VK_API_VERSION_1_1) {
     VkPhysicalDeviceSubgroupProperties subgroup{};
     subgroup.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES;
+    VkPhysicalDeviceDriverProperties driver{};
+    driver.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES;
+    bool hasDriver = props.apiVersion >= VK_API_VERSION_1_2;
+    subgroup.pNext = hasDriver ? &driver : nullptr;
     VkPhysicalDeviceIDProperties ids{};
     ids.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ID_PROPERTIES;
     ids.pNext = &subgroup;
@@ -81,6 +89,11 @@ AdapterInfo describeAdapter(VkPhysicalDevice physical,
       uuid[i] = ids.deviceUUID[i];
     if (subgroup.subgroupSize != 0)
       info.subgroupSize = subgroup.subgroupSize;
+    // llvmpipe ends every loop of a shader invocation once 65535 iterations
+    // have run in all (Mesa's LP_MAX_TGSI_LOOP_ITERATIONS), without a word;
+    // no Vulkan limit reports it.
+    if (hasDriver && driver.driverID == VK_DRIVER_ID_MESA_LLVMPIPE)
+      info.maxLoopIterations = 65535;
   }
   info.uuid = formatUuid(uuid);
   return info;

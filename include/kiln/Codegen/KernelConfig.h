@@ -23,6 +23,11 @@ struct DeviceLimits {
   int maxWorkgroupInvocations = 128;
   int64_t maxWorkgroupCount[3] = {65535, 65535, 65535};
   int64_t sharedMemoryBytes = 16384;
+  /// Loop iterations one kernel invocation may run in all, 0 for no limit.
+  /// Vulkan does not report it; llvmpipe stops every loop of an invocation
+  /// after 65535 iterations in total (Mesa's LP_MAX_TGSI_LOOP_ITERATIONS),
+  /// silently, so kernels for it must stay below.
+  int64_t maxLoopIterations = 0;
 };
 
 /// A kernel of reductions sharing one iteration space (softmax, layer norm,
@@ -33,13 +38,17 @@ struct RowKernelConfig {
   /// rows, the CPU).
   bool workgroupPerRow = false;
   int workgroupSize = 1;
+  /// Subgroup partials a lane folds after the shared-memory step, at most:
+  /// the workgroup holds up to subgroupSize^2 * this many work items.
+  static constexpr int kMaxPartialsPerLane = 16;
   /// Up to this many columns per work item are kept in registers between
   /// the reductions, so each input element is read once.
   int maxChunksInRegisters = 16;
 
-  /// `contiguous`: the reduced axes are the innermost ones.
+  /// `contiguous`: the reduced axes are the innermost ones; `phases`: the
+  /// passes over a row (reductions, plus one to store full-shape results).
   static RowKernelConfig defaultFor(const DeviceLimits &limits, int64_t rows, int64_t columns,
-                                    bool contiguous);
+                                    bool contiguous, int64_t phases = 1);
   /// Empty when the configuration fits the device; else why not.
   std::string check(const DeviceLimits &limits) const;
 };

@@ -48,6 +48,10 @@ buildKernelFunction(KernelOp kernel, mlir::OpBuilder &builder,
 /// The element type a tensor of `elementType` has in device memory.
 mlir::Type storageElementType(mlir::Type elementType);
 
+/// Loop iterations one invocation of `root` runs at most (nested loops
+/// multiply, sibling loops add); INT64_MAX when a loop has no static bounds.
+int64_t loopIterationsPerInvocation(mlir::Operation *root);
+
 } // namespace kiln
 
 #endif // KILN_CODEGEN_KERNELTOLINALG_H

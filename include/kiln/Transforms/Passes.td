@@ -68,7 +68,18 @@ def KilnFuseElementwise : Pass<"kiln-fuse-elementwise", "mlir::func::FuncOp"> {
       kiln.yield %3 : ...
     }
     ```
+
+    A kernel stops growing at `max-bindings` buffers (inputs plus results,
+    a device's maxPerStageDescriptorStorageBuffers) and at `max-ops` ops (so
+    a 100,000-op chain compiles as many kernels of bounded size, in time
+    linear in the chain); identical scalar constants are one operand.
   }];
+  let options = [
+    Option<"maxBindings", "max-bindings", "int", "0",
+           "buffers one kernel may bind (inputs plus results), 0 for no limit">,
+    Option<"maxOps", "max-ops", "int", "512",
+           "ops one kernel may hold, 0 for no limit">,
+  ];
   let dependentDialects = ["kiln::KilnDialect"];
 }
 
@@ -96,6 +107,9 @@ def KilnKernelToLinalg : Pass<"kiln-kernel-to-linalg", "mlir::ModuleOp"> {
            "the GPU's largest workgroup (with gpu)">,
     Option<"sharedMemoryBytes", "shared-memory-bytes", "int", "32768",
            "the GPU's workgroup memory (with gpu)">,
+    Option<"maxLoopIterations", "max-loop-iterations", "int64_t", "0",
+           "Loop iterations one GPU kernel invocation may run in all, 0 for no "
+           "limit (llvmpipe: 65535)">,
     ListOption<"matmulTiles", "matmul-tiles", "int",
                "GPU matmul/conv configuration instead of the default: tileM, tileN, tileK, threadM, threadN">,
     Option<"rowWorkgroupSize", "row-workgroup-size", "int", "0",

@@ -14,9 +14,9 @@ TEST_P(DTypeOnEveryDevice, CastsFollowTheirRules) {
   // f32 -> i32 truncates toward zero.
   Tensor i = x.to(DType::i32);
   EXPECT_EQ(i.dtype(), DType::i32);
-  std::vector<float> ints = i.to_vector<float>();
+  std::vector<int32_t> ints = i.to_vector<int32_t>();
   for (size_t k = 0; k < xs.size(); ++k)
-    EXPECT_EQ(ints[k], std::trunc(xs[k])) << xs[k];
+    EXPECT_EQ(ints[k], int32_t(std::trunc(xs[k]))) << xs[k];
   // -> bool is "not zero"; bool -> f32 is 0 or 1.
   std::vector<float> flags = x.to(DType::boolean).to(DType::f32).to_vector<float>();
   for (size_t k = 0; k < xs.size(); ++k)

@@ -121,17 +121,18 @@ TEST_P(ReduceOnEveryDevice, ArgmaxAndArgmin) {
   // Ties and NaN: the first maximum wins; NaN beats every number.
   std::vector<float> xs = {1, 5, 5, 2,   -1, -7, 3, -7,   0, NAN, 9, NAN};
   Tensor x = Tensor::from(xs, {3, 4}, *device);
-  EXPECT_EQ(argmax(x, 1).to_vector<float>(), (std::vector<float>{1, 2, 1}));
-  EXPECT_EQ(argmin(x, 1).to_vector<float>(), (std::vector<float>{0, 1, 1}));
+  EXPECT_EQ(argmax(x, 1).to_vector<int32_t>(), (std::vector<int32_t>{1, 2, 1}));
+  EXPECT_EQ(argmin(x, 1).to_vector<int32_t>(), (std::vector<int32_t>{0, 1, 1}));
   EXPECT_EQ(argmax(x, 0, true).shape(), (Shape{1, 4}));
-  EXPECT_EQ(argmax(x, 0).to_vector<float>(), (std::vector<float>{0, 2, 2, 2}));
-  EXPECT_EQ(argmax(x).item<float>(), 9.0f); // flattened: the first NaN
+  EXPECT_EQ(argmax(x, 0).to_vector<int32_t>(), (std::vector<int32_t>{0, 2, 2, 2}));
+  EXPECT_EQ(argmax(x).item<int32_t>(), 9); // flattened: the first NaN
   EXPECT_EQ(argmax(x).dtype(), DType::i32);
   // Random rows against the reference.
   Tensor r = Tensor::randn({37, 1023}, *device);
-  std::vector<float> rs = r.to_vector<float>(), got = argmin(r, -1).to_vector<float>();
+  std::vector<float> rs = r.to_vector<float>();
+  std::vector<int32_t> got = argmin(r, -1).to_vector<int32_t>();
   for (int i = 0; i < 37; ++i)
-    EXPECT_EQ(got[i], float(std::min_element(rs.begin() + i * 1023, rs.begin() + (i + 1) * 1023) -
+    EXPECT_EQ(got[i], int32_t(std::min_element(rs.begin() + i * 1023, rs.begin() + (i + 1) * 1023) -
                             (rs.begin() + i * 1023)));
 }
 

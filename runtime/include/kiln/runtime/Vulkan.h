@@ -55,6 +55,10 @@ struct AdapterInfo {
   uint32_t maxSharedMemoryBytes = 0;
   uint32_t subgroupSize = 0;
   uint64_t maxStorageBufferRange = 0;
+  /// Storage buffers one kernel may bind (maxPerStageDescriptorStorageBuffers).
+  uint32_t maxStorageBuffersPerStage = 0;
+  /// Loop iterations a kernel invocation may run in all; 0: no known limit.
+  uint64_t maxLoopIterations = 0;
 };
 
 struct ContextOptions {

@@ -1,0 +1,133 @@
+// Issue 9's wrong results, reproduced on every device: long rows on a GPU
+// whose driver stops loops early (llvmpipe), sums past 2^24 and 2^31
+// elements, index_select past the i32 range, integer results read back
+// exactly. Each answer is either exact or a kiln::Error that names the
+// limit: never a wrong number.
+
+#include "TestUtil.h"
+
+#include <cstring>
+
+using namespace kiln;
+
+namespace {
+class LargeReductionOnEveryDevice : public kiln::test::OnEveryDevice {
+protected:
+  bool isCpu() const { return device->api() == "cpu"; }
+};
+
+/// The value, or a kiln::Error whose message says which limit was hit
+/// (only on GPUs: the CPU device must compute every one of these).
+template <typename F>
+void exactOrLimit(F read, double want, bool mustCompute, const char *what) {
+  try {
+    EXPECT_EQ(read(), want) << what;
+  } catch (const Error &e) {
+    EXPECT_FALSE(mustCompute) << what << ": " << e.what();
+    std::string text = e.what();
+    EXPECT_TRUE(text.find("loop iterations") != std::string::npos ||
+                text.find("2^31") != std::string::npos)
+        << what << ": the error must name the limit: " << text;
+  }
+}
+
+TEST_P(LargeReductionOnEveryDevice, LongRowsKeepEveryPartialSum) {
+  // 65536 loop trips per work item once lost one partial sum on llvmpipe.
+  EXPECT_EQ(sum(Tensor::full({2048, 2048}, 1.0f, *device)).item<float>(), 4194304.0f);
+  std::vector<float> means =
+      mean(Tensor::full({2, 1 << 23}, 1.0f, *device), {1}).to_vector<float>();
+  EXPECT_EQ(means, (std::vector<float>{1.0f, 1.0f}));
+  // A column reduction: one work item per column once looped 2^22 times.
+  std::vector<float> columns =
+      sum(Tensor::full({1 << 22, 2}, 1.0f, *device), {0}).to_vector<float>();
+  EXPECT_EQ(columns, (std::vector<float>{4194304.0f, 4194304.0f}));
+}
+
+TEST_P(LargeReductionOnEveryDevice, MaximumInTheLastElementIsFound) {
+  int64_t n = (int64_t(1) << 22) + 5;
+  std::vector<float> xs(n, 0.0f);
+  xs.back() = 3.0f;
+  Tensor x = Tensor::from(xs, {n}, *device);
+  EXPECT_EQ(amax(x).item<float>(), 3.0f);
+  EXPECT_EQ(amin(-x).item<float>(), -3.0f);
+  exactOrLimit([&] { return argmax(x).item<int32_t>(); }, double(n - 1), isCpu(), "argmax");
+}
+
+TEST_P(LargeReductionOnEveryDevice, ArgmaxPast2To24IsExact) {
+  if (!isCpu())
+    GTEST_SKIP() << "a 2^24-element argmax is one work item's loop on a GPU (exact or an "
+                    "error: see MaximumInTheLastElementIsFound)";
+  int64_t n = (int64_t(1) << 24) + 2;
+  std::vector<float> xs(n, 0.0f);
+  xs[16777217] = 1.0f;
+  Tensor x = Tensor::from(xs, {n}, *device);
+  EXPECT_EQ(argmax(x).item<int32_t>(), 16777217);
+}
+
+TEST_P(LargeReductionOnEveryDevice, IndexSelectRowPast2To24IsExact) {
+  int64_t n = (int64_t(1) << 24) + 2;
+  std::vector<float> xs(n, 0.0f);
+  xs[16777216] = 2.0f;
+  xs[16777217] = 1.0f;
+  Tensor x = Tensor::from(xs, {n, 1}, *device);
+  EXPECT_EQ(index_select(x, 0, {16777217}).item<float>(), 1.0f);
+  EXPECT_EQ(index_select(x, 0, Tensor::from(std::vector<int32_t>{16777217}, {1}))
+                .item<float>(),
+            1.0f);
+}
+
+TEST_P(LargeReductionOnEveryDevice, SumsPast2To31Elements) {
+  // A computed 2^31-element operand: no buffer that large exists, the
+  // iteration space is. The CPU sums it exactly (a cascade of f32 sums);
+  // Vulkan indexes with 32 bits and must refuse.
+  exactOrLimit([&] { return sum(Tensor::full({int64_t(1) << 31}, 1.0f, *device) * 2.0f)
+                                .item<float>(); },
+               4294967296.0, isCpu(), "sum of 2^31 twos");
+  if (!isCpu())
+    return;
+  EXPECT_EQ(sum(Tensor::full({1 << 16, 1 << 16}, 1.0f, *device)).item<float>(), 4294967296.0f);
+  std::vector<float> rows = sum(Tensor::full({3, 1}, 1.0f, *device).broadcast_to({3, 1 << 30}),
+                                {1})
+                                .to_vector<float>();
+  EXPECT_EQ(rows, (std::vector<float>(3, 1073741824.0f)));
+}
+
+TEST_P(LargeReductionOnEveryDevice, IndexSelectClampsIndicesPastTheI32Range) {
+  Tensor x = Tensor::from({0, 1, 2, 3, 4, 5, 6, 7, 8, 9}, {5, 2}, *device);
+  std::vector<float> rows =
+      index_select(x, 0, {3000000000LL, -3000000000LL, int64_t(1) << 40, 2}).to_vector<float>();
+  EXPECT_EQ(rows, (std::vector<float>{8, 9, 0, 1, 8, 9, 4, 5}));
+  // i32 indices made from floats beyond the range saturate, then clamp.
+  Tensor big = Tensor::from({1e10f, -1e10f, NAN}, {3}).to(DType::i32);
+  EXPECT_EQ(big.to_vector<int32_t>(), (std::vector<int32_t>{INT32_MAX, INT32_MIN, 0}));
+  EXPECT_EQ(index_select(x, 0, big).to_vector<float>(),
+            (std::vector<float>{8, 9, 0, 1, 0, 1}));
+}
+
+TEST_P(LargeReductionOnEveryDevice, AccessorsReadTheElementTypeExactly) {
+  Tensor ints = Tensor::from(std::vector<int32_t>{16777217, -5, INT32_MAX}, {3}, *device);
+  EXPECT_EQ(ints.dtype(), DType::i32);
+  EXPECT_EQ(ints.to_vector<int32_t>(), (std::vector<int32_t>{16777217, -5, INT32_MAX}));
+  EXPECT_EQ(ints.slice(0, 0, 1).item<int32_t>(), 16777217);
+  // A lossy read is an error that names the right accessor.
+  try {
+    ints.to_vector<float>();
+    ADD_FAILURE() << "to_vector<float>() read an i32 tensor";
+  } catch (const Error &e) {
+    EXPECT_NE(std::string(e.what()).find("to_vector<int32_t>()"), std::string::npos) << e.what();
+  }
+  Tensor x = Tensor::from({-1.5f, 0.0f, 2.0f}, {3}, *device);
+  EXPECT_EQ(gt(x, Tensor::scalar(0.0f)).to_vector<bool>(), (std::vector<bool>{false, false, true}));
+  EXPECT_EQ(gt(x, Tensor::scalar(0.0f)).to_vector<int32_t>(), (std::vector<int32_t>{0, 0, 1}));
+  EXPECT_THROW(x.to_vector<bool>(), Error);
+  EXPECT_THROW(x.to_vector<int32_t>(), Error);
+  std::vector<half> halves = x.to(DType::f16).to_vector<half>();
+  ASSERT_EQ(halves.size(), 3u);
+  EXPECT_EQ(halves[0].bits, 0xBE00); // -1.5 in binary16
+  EXPECT_EQ(float(halves[2]), 2.0f);
+  EXPECT_THROW(x.to_vector<half>(), Error);
+  EXPECT_EQ(x.to(DType::f16).to_vector<float>(), (std::vector<float>{-1.5f, 0.0f, 2.0f}));
+}
+
+KILN_ON_EVERY_DEVICE(LargeReductionOnEveryDevice);
+} // namespace
