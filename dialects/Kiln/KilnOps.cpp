@@ -119,7 +119,34 @@ void KernelOp::build(OpBuilder &builder, OperationState &state,
     block->addArgument(v.getType(), v.getLoc());
 }
 
+/// Kernels index with 64-bit products of their shapes (codegen delinearizes
+/// and linearizes them): at most 2^40 elements per value, as the API allows.
+static LogicalResult verifyKernelSizes(KernelOp kernel) {
+  auto tooLarge = [](Type type) {
+    auto shaped = dyn_cast<RankedTensorType>(type);
+    if (!shaped)
+      return false;
+    int64_t n = 1;
+    for (int64_t d : shaped.getShape())
+      if (d < 0 || __builtin_mul_overflow(n, d, &n))
+        return true;
+    return n > (int64_t(1) << 40);
+  };
+  WalkResult walk = kernel.getBody().walk([&](Operation *op) {
+    for (Type type : llvm::concat<const Type>(op->getOperandTypes(), op->getResultTypes()))
+      if (tooLarge(type)) {
+        op->emitOpError("has a value of type ") << type
+            << " with more than 2^40 elements: beyond what a kernel indexes";
+        return WalkResult::interrupt();
+      }
+    return WalkResult::advance();
+  });
+  return failure(walk.wasInterrupted());
+}
+
 LogicalResult KernelOp::verify() {
+  if (failed(verifyKernelSizes(*this)))
+    return failure();
   Block &block = getBody().front();
   if (block.getNumArguments() != getInputs().size())
     return emitOpError("has ") << getInputs().size() << " inputs but "
@@ -196,10 +223,13 @@ static void printDevice(OpAsmPrinter &printer, Operation *, DeviceAttr device) {
 //===----------------------------------------------------------------------===//
 
 namespace {
+/// Saturating at INT64_MAX: kiln-opt takes any type, and a product that
+/// wraps would compare equal to another shape's.
 int64_t numElements(ArrayRef<int64_t> shape) {
   int64_t n = 1;
   for (int64_t d : shape)
-    n *= d;
+    if (__builtin_mul_overflow(n, d, &n))
+      return INT64_MAX;
   return n;
 }
 

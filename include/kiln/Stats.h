@@ -17,6 +17,12 @@ struct Stats {
   uint64_t bytes_downloaded = 0;
   double compile_seconds = 0;     // graph passes + codegen
   double run_seconds = 0;         // uploads, dispatches and the final read
+  // The compiled-kernel cache now (not reset by reset_stats): its entries,
+  // their estimated bytes (bounded by KILN_KERNEL_CACHE_MB, default 512),
+  // and the kernels evicted to stay within that budget since the start.
+  uint64_t kernel_cache_entries = 0;
+  uint64_t kernel_cache_bytes = 0;
+  uint64_t kernel_cache_evictions = 0;
 };
 
 /// Counters since the process started or the last reset_stats().

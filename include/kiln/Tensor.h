@@ -110,7 +110,9 @@ public:
   /// Created with a device or moved with .to().
   bool is_committed() const;
   /// The committed device; for an uncommitted tensor, where it was computed
-  /// if it was read, else the default device.
+  /// if it was read, else where placement will compute it (the device of the
+  /// committed operands it meets, else the default device). Throws
+  /// DeviceMismatchError when its operands conflict, as reading it would.
   Device device() const;
   bool is_realized() const;
 

@@ -46,9 +46,9 @@ llvm::TargetMachine *hostTargetMachine() {
 const CompiledCpuKernel &kiln::compileCpuKernel(Session &session, KernelOp kernel) {
   KernelModule km = buildKernelModule(kernel, KernelLayout::Coalesced);
   std::string key = "cpu\n" + km.text;
-  if (auto it = session.cpuKernels.find(key); it != session.cpuKernels.end()) {
+  if (CompiledCpuKernel *hit = session.cpuKernels.find(key)) {
     ++session.stats.kernel_cache_hits;
-    return it->second;
+    return *hit;
   }
   CompiledCpuKernel compiled;
   compiled.outerIterations = km.outerIterations;
@@ -75,6 +75,7 @@ const CompiledCpuKernel &kiln::compileCpuKernel(Session &session, KernelOp kerne
       [&](llvm::Module *module) -> llvm::Error {
     if (llvm::Error error = optimize(module))
       return error;
+    compiled.instructions = module->getInstructionCount();
     if (capture) {
       llvm::raw_string_ostream os(*ir);
       module->print(os, nullptr);
@@ -96,5 +97,10 @@ const CompiledCpuKernel &kiln::compileCpuKernel(Session &session, KernelOp kerne
     llvm::errs() << "kiln: optimized LLVM IR of a CPU kernel:\n" << compiled.optimizedIR;
   compiled.engine = std::move(*engine);
   ++session.stats.kernels_compiled;
-  return session.cpuKernels.emplace(key, std::move(compiled)).first->second;
+  // An estimate (no JIT reports its memory): the engine's own state
+  // (measured: a few hundred KiB each) plus its code, and the key.
+  uint64_t bytes = (256 << 10) + 32 * compiled.instructions + 2 * key.size();
+  uint64_t budget = kernelCacheBudget(), other = session.kernels.bytes();
+  return session.cpuKernels.insert(key, std::move(compiled), bytes,
+                                   budget > other ? budget - other : 0, nullptr);
 }

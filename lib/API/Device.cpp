@@ -147,10 +147,21 @@ Device Device::vulkan(int index) {
   return Device("vulkan", index, written);
 }
 
+namespace {
+/// Every spelling Device::parse and KILN_DEVICE accept, said one way.
+const char *kValidNames =
+    "\"default\", \"cpu\", \"cpu:0\", \"vulkan\" or \"vulkan:<index>\"";
+
+/// Metal's absence, said one way wherever it is asked for.
+DeviceError noMetal(const std::string &written) {
+  return DeviceError("device \"" + written +
+                     "\" does not exist: Metal runs on Apple platforms only, and this "
+                     "build has no Metal runtime; the devices here are: " + listDevices());
+}
+} // namespace
+
 Device Device::metal(int index) {
-  throw DeviceError("device \"metal:" + std::to_string(index) +
-                    "\" does not exist: Metal is available on Apple platforms only; "
-                    "the devices here are: " + listDevices());
+  throw noMetal(index < 0 ? "metal" : "metal:" + std::to_string(index));
 }
 
 Device Device::parse(std::string_view name) {
@@ -164,9 +175,8 @@ Device Device::parse(std::string_view name) {
   if (api.size() < name.size()) {
     index = parseIndex(name.substr(api.size() + 1));
     if (!index)
-      throw DeviceError("malformed device name \"" + std::string(name) +
-                        "\": expected \"vulkan\" or \"vulkan:<index>\"; the "
-                        "devices here are: " + listDevices());
+      throw DeviceError("malformed device name \"" + std::string(name) + "\": expected " +
+                        kValidNames + "; the devices here are: " + listDevices());
   }
   if (api == "vulkan") {
     Device device = vulkan(index ? *index : -1);
@@ -183,12 +193,9 @@ Device Device::parse(std::string_view name) {
     return device;
   }
   if (api == "metal")
-    throw DeviceError("device \"" + std::string(name) +
-                      "\" is not available in this build on this machine; the "
-                      "devices here are: " + listDevices());
-  throw DeviceError("unknown device \"" + std::string(name) +
-                    "\": expected \"default\", \"vulkan\" or \"vulkan:<index>\"; "
-                    "the devices here are: " + listDevices());
+    throw noMetal(std::string(name));
+  throw DeviceError("unknown device \"" + std::string(name) + "\": expected " + kValidNames +
+                    "; the devices here are: " + listDevices());
 }
 
 Device Device::default_device() {

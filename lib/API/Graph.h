@@ -63,6 +63,10 @@ size_t elementBytes(DType dtype);
 void realizeNodes(const std::vector<std::shared_ptr<Node>> &roots,
                   const RealizeOptions &options = {});
 
+/// The device placement gives `root` when it is realized (building the
+/// graph, not running it); throws DeviceMismatchError as realizing would.
+Device placedDevice(const std::shared_ptr<Node> &root);
+
 /// Copies a realized node's buffer to `out` as stored (f32, f16, i32:
 /// little-endian; bool: one byte each): numel * elementBytes bytes.
 void readNodeInto(Node &node, void *out);

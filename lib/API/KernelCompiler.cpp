@@ -8,6 +8,8 @@
 
 #include "KernelCompiler.h"
 
+#include "Devices.h"
+
 #include "kiln/Codegen/KernelToLinalg.h"
 #include "kiln/Codegen/Pipelines.h"
 #include "kiln/Errors.h"
@@ -147,6 +149,31 @@ DeviceLimits kiln::limitsOf(const rt::AdapterInfo &adapter) {
   return limits;
 }
 
+uint64_t kiln::kernelCacheBudget() {
+  static const uint64_t budget = [] {
+    const char *text = std::getenv("KILN_KERNEL_CACHE_MB");
+    if (!text || !*text)
+      return uint64_t(512) << 20;
+    uint64_t mb = 0;
+    if (llvm::StringRef(text).trim().getAsInteger(10, mb) || mb == 0 || mb > (uint64_t(1) << 30))
+      throw Error(std::string("KILN_KERNEL_CACHE_MB=") + text +
+                  " is not a size: give a whole number of MiB (1 or more; default 512)");
+    return mb << 20;
+  }();
+  return budget;
+}
+
+namespace {
+/// Drops the pipelines built from an evicted kernel on every Vulkan device.
+void releasePipelines(uint64_t hash) {
+  rt::StatusOr<rt::VulkanContext *> context = rt::VulkanContext::get();
+  if (!context.isOk())
+    return;
+  for (rt::VulkanDevice *device : (*context)->createdDevices())
+    check(device->releasePipeline(hash), "releasing an evicted kernel's pipeline");
+}
+} // namespace
+
 const CompiledKernel &kiln::compileKernel(Session &session, KernelOp kernel,
                                           const rt::AdapterInfo &adapter) {
   MLIRContext *ctx = kernel.getContext();
@@ -211,9 +238,9 @@ const CompiledKernel &kiln::compileKernel(Session &session, KernelOp kernel,
        << " invocations=" << options.maxWorkgroupInvocations
        << " threads=" << options.threads;
   }
-  if (auto it = session.kernels.find(key); it != session.kernels.end()) {
+  if (CompiledKernel *hit = session.kernels.find(key)) {
     ++session.stats.kernel_cache_hits;
-    return it->second;
+    return *hit;
   }
 
   PassManager pm(ctx, ModuleOp::getOperationName());
@@ -274,5 +301,11 @@ const CompiledKernel &kiln::compileKernel(Session &session, KernelOp kernel,
     }
     dumpKernel(dir, compiled, bindingBytes, key);
   }
-  return session.kernels.emplace(key, std::move(compiled)).first->second;
+  // The SPIR-V and the key, plus an estimate of a driver's pipeline per
+  // device. Evicting drops those pipelines too.
+  uint64_t bytes = compiled.spirv.size() * 4 + 2 * key.size() + (64 << 10);
+  uint64_t budget = kernelCacheBudget(), other = session.cpuKernels.bytes();
+  return session.kernels.insert(key, std::move(compiled), bytes,
+                                budget > other ? budget - other : 0,
+                                [](CompiledKernel &evicted) { releasePipelines(evicted.hash); });
 }

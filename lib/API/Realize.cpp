@@ -57,7 +57,11 @@ Session &kiln::session() {
 Stats kiln::stats() {
   Session &s = session();
   std::lock_guard<std::mutex> lock(s.mutex);
-  return s.stats;
+  Stats out = s.stats;
+  out.kernel_cache_entries = s.kernels.size() + s.cpuKernels.size();
+  out.kernel_cache_bytes = s.kernels.bytes() + s.cpuKernels.bytes();
+  out.kernel_cache_evictions = s.kernels.evictions() + s.cpuKernels.evictions();
+  return out;
 }
 
 void kiln::reset_stats() {
@@ -578,7 +582,8 @@ int maxKernelBindings() {
   return limit;
 }
 
-void placeAndFuse(Session &session, GraphBuilder &graph, const RealizeOptions &realize) {
+void placeAndFuse(Session &session, GraphBuilder &graph, const RealizeOptions &realize,
+                  bool fuse = true) {
   MLIRContext *ctx = &session.context;
   PlacementOptions options;
   options.defaultDevice = deviceAttr(ctx, Device::default_device());
@@ -605,14 +610,29 @@ void placeAndFuse(Session &session, GraphBuilder &graph, const RealizeOptions &r
       conflicts.push_back(describe(conflict));
     throw DeviceMismatchError(report, std::move(conflicts));
   }
+  if (!fuse)
+    return;
   PassManager pm(ctx, ModuleOp::getOperationName());
   KilnFuseElementwiseOptions fusion;
   fusion.maxBindings = maxKernelBindings();
+  if (const char *ops = std::getenv("KILN_MAX_KERNEL_OPS"); ops && *ops)
+    fusion.maxOps = std::atoi(ops);
   pm.nest<func::FuncOp>().addPass(createKilnFuseElementwise(fusion));
   if (failed(pm.run(*graph.module)))
     throw CompileError("fusion failed:\n" + report);
 }
 } // namespace
+
+Device kiln::placedDevice(const std::shared_ptr<Node> &root) {
+  Session &s = session();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  // Placement itself, on the graph the read would build: its answer cannot
+  // differ from the realization's.
+  GraphBuilder graph(&s.context);
+  graph.build({root});
+  placeAndFuse(s, graph, RealizeOptions(), /*fuse=*/false);
+  return deviceOf(graph.values.lookup(root.get()).getDefiningOp());
+}
 
 void kiln::set_transfer_policy(TransferPolicy policy) {
   Session &s = session();

@@ -9,6 +9,7 @@
 #ifndef KILN_LIB_API_SESSION_H
 #define KILN_LIB_API_SESSION_H
 
+#include "KernelCache.h"
 #include "kiln/Stats.h"
 
 #include "kiln/runtime/Cpu.h"
@@ -48,14 +49,17 @@ struct CompiledCpuKernel {
   int64_t outerIterations = 0;
   int64_t innerIterations = 1;
   std::string optimizedIR; // kept when Session::captureCpuIR is set (tests)
+  /// LLVM instructions after optimization: the cache's size estimate.
+  uint64_t instructions = 0;
 };
 
 struct Session {
   Session();
   std::mutex mutex;
   mlir::MLIRContext context;
-  std::unordered_map<std::string, CompiledKernel> kernels;
-  std::unordered_map<std::string, CompiledCpuKernel> cpuKernels;
+  /// Bounded together by kernelCacheBudget() (KernelCache.h).
+  KernelCache<CompiledKernel> kernels;
+  KernelCache<CompiledCpuKernel> cpuKernels;
   bool captureCpuIR = false;
   Stats stats;
 };

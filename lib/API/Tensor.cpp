@@ -51,6 +51,13 @@ void checkShape(const Shape &shape, std::source_location loc) {
   }
 }
 
+/// The tensor of a new op node, its derived shape checked like a created
+/// one: [2^21, 1] + [1, 2^21] must not wrap into another size.
+Tensor made(std::shared_ptr<Node> node) {
+  checkShape(node->shape, node->loc);
+  return Tensor(std::move(node));
+}
+
 std::shared_ptr<Node> source(OpKind kind, Shape shape, std::optional<Device> device,
                              std::source_location loc) {
   checkShape(shape, loc);
@@ -70,7 +77,7 @@ Tensor input(std::vector<float> data, Shape shape, std::optional<Device> device,
                 " values for shape " + shapeText(node->shape) + " (" +
                 std::to_string(numElements(node->shape)) + " elements)");
   node->host = std::make_shared<const std::vector<float>>(std::move(data));
-  return Tensor(node);
+  return made(node);
 }
 
 Tensor intInput(std::vector<int32_t> data, Shape shape, std::optional<Device> device,
@@ -82,7 +89,7 @@ Tensor intInput(std::vector<int32_t> data, Shape shape, std::optional<Device> de
                 std::to_string(numElements(node->shape)) + " elements)");
   node->dtype = DType::i32;
   node->hostInts = std::make_shared<const std::vector<int32_t>>(std::move(data));
-  return Tensor(node);
+  return made(node);
 }
 
 Tensor constant(Shape shape, float value, std::optional<Device> device,
@@ -90,7 +97,7 @@ Tensor constant(Shape shape, float value, std::optional<Device> device,
   auto node = source(OpKind::Constant, std::move(shape), std::move(device), loc);
   node->value = value;
   node->dtype = dtype;
-  return Tensor(node);
+  return made(node);
 }
 
 /// A scalar operand next to `other`: in its floating dtype, so `h * 2.0f`
@@ -138,7 +145,7 @@ Tensor unary(const char *op, const Tensor &x, std::source_location loc) {
   node->shape = in.shape;
   node->dtype = in.dtype;
   node->loc = loc;
-  return Tensor(node);
+  return made(node);
 }
 
 Shape broadcast(const std::vector<const Node *> &nodes, const char *op,
@@ -179,7 +186,7 @@ Tensor binary(OpKind kind, const char *op, const Tensor &a, const Tensor &b,
   node->shape = broadcast({&l, &r}, op, loc);
   node->dtype = kind == OpKind::Compare ? DType::boolean : l.dtype;
   node->loc = loc;
-  return Tensor(node);
+  return made(node);
 }
 } // namespace
 
@@ -196,9 +203,11 @@ Node::~Node() {
 }
 
 int64_t kiln::numElements(const Shape &shape) {
+  // Saturating: shapes are checked when recorded, this must still never wrap.
   int64_t n = 1;
   for (int64_t d : shape)
-    n *= d;
+    if (__builtin_mul_overflow(n, d, &n))
+      return INT64_MAX;
   return n;
 }
 
@@ -307,7 +316,7 @@ Tensor Tensor::permute(std::vector<int64_t> order, Loc loc) const {
   }
   auto node = view(*this, "transpose", std::move(shape), loc);
   node->permutation = std::move(order);
-  return Tensor(node);
+  return made(node);
 }
 
 Tensor Tensor::transpose(int64_t dim0, int64_t dim1, Loc loc) const {
@@ -329,8 +338,9 @@ Tensor Tensor::reshape(Shape shape, Loc loc) const {
     else if (shape[i] < 0)
       throw Error(sitePrefix(loc) + "reshape: bad shape " + shapeText(shape) +
                   " (one dimension may be -1)");
-    else
-      known *= shape[i];
+    else if (__builtin_mul_overflow(known, shape[i], &known))
+      throw Error(sitePrefix(loc) + "reshape: shape " + shapeText(shape) +
+                  " has too many elements");
   }
   int64_t total = numElements(in.shape);
   if (inferred >= 0 && known > 0 && total % known == 0)
@@ -338,7 +348,7 @@ Tensor Tensor::reshape(Shape shape, Loc loc) const {
   if (inferred >= 0 ? (known == 0 || total % known != 0) : known != total)
     throw Error(sitePrefix(loc) + "reshape: cannot view " + shapeText(in.shape) + " (" +
                 std::to_string(total) + " elements) as " + shapeText(shape));
-  return Tensor(view(*this, "reshape", std::move(shape), loc));
+  return made(view(*this, "reshape", std::move(shape), loc));
 }
 
 Tensor Tensor::broadcast_to(Shape shape, Loc loc) const {
@@ -350,7 +360,7 @@ Tensor Tensor::broadcast_to(Shape shape, Loc loc) const {
   if (result != shape)
     throw Error(sitePrefix(loc) + "broadcast_to: cannot broadcast " + shapeText(in.shape) +
                 " to " + shapeText(shape));
-  return Tensor(view(*this, "broadcast_to", std::move(shape), loc));
+  return made(view(*this, "broadcast_to", std::move(shape), loc));
 }
 
 Tensor Tensor::slice(int64_t dim, std::optional<int64_t> start, std::optional<int64_t> end,
@@ -370,8 +380,10 @@ Tensor Tensor::slice(int64_t dim, std::optional<int64_t> start, std::optional<in
   };
   int64_t first = step > 0 ? wrap(start, 0, 0, n) : wrap(start, n - 1, -1, n - 1);
   int64_t stop = step > 0 ? wrap(end, n, 0, n) : wrap(end, -1, -1, n - 1);
-  int64_t count = step > 0 ? std::max<int64_t>(0, (stop - first + step - 1) / step)
-                           : std::max<int64_t>(0, (first - stop - step - 1) / -step);
+  // In unsigned arithmetic: steps of INT64_MAX or INT64_MIN must not wrap.
+  uint64_t magnitude = step > 0 ? uint64_t(step) : uint64_t(0) - uint64_t(step);
+  int64_t span = step > 0 ? stop - first : first - stop;
+  int64_t count = span > 0 ? int64_t((uint64_t(span) - 1) / magnitude + 1) : 0;
   Shape shape = in.shape;
   shape[dim] = count;
   auto node = view(*this, "slice", std::move(shape), loc);
@@ -379,7 +391,7 @@ Tensor Tensor::slice(int64_t dim, std::optional<int64_t> start, std::optional<in
   node->steps.assign(in.shape.size(), 1);
   node->starts[dim] = count ? first : 0;
   node->steps[dim] = step;
-  return Tensor(node);
+  return made(node);
 }
 
 Tensor Tensor::to(DType dtype, Loc loc) const {
@@ -393,7 +405,7 @@ Tensor Tensor::to(DType dtype, Loc loc) const {
   node->shape = in.shape;
   node->dtype = dtype;
   node->loc = loc;
-  return Tensor(node);
+  return made(node);
 }
 
 Tensor Tensor::to(const Device &device, Loc loc) const {
@@ -407,7 +419,7 @@ Tensor Tensor::to(const Device &device, Loc loc) const {
   node->dtype = in.dtype;
   node->device = device;
   node->loc = loc;
-  return Tensor(node);
+  return made(node);
 }
 
 const Shape &Tensor::shape() const { return nodeOf(*this, Loc::current()).shape; }
@@ -422,7 +434,11 @@ Device Tensor::device() const {
     return *n.device;
   if (n.bufferDevice)
     return *n.bufferDevice;
-  return Device::default_device();
+  // Unread and uncommitted: where placement will run it (the device of the
+  // committed operands it meets), not simply the default device.
+  if (n.kind == OpKind::Input || n.kind == OpKind::Constant)
+    return Device::default_device();
+  return placedDevice(node_);
 }
 
 namespace {
@@ -612,7 +628,7 @@ Tensor kiln::where(const Tensor &cond, const Tensor &a, const Tensor &b,
   node->shape = broadcast({&c, &l, &r}, "where", loc);
   node->dtype = l.dtype;
   node->loc = loc;
-  return Tensor(node);
+  return made(node);
 }
 
 namespace {
@@ -660,7 +676,7 @@ Tensor reduce(const char *kind, const Tensor &x, std::vector<int64_t> axes, bool
   node->loc = loc;
   node->axes = std::move(axes);
   node->keepdims = keepdims;
-  return Tensor(node);
+  return made(node);
 }
 } // namespace
 
@@ -737,7 +753,10 @@ Tensor kiln::pad(const Tensor &x, std::vector<int64_t> low, std::vector<int64_t>
   for (size_t d = 0; d < shape.size(); ++d) {
     if (low[d] < 0 || high[d] < 0)
       throw Error(sitePrefix(loc) + "pad: padding must be non-negative");
-    shape[d] += low[d] + high[d];
+    if (__builtin_add_overflow(shape[d], low[d], &shape[d]) ||
+        __builtin_add_overflow(shape[d], high[d], &shape[d]))
+      throw Error(sitePrefix(loc) + "pad: padding of dimension " + std::to_string(d) +
+                  " overflows its size");
   }
   checkShape(shape, loc);
   auto node = std::make_shared<Node>();
@@ -750,7 +769,7 @@ Tensor kiln::pad(const Tensor &x, std::vector<int64_t> low, std::vector<int64_t>
   node->low = std::move(low);
   node->high = std::move(high);
   node->value = value;
-  return Tensor(node);
+  return made(node);
 }
 
 Tensor kiln::concat(const std::vector<Tensor> &tensors, int64_t axis, std::source_location loc) {
@@ -781,7 +800,7 @@ Tensor kiln::concat(const std::vector<Tensor> &tensors, int64_t axis, std::sourc
   node->dtype = first.dtype;
   node->loc = loc;
   node->axes = {axis};
-  return Tensor(node);
+  return made(node);
 }
 
 Tensor kiln::index_select(const Tensor &x, int64_t dim, const Tensor &indices,
@@ -806,7 +825,7 @@ Tensor kiln::index_select(const Tensor &x, int64_t dim, const Tensor &indices,
   node->dtype = in.dtype;
   node->loc = loc;
   node->axes = {dim};
-  return Tensor(node);
+  return made(node);
 }
 
 Tensor kiln::index_select(const Tensor &x, int64_t dim, const std::vector<int64_t> &indices,
@@ -853,7 +872,7 @@ Tensor kiln::matmul(const Tensor &a, const Tensor &b, std::source_location loc) 
   node->shape = std::move(shape);
   node->dtype = l.dtype;
   node->loc = loc;
-  return Tensor(node);
+  return made(node);
 }
 
 namespace {
@@ -902,7 +921,7 @@ Tensor kiln::conv2d(const Tensor &x, const Tensor &filter, std::array<int64_t, 2
   node->padding = {padding[0], padding[1]};
   node->dilation = {dilation[0], dilation[1]};
   node->groups = groups;
-  return Tensor(node);
+  return made(node);
 }
 
 namespace {
@@ -931,7 +950,7 @@ Tensor pool(const char *kind, const Tensor &x, std::array<int64_t, 2> kernel,
   node->window = {kernel[0], kernel[1]};
   node->stride = {stride[0], stride[1]};
   node->padding = {padding[0], padding[1]};
-  return Tensor(node);
+  return made(node);
 }
 } // namespace
 

@@ -100,15 +100,44 @@ int commonUserGroup(Operation *op, const DenseMap<Operation *, int> &groupOf,
   return common;
 }
 
+/// A long elementwise kernel computed from splat constants (and scalars)
+/// alone: LLVM 22's loop vectorizer asks whether each value is uniform by
+/// walking its operand DAG without memoization, which takes exponential
+/// time when every path is uniform (a 64-op tanh/abs chain from
+/// Tensor::full ran for minutes). Reading one constant from a buffer makes
+/// the chain vary per element, and the walk stops at the first such value.
+/// Returns that constant, or null.
+Value uniformChainAnchor(const Group &group, ArrayRef<Operation *> ops) {
+  constexpr size_t kLongChain = 16;
+  if (ops.size() < kLongChain || group.row || group.contraction || group.reduction)
+    return Value();
+  Value anchor;
+  for (Operation *op : ops)
+    for (Value operand : op->getOperands()) {
+      Operation *def = operand.getDefiningOp();
+      if (def && group.members.contains(def))
+        continue;
+      if (!copiedIn(op, operand)) {
+        if (cast<RankedTensorType>(operand.getType()).getRank() > 0)
+          return Value(); // a varying input already
+        continue;
+      }
+      if (!anchor && cast<RankedTensorType>(operand.getType()).getShape() == group.shape)
+        anchor = operand;
+    }
+  return anchor;
+}
+
 void materialize(Group &group) {
   SmallVector<Operation *> ops(llvm::reverse(group.ops));
   llvm::SmallPtrSet<Operation *, 16> members(ops.begin(), ops.end());
   llvm::SetVector<Value> inputs;
   SmallVector<Value> outputs;
+  Value anchor = uniformChainAnchor(group, ops);
   for (Operation *op : ops) {
     for (Value operand : op->getOperands()) {
       Operation *def = operand.getDefiningOp();
-      if ((def && members.contains(def)) || copiedIn(op, operand))
+      if ((def && members.contains(def)) || (copiedIn(op, operand) && operand != anchor))
         continue;
       inputs.insert(operand);
     }
@@ -134,7 +163,7 @@ void materialize(Group &group) {
   builder.setInsertionPointToStart(&body);
   for (Operation *op : ops) {
     for (Value operand : op->getOperands())
-      if (!mapping.contains(operand) && copiedIn(op, operand)) {
+      if (!mapping.contains(operand) && copiedIn(op, operand) && operand != anchor) {
         Operation *copy = builder.clone(*operand.getDefiningOp());
         cast<PlacedOpInterface>(copy).setPlacement(DeviceAttr());
         mapping.map(operand, copy->getResult(0));

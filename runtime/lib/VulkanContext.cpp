@@ -329,6 +329,16 @@ StatusOr<VulkanDevice *> VulkanContext::device(size_t ordinal) {
   return s.devices[ordinal].get();
 }
 
+std::vector<VulkanDevice *> VulkanContext::createdDevices() {
+  State &s = *state_;
+  std::lock_guard<std::mutex> lock(s.mutex);
+  std::vector<VulkanDevice *> created;
+  for (const auto &device : s.devices)
+    if (device)
+      created.push_back(device.get());
+  return created;
+}
+
 size_t VulkanContext::preferredOrdinal() const {
   for (AdapterInfo::Type type :
        {AdapterInfo::Type::Discrete, AdapterInfo::Type::Integrated})

@@ -229,6 +229,25 @@ StatusOr<Pipeline *> VulkanDevice::pipeline(const KernelBinary &kernel) {
   return result;
 }
 
+Status VulkanDevice::releasePipeline(uint64_t hash) {
+  State &s = *state_;
+  Lock lock(s.mutex);
+  auto it = s.pipelines.find(hash);
+  if (it == s.pipelines.end())
+    return Status::ok();
+  // Recorded dispatches may still use it: finish them first.
+  if (Status status = flushLocked(s); !status.isOk())
+    return status;
+  s.pipelines.erase(it);
+  return Status::ok();
+}
+
+size_t VulkanDevice::pipelineCount() const {
+  State &s = *state_;
+  Lock lock(s.mutex);
+  return s.pipelines.size();
+}
+
 Status VulkanDevice::dispatch(Pipeline *pipeline,
                               const std::vector<Buffer *> &bindings,
                               uint32_t groupsX, uint32_t groupsY,

@@ -25,9 +25,10 @@ TEST(CpuKernel, TranscendentalChainIsVectorizedWithoutLibmCalls) {
   s.captureCpuIR = false;
   ASSERT_EQ(stats().kernels_compiled, 1u);
   std::string ir;
-  for (auto &[key, kernel] : s.cpuKernels)
+  s.cpuKernels.forEach([&](const std::string &key, const CompiledCpuKernel &kernel) {
     if (key.find("37x129") != std::string::npos || key.find("4773") != std::string::npos)
       ir += kernel.optimizedIR;
+  });
   ASSERT_FALSE(ir.empty()) << "no captured IR for the kernel";
   EXPECT_TRUE(std::regex_search(ir, std::regex(R"(fmul (fast )?<\d+ x float>)"))) << ir;
   EXPECT_TRUE(std::regex_search(ir, std::regex(R"(load <\d+ x float>)"))) << ir;
@@ -48,15 +49,16 @@ TEST(CpuKernel, TranscendentalChainIsVectorizedWithoutLibmCalls) {
 std::string optimizedIRWhile(const std::function<void()> &make) {
   Session &s = session();
   std::set<std::string> before;
-  for (auto &[key, kernel] : s.cpuKernels)
-    before.insert(key);
+  s.cpuKernels.forEach(
+      [&](const std::string &key, const CompiledCpuKernel &) { before.insert(key); });
   s.captureCpuIR = true;
   make();
   s.captureCpuIR = false;
   std::string ir;
-  for (auto &[key, kernel] : s.cpuKernels)
+  s.cpuKernels.forEach([&](const std::string &key, const CompiledCpuKernel &kernel) {
     if (!before.count(key))
       ir += kernel.optimizedIR;
+  });
   return ir;
 }
 

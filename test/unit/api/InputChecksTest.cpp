@@ -112,3 +112,30 @@ TEST(InputChecks, MatmulOfConstantsCompiles) {
         << device.name();
 }
 } // namespace
+
+namespace {
+TEST(InputChecks, ShapeArithmeticNeverWraps) {
+  Tensor col = Tensor::zeros({int64_t(1) << 21, 1}), row = Tensor::zeros({1, int64_t(1) << 21});
+  std::string text = messageOf([&] { col + row; });
+  EXPECT_NE(text.find("shape [2097152, 2097152] has too many elements"), std::string::npos)
+      << text;
+  Tensor tall = Tensor::zeros({int64_t(1) << 40, 1}), wide = Tensor::zeros({1, int64_t(1) << 40});
+  EXPECT_THROW(tall * wide, Error);
+  EXPECT_THROW(Tensor::zeros({4}).reshape({INT64_MAX, 2, -1}), Error);
+  EXPECT_THROW(Tensor::zeros({4}).reshape({INT64_MAX, INT64_MAX}), Error);
+  EXPECT_THROW(pad(Tensor::zeros({4}), {INT64_MAX}, {INT64_MAX}), Error);
+  EXPECT_THROW(pad(Tensor::zeros({4}), {INT64_MAX - 2}, {0}), Error);
+  // Steps and bounds at the int64 extremes follow Python's rules.
+  Tensor x = Tensor::from({0, 1, 2, 3, 4}, {5});
+  EXPECT_EQ(x.slice(0, std::nullopt, std::nullopt, INT64_MAX).shape(), (Shape{1}));
+  EXPECT_EQ(x.slice(0, std::nullopt, std::nullopt, INT64_MIN).shape(), (Shape{1}));
+  EXPECT_EQ(x.slice(0, std::nullopt, std::nullopt, INT64_MIN).to_vector<float>(),
+            (std::vector<float>{4}));
+  EXPECT_EQ(x.slice(0, INT64_MIN, INT64_MAX).shape(), (Shape{5}));
+  EXPECT_EQ(x.slice(0, INT64_MAX, INT64_MIN, -2).to_vector<float>(),
+            (std::vector<float>{4, 2, 0}));
+  Tensor empty = Tensor::zeros({0, 3});
+  EXPECT_EQ(empty.slice(0, std::nullopt, std::nullopt, INT64_MAX).shape(), (Shape{0, 3}));
+  EXPECT_EQ(empty.slice(0, std::nullopt, std::nullopt, INT64_MIN).shape(), (Shape{0, 3}));
+}
+} // namespace

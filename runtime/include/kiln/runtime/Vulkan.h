@@ -100,6 +100,8 @@ public:
   /// Created on first use; an ordinal out of range is NotFound, listing the
   /// devices that exist.
   StatusOr<VulkanDevice *> device(size_t ordinal);
+  /// The devices created so far (none is created here).
+  std::vector<VulkanDevice *> createdDevices();
   /// The first discrete GPU, else the first integrated one, else ordinal 0.
   size_t preferredOrdinal() const;
 
@@ -155,6 +157,12 @@ public:
   /// Cached by `kernel.hash`: a hit counts pipelineCacheHits, a creation
   /// pipelinesCreated. Malformed SPIR-V is an error, never a crash.
   StatusOr<Pipeline *> pipeline(const KernelBinary &kernel);
+  /// Destroys the pipeline built from kernel `hash` (if there is one) once
+  /// the work recorded so far has finished: a bounded kernel cache evicts
+  /// through this. A later pipeline() with the hash creates it again.
+  Status releasePipeline(uint64_t hash);
+  /// Pipelines held now.
+  size_t pipelineCount() const;
   /// Records a dispatch into the current command buffer (started lazily),
   /// ordered after all earlier work on this device by memory barriers.
   /// `bindings[i]` is bound at binding i and must belong to this device.

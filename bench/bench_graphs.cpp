@@ -1,0 +1,120 @@
+// Graph-size and many-shapes behaviour, on every device.
+//
+//   BM_DeepChain/<dev>/<ops>  a chain of <ops> elementwise ops (a random
+//                             mix of four) over [4, n] floats, compiled cold
+//                             (a shape no earlier iteration used, no two
+//                             kernels alike) and run: us per op must
+//                             stay flat as the chain grows (linear time);
+//                             counters: kernels per chain, us per op
+//   BM_ManyShapes/<dev>       graphs of ever new shapes (a small MLP step),
+//                             1000 per iteration: resident memory after
+//                             each 1000 (rss_mb), its growth over the last
+//                             1000 (growth_mb: flat at steady state), and
+//                             the kernel cache's entries and bytes
+//
+// KILN_BENCH_SMOKE=1 keeps the chains and shape counts small (CI runs each
+// benchmark once).
+
+#include "kiln/kiln.h"
+
+#include <benchmark/benchmark.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+namespace {
+bool smoke() {
+  const char *text = std::getenv("KILN_BENCH_SMOKE");
+  return text && *text == '1';
+}
+
+/// Resident set size in MiB (/proc/self/statm).
+double residentMiB() {
+  std::ifstream statm("/proc/self/statm");
+  long pages = 0, resident = 0;
+  statm >> pages >> resident;
+  return double(resident) * 4096.0 / double(1 << 20);
+}
+
+int64_t uniqueWidth() {
+  static int64_t next = 1;
+  return 64 + next++;
+}
+
+void BM_DeepChain(benchmark::State &state, kiln::Device device) {
+  int64_t ops = smoke() ? std::min<int64_t>(state.range(0), 200) : state.range(0);
+  double kernels = 0, seconds = 0;
+  for (auto _ : state) {
+    auto start = std::chrono::steady_clock::now();
+    kiln::Tensor x = kiln::Tensor::full({4, uniqueWidth()}, 0.5f, device);
+    kiln::Tensor y = x;
+    // A pseudo-random mix, so no two kernels of the chain are alike and
+    // the kernel cache cannot hide the compile time.
+    uint32_t seed = 12345;
+    for (int64_t i = 0; i < ops; ++i) {
+      seed = seed * 1664525u + 1013904223u;
+      switch (seed >> 30) {
+      case 0: y = y + 0.25f; break;
+      case 1: y = y * 0.999f; break;
+      case 2: y = kiln::tanh(y); break;
+      default: y = kiln::abs(y); break;
+      }
+    }
+    kiln::reset_stats();
+    kiln::realize({y});
+    kernels = double(kiln::stats().kernels_dispatched);
+    seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
+  state.counters["ops"] = double(ops);
+  state.counters["kernels"] = kernels;
+  state.counters["us_per_op"] = seconds * 1e6 / double(ops * state.iterations());
+}
+
+void BM_ManyShapes(benchmark::State &state, kiln::Device device) {
+  int shapes = smoke() ? 20 : 1000;
+  double before = residentMiB(), last = before, growth = 0;
+  for (auto _ : state) {
+    for (int i = 0; i < shapes; ++i) {
+      int64_t n = uniqueWidth();
+      kiln::Tensor x = kiln::Tensor::full({8, n}, 0.01f, device);
+      kiln::Tensor w = kiln::Tensor::full({n, 16}, 0.02f);
+      kiln::Tensor y = kiln::softmax(kiln::relu(kiln::matmul(x, w) + 1.0f), -1);
+      benchmark::DoNotOptimize(kiln::sum(y).item<float>());
+    }
+    double now = residentMiB();
+    growth = now - last;
+    last = now;
+  }
+  kiln::Stats stats = kiln::stats();
+  state.counters["rss_mb"] = last;
+  state.counters["growth_mb"] = growth;
+  state.counters["first_mb"] = last - before - growth * (state.iterations() - 1);
+  state.counters["cache_entries"] = double(stats.kernel_cache_entries);
+  state.counters["cache_mb"] = double(stats.kernel_cache_bytes) / double(1 << 20);
+  state.counters["evictions"] = double(stats.kernel_cache_evictions);
+}
+
+void registerAll() {
+  for (const kiln::Device &device : kiln::devices()) {
+    std::string name = device.name();
+    for (int64_t ops : {1000, 2000, 4000, 10000, 100000})
+      benchmark::RegisterBenchmark(("BM_DeepChain/" + name).c_str(), BM_DeepChain, device)
+          ->Arg(ops)
+          ->Unit(benchmark::kMillisecond)
+          ->Iterations(1);
+    benchmark::RegisterBenchmark(("BM_ManyShapes/" + name).c_str(), BM_ManyShapes, device)
+        ->Unit(benchmark::kSecond)
+        ->Iterations(smoke() ? 1 : 3);
+  }
+}
+} // namespace
+
+int main(int argc, char **argv) {
+  benchmark::Initialize(&argc, argv);
+  registerAll();
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
