@@ -5,6 +5,15 @@
 // it needs; the result keeps its device buffer, so reading again is free.
 // Nodes nobody references any more are freed with the last Tensor.
 //
+// Threads: any number of threads may record ops, read results and realize
+// graphs at once, on the same tensors too. Recording touches only the new
+// node; realizations and reads run one at a time under a process-wide lock
+// (a second thread reading a tensor that another is realizing waits, then
+// reads the result without recomputing it). A Tensor handle is a value: one
+// handle object must not be assigned in one thread while another uses it
+// (copy it instead), as with std::shared_ptr. cpu_view() spans stay valid
+// while the tensor lives, from any thread.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef KILN_TENSOR_H

@@ -3,7 +3,9 @@
 // A Node is one recorded op. Operands are shared_ptrs, so a node lives as
 // long as some Tensor or later node needs it. A realized node owns its
 // device buffer and drops its operands: the graph above it is freed.
-// Nodes are not thread-safe; realization is serialized by the session lock.
+// A node's recorded fields never change; its buffer, bufferDevice and
+// operands change when it is realized, under the session lock, and are read
+// only under it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -59,9 +61,17 @@ struct Node {
 int64_t numElements(const Shape &shape);
 size_t elementBytes(DType dtype);
 
-/// Compiles and runs everything `roots` need (kiln/lib/API/Realize.cpp).
+/// Compiles and runs everything the roots not yet realized need
+/// (kiln/lib/API/Realize.cpp). A node's buffer is written here, under the
+/// session lock, and read only under it (realizedOn, hostDataOf,
+/// readNodeInto): two threads may read or realize one tensor at once.
 void realizeNodes(const std::vector<std::shared_ptr<Node>> &roots,
                   const RealizeOptions &options = {});
+
+/// Where `node` was computed, if it was.
+std::optional<Device> realizedOn(const Node &node);
+/// A realized node's host pointer (null off the CPU) and its device.
+std::pair<const void *, Device> hostDataOf(const Node &node);
 
 /// The device placement gives `root` when it is realized (building the
 /// graph, not running it); throws DeviceMismatchError as realizing would.

@@ -645,10 +645,29 @@ void realizeLocked(Session &s, const std::vector<std::shared_ptr<Node>> &roots,
                    const RealizeOptions &options);
 } // namespace
 
-void kiln::realizeNodes(const std::vector<std::shared_ptr<Node>> &roots,
+std::optional<Device> kiln::realizedOn(const Node &node) {
+  Session &s = session();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  return node.realized() ? node.bufferDevice : std::nullopt;
+}
+
+std::pair<const void *, Device> kiln::hostDataOf(const Node &node) {
+  Session &s = session();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  return {rt::CpuDevice::data(*node.buffer), *node.bufferDevice};
+}
+
+void kiln::realizeNodes(const std::vector<std::shared_ptr<Node>> &all,
                         const RealizeOptions &options) {
   Session &s = session();
   std::lock_guard<std::mutex> lock(s.mutex);
+  // Another thread may have realized some meanwhile.
+  std::vector<std::shared_ptr<Node>> roots;
+  for (const auto &root : all)
+    if (!root->realized() && std::find(roots.begin(), roots.end(), root) == roots.end())
+      roots.push_back(root);
+  if (roots.empty())
+    return;
   try {
     realizeLocked(s, roots, options);
   } catch (const std::bad_alloc &) {

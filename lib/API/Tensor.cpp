@@ -426,14 +426,17 @@ const Shape &Tensor::shape() const { return nodeOf(*this, Loc::current()).shape;
 int64_t Tensor::numel() const { return numElements(shape()); }
 DType Tensor::dtype() const { return nodeOf(*this, Loc::current()).dtype; }
 bool Tensor::is_committed() const { return nodeOf(*this, Loc::current()).device.has_value(); }
-bool Tensor::is_realized() const { return nodeOf(*this, Loc::current()).realized(); }
+bool Tensor::is_realized() const {
+  nodeOf(*this, Loc::current());
+  return realizedOn(*node_).has_value();
+}
 
 Device Tensor::device() const {
   const Node &n = nodeOf(*this, Loc::current());
   if (n.device)
     return *n.device;
-  if (n.bufferDevice)
-    return *n.bufferDevice;
+  if (std::optional<Device> computed = realizedOn(*node_))
+    return *computed;
   // Unread and uncommitted: where placement will run it (the device of the
   // committed operands it meets), not simply the default device.
   if (n.kind == OpKind::Input || n.kind == OpKind::Constant)
@@ -451,8 +454,7 @@ Node &readable(const Tensor &t, std::initializer_list<DType> allowed, const char
   if (std::find(allowed.begin(), allowed.end(), node.dtype) == allowed.end())
     throw Error(std::string(accessor) + " cannot read a tensor of dtype " +
                 dtype_name(node.dtype) + " without changing its values: " + instead);
-  if (!node.realized())
-    realizeNodes({t.node()});
+  realizeNodes({t.node()}); // (nothing to do when it is realized)
   return node;
 }
 
@@ -552,13 +554,11 @@ template <> std::vector<half> Tensor::to_vector<half>() const {
 
 std::span<const float> Tensor::cpu_view() const {
   nodeOf(*this, Loc::current());
-  if (!node_->realized())
-    realizeNodes({node_});
-  void *data = rt::CpuDevice::data(*node_->buffer);
+  realizeNodes({node_});
+  auto [data, device] = hostDataOf(*node_);
   if (!data || node_->dtype != DType::f32)
     throw Error("cpu_view needs an f32 tensor on cpu:0; this one is " +
-                std::string(dtype_name(node_->dtype)) + " on " +
-                node_->bufferDevice->name() +
+                std::string(dtype_name(node_->dtype)) + " on " + device.name() +
                 ": read it with to_vector<float>() or move it with .to(Device::cpu())");
   return {static_cast<const float *>(data), static_cast<size_t>(numel())};
 }
@@ -570,11 +570,11 @@ template <> half Tensor::item<half>() const { return single(*this, to_vector<hal
 
 void kiln::realize(const std::vector<Tensor> &tensors, const RealizeOptions &options) {
   std::vector<std::shared_ptr<Node>> roots;
-  for (const Tensor &t : tensors)
-    if (!nodeOf(t, std::source_location::current()).realized())
-      roots.push_back(t.node());
-  if (!roots.empty())
-    realizeNodes(roots, options);
+  for (const Tensor &t : tensors) {
+    nodeOf(t, std::source_location::current());
+    roots.push_back(t.node());
+  }
+  realizeNodes(roots, options); // skips the realized ones, under the lock
 }
 
 #define KILN_UNARY(NAME)                                                       \
