@@ -34,17 +34,24 @@
 using namespace mlir;
 using namespace kiln;
 
-Session::Session() {
+Session::Session() { registerKilnPasses(); }
+
+MLIRContext &Session::contextForGraph() {
+  if (context && ++graphsOnContext <= kGraphsPerContext)
+    return *context;
+  graphsOnContext = 1;
+  context.reset(); // first: no two contexts' interned data at once
+  context = std::make_unique<MLIRContext>();
   DialectRegistry registry;
   registerKilnDialects(registry);
-  context.appendDialectRegistry(registry);
-  context.loadAllAvailableDialects();
+  context->appendDialectRegistry(registry);
+  context->loadAllAvailableDialects();
   // Kernels are small and compiled one at a time; MLIR's thread pool would
   // only compete with the devices' own threads.
-  context.disableMultithreading();
+  context->disableMultithreading();
   // Users get their own lines in diagnostics, not a dump of the graph op.
-  context.printOpOnDiagnostic(false);
-  registerKilnPasses();
+  context->printOpOnDiagnostic(false);
+  return *context;
 }
 
 Session &kiln::session() {
@@ -584,7 +591,7 @@ int maxKernelBindings() {
 
 void placeAndFuse(Session &session, GraphBuilder &graph, const RealizeOptions &realize,
                   bool fuse = true) {
-  MLIRContext *ctx = &session.context;
+  MLIRContext *ctx = graph.ctx;
   PlacementOptions options;
   options.defaultDevice = deviceAttr(ctx, Device::default_device());
   options.policy = resolvePolicy(realize);
@@ -628,7 +635,7 @@ Device kiln::placedDevice(const std::shared_ptr<Node> &root) {
   std::lock_guard<std::mutex> lock(s.mutex);
   // Placement itself, on the graph the read would build: its answer cannot
   // differ from the realization's.
-  GraphBuilder graph(&s.context);
+  GraphBuilder graph(&s.contextForGraph());
   graph.build({root});
   placeAndFuse(s, graph, RealizeOptions(), /*fuse=*/false);
   return deviceOf(graph.values.lookup(root.get()).getDefiningOp());
@@ -684,7 +691,7 @@ namespace {
 void realizeLocked(Session &s, const std::vector<std::shared_ptr<Node>> &roots,
                    const RealizeOptions &options) {
   auto compileStart = Clock::now();
-  GraphBuilder graph(&s.context);
+  GraphBuilder graph(&s.contextForGraph());
   graph.build(roots);
   placeAndFuse(s, graph, options);
   ++s.stats.graphs_compiled;

@@ -56,12 +56,22 @@ struct CompiledCpuKernel {
 struct Session {
   Session();
   std::mutex mutex;
-  mlir::MLIRContext context;
+  /// The context for the next graph. An MLIRContext never frees the types
+  /// and attributes it interns (every new shape adds some), so a process
+  /// that sees ever new shapes starts a fresh one every kGraphsPerContext
+  /// graphs. Nothing outlives a graph in it: kernels are cached as SPIR-V
+  /// words and JIT engines with their own LLVM contexts.
+  mlir::MLIRContext &contextForGraph();
+  static constexpr uint64_t kGraphsPerContext = 256;
   /// Bounded together by kernelCacheBudget() (KernelCache.h).
   KernelCache<CompiledKernel> kernels;
   KernelCache<CompiledCpuKernel> cpuKernels;
   bool captureCpuIR = false;
   Stats stats;
+
+private:
+  std::unique_ptr<mlir::MLIRContext> context;
+  uint64_t graphsOnContext = 0;
 };
 
 Session &session();

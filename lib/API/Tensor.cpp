@@ -69,24 +69,27 @@ std::shared_ptr<Node> source(OpKind kind, Shape shape, std::optional<Device> dev
   return node;
 }
 
-Tensor input(std::vector<float> data, Shape shape, std::optional<Device> device,
-             std::source_location loc) {
+/// An Input node for `count` host values of `shape`.
+std::shared_ptr<Node> hostInput(size_t count, Shape shape, std::optional<Device> device,
+                                std::source_location loc) {
   auto node = source(OpKind::Input, std::move(shape), std::move(device), loc);
-  if (static_cast<int64_t>(data.size()) != numElements(node->shape))
-    throw Error(sitePrefix(loc) + "Tensor::from got " + std::to_string(data.size()) +
+  if (static_cast<int64_t>(count) != numElements(node->shape))
+    throw Error(sitePrefix(loc) + "Tensor::from got " + std::to_string(count) +
                 " values for shape " + shapeText(node->shape) + " (" +
                 std::to_string(numElements(node->shape)) + " elements)");
+  return node;
+}
+
+Tensor input(std::vector<float> data, Shape shape, std::optional<Device> device,
+             std::source_location loc) {
+  auto node = hostInput(data.size(), std::move(shape), std::move(device), loc);
   node->host = std::make_shared<const std::vector<float>>(std::move(data));
   return made(node);
 }
 
 Tensor intInput(std::vector<int32_t> data, Shape shape, std::optional<Device> device,
                 std::source_location loc) {
-  auto node = source(OpKind::Input, std::move(shape), std::move(device), loc);
-  if (static_cast<int64_t>(data.size()) != numElements(node->shape))
-    throw Error(sitePrefix(loc) + "Tensor::from got " + std::to_string(data.size()) +
-                " values for shape " + shapeText(node->shape) + " (" +
-                std::to_string(numElements(node->shape)) + " elements)");
+  auto node = hostInput(data.size(), std::move(shape), std::move(device), loc);
   node->dtype = DType::i32;
   node->hostInts = std::make_shared<const std::vector<int32_t>>(std::move(data));
   return made(node);

@@ -8,12 +8,7 @@ using namespace kiln;
 
 namespace {
 std::string deviceErrorOf(const std::function<void()> &f) {
-  try {
-    f();
-  } catch (const DeviceError &e) {
-    return e.what();
-  }
-  return "";
+  return kiln::test::messageOf<DeviceError>(f);
 }
 
 TEST(Diagnostics, UnreadValueReportsTheDevicePlacementChooses) {

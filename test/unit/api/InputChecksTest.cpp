@@ -8,14 +8,7 @@
 using namespace kiln;
 
 namespace {
-std::string messageOf(const std::function<void()> &f) {
-  try {
-    f();
-  } catch (const Error &e) {
-    return e.what();
-  }
-  return "";
-}
+using kiln::test::messageOf;
 
 TEST(InputChecks, NormalizationParametersMustMatchTheirDimension) {
   Tensor x = Tensor::randn({2, 4});

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -48,6 +49,16 @@ protected:
                            [](const ::testing::TestParamInfo<int> &info) {     \
                              return "device" + std::to_string(info.param);     \
                            })
+
+/// The message of the `E` that `f` throws; empty when it throws none.
+template <typename E = Error> std::string messageOf(const std::function<void()> &f) {
+  try {
+    f();
+  } catch (const E &e) {
+    return e.what();
+  }
+  return "";
+}
 
 /// f32 tolerance: |got - want| <= atol + rtol * |want| (numpy's allclose).
 inline ::testing::AssertionResult allClose(const std::vector<float> &got,

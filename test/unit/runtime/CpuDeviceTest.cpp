@@ -182,7 +182,9 @@ TEST_F(CpuDeviceTest, AllocationsOfOddSizesAreAlignedTo64Bytes) {
       buffers.push_back(std::move(buffer));
     }
   }
-  EXPECT_EQ(cpu.stats().buffersAllocated, buffers.size());
+  // The host pool is process-wide: earlier tests may have left buffers of
+  // these sizes in it.
+  EXPECT_EQ(cpu.stats().buffersAllocated + cpu.stats().bufferPoolHits, buffers.size());
 }
 
 TEST_F(CpuDeviceTest, AnImpossibleAllocationIsOutOfMemory) {
