@@ -25,6 +25,7 @@
 
 #include "spirv-tools/libspirv.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <functional>
@@ -198,10 +199,19 @@ const CompiledKernel &kiln::compileKernel(Session &session, KernelOp kernel,
       throw CompileError("a tensor of " + std::to_string(cast<MemRefType>(arg).getNumElements()) +
                          " elements is beyond the 2^31 elements a Vulkan kernel indexes; "
                          "split it or run it on the CPU device");
-  // The iteration space too: a sum over a computed 2^31-element tensor
-  // reads no such buffer, yet indexes that far.
-  if (km.iterations >= (int64_t(1) << 31))
-    throw CompileError("a kernel over " + std::to_string(km.iterations) +
+  // Values computed inside the kernel too: a sum over a computed
+  // 2^31-element tensor reads no such buffer, yet indexes that far. (Not
+  // the iteration count: a matmul's M * N * K is never an index.)
+  int64_t largest = 0;
+  kernel.getBody().walk([&](Operation *op) {
+    for (Type type : op->getResultTypes())
+      if (auto tensor = dyn_cast<RankedTensorType>(type))
+        largest = std::max(largest, tensor.getNumElements());
+  });
+  for (Type type : kernel.getBody().front().getArgumentTypes())
+    largest = std::max(largest, cast<RankedTensorType>(type).getNumElements());
+  if (largest >= (int64_t(1) << 31))
+    throw CompileError("a kernel over a tensor of " + std::to_string(largest) +
                        " elements is beyond the 2^31 elements a Vulkan kernel indexes; "
                        "split the work or run it on the CPU device");
   // A device that ends loops early (llvmpipe) must never drop work silently.

@@ -92,6 +92,16 @@ TEST_P(LargeReductionOnEveryDevice, SumsPast2To31Elements) {
   EXPECT_EQ(rows, (std::vector<float>(3, 1073741824.0f)));
 }
 
+TEST_P(LargeReductionOnEveryDevice, MatmulOf2To31ProductsIsNotRefused) {
+  // M * N * K = 2^31 products, every index far below 2^31: the 32-bit
+  // index limit is about tensors, not about the work.
+  Tensor a = Tensor::full({1024, 2048}, 1.0f, *device), b = Tensor::full({2048, 1024}, 0.5f);
+  std::vector<float> c = matmul(a, b).to_vector<float>();
+  ASSERT_EQ(c.size(), size_t(1) << 20);
+  EXPECT_EQ(c.front(), 1024.0f);
+  EXPECT_EQ(c.back(), 1024.0f);
+}
+
 TEST_P(LargeReductionOnEveryDevice, IndexSelectClampsIndicesPastTheI32Range) {
   Tensor x = Tensor::from({0, 1, 2, 3, 4, 5, 6, 7, 8, 9}, {5, 2}, *device);
   std::vector<float> rows =
