@@ -271,6 +271,9 @@ LogicalResult TransposeOp::verify() {
 }
 
 LogicalResult ReshapeOp::verify() {
+  if (numElements(shapeOf(getInput())) == INT64_MAX ||
+      numElements(shapeOf(getResult())) == INT64_MAX)
+    return emitOpError("has a shape whose element count overflows 64 bits");
   if (numElements(shapeOf(getInput())) != numElements(shapeOf(getResult())))
     return emitOpError("cannot reshape ") << shapeString(shapeOf(getInput())) << " ("
                                           << numElements(shapeOf(getInput()))

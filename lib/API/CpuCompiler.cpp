@@ -100,7 +100,7 @@ const CompiledCpuKernel &kiln::compileCpuKernel(Session &session, KernelOp kerne
   // An estimate (no JIT reports its memory): the engine's own state
   // (measured: a few hundred KiB each) plus its code, and the key.
   uint64_t bytes = (256 << 10) + 32 * compiled.instructions + 2 * key.size();
-  uint64_t budget = kernelCacheBudget(), other = session.kernels.bytes();
-  return session.cpuKernels.insert(key, std::move(compiled), bytes,
-                                   budget > other ? budget - other : 0, nullptr);
+  CompiledCpuKernel &kept = session.cpuKernels.insert(key, std::move(compiled), bytes);
+  trimKernelCaches(session);
+  return kept;
 }

@@ -175,6 +175,18 @@ void releasePipelines(uint64_t hash) {
 }
 } // namespace
 
+void kiln::trimKernelCaches(Session &session) {
+  uint64_t budget = kernelCacheBudget();
+  while (session.kernels.bytes() + session.cpuKernels.bytes() > budget &&
+         session.kernels.size() + session.cpuKernels.size() > 1) {
+    if (session.kernels.oldestUse() < session.cpuKernels.oldestUse())
+      session.kernels.evictOldest(
+          [](CompiledKernel &evicted) { releasePipelines(evicted.hash); });
+    else
+      session.cpuKernels.evictOldest(nullptr);
+  }
+}
+
 const CompiledKernel &kiln::compileKernel(Session &session, KernelOp kernel,
                                           const rt::AdapterInfo &adapter) {
   MLIRContext *ctx = kernel.getContext();
@@ -314,8 +326,7 @@ const CompiledKernel &kiln::compileKernel(Session &session, KernelOp kernel,
   // The SPIR-V and the key, plus an estimate of a driver's pipeline per
   // device. Evicting drops those pipelines too.
   uint64_t bytes = compiled.spirv.size() * 4 + 2 * key.size() + (64 << 10);
-  uint64_t budget = kernelCacheBudget(), other = session.cpuKernels.bytes();
-  return session.kernels.insert(key, std::move(compiled), bytes,
-                                budget > other ? budget - other : 0,
-                                [](CompiledKernel &evicted) { releasePipelines(evicted.hash); });
+  CompiledKernel &kept = session.kernels.insert(key, std::move(compiled), bytes);
+  trimKernelCaches(session);
+  return kept;
 }

@@ -24,6 +24,7 @@
 #include "mlir/IR/Verifier.h"
 #include "mlir/Pass/PassManager.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 
 #include <chrono>
 #include <cstring>
@@ -670,8 +671,9 @@ void kiln::realizeNodes(const std::vector<std::shared_ptr<Node>> &all,
   std::lock_guard<std::mutex> lock(s.mutex);
   // Another thread may have realized some meanwhile.
   std::vector<std::shared_ptr<Node>> roots;
+  llvm::DenseSet<Node *> seen;
   for (const auto &root : all)
-    if (!root->realized() && std::find(roots.begin(), roots.end(), root) == roots.end())
+    if (!root->realized() && seen.insert(root.get()).second)
       roots.push_back(root);
   if (roots.empty())
     return;

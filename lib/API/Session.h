@@ -64,8 +64,9 @@ struct Session {
   mlir::MLIRContext &contextForGraph();
   static constexpr uint64_t kGraphsPerContext = 256;
   /// Bounded together by kernelCacheBudget() (KernelCache.h).
-  KernelCache<CompiledKernel> kernels;
-  KernelCache<CompiledCpuKernel> cpuKernels;
+  uint64_t cacheClock = 0;
+  KernelCache<CompiledKernel> kernels{cacheClock};
+  KernelCache<CompiledCpuKernel> cpuKernels{cacheClock};
   bool captureCpuIR = false;
   Stats stats;
 
@@ -75,6 +76,10 @@ private:
 };
 
 Session &session();
+
+/// Evicts the least recently used kernels of either cache until both fit
+/// kernelCacheBudget() together; the most recent one always stays.
+void trimKernelCaches(Session &session);
 
 } // namespace kiln
 

@@ -496,10 +496,14 @@ float halfToFloat(uint16_t h) {
   return f;
 }
 
-template <typename T> T single(const Tensor &t, std::vector<T> values) {
-  if (values.size() != 1)
+/// item() reads one element: checked before anything is computed or read.
+void oneElement(const Tensor &t) {
+  if (t.numel() != 1)
     throw Error("item() needs a tensor of one element, this one has shape " +
                 shapeText(t.shape()) + " (read it with to_vector)");
+}
+
+template <typename T> T single(const Tensor &, std::vector<T> values) {
   return values.front();
 }
 } // namespace
@@ -566,10 +570,18 @@ std::span<const float> Tensor::cpu_view() const {
   return {static_cast<const float *>(data), static_cast<size_t>(numel())};
 }
 
-template <> float Tensor::item<float>() const { return single(*this, to_vector<float>()); }
-template <> int32_t Tensor::item<int32_t>() const { return single(*this, to_vector<int32_t>()); }
-template <> bool Tensor::item<bool>() const { return single(*this, to_vector<bool>()); }
-template <> half Tensor::item<half>() const { return single(*this, to_vector<half>()); }
+template <> float Tensor::item<float>() const {
+  return single(*this, (oneElement(*this), to_vector<float>()));
+}
+template <> int32_t Tensor::item<int32_t>() const {
+  return single(*this, (oneElement(*this), to_vector<int32_t>()));
+}
+template <> bool Tensor::item<bool>() const {
+  return single(*this, (oneElement(*this), to_vector<bool>()));
+}
+template <> half Tensor::item<half>() const {
+  return single(*this, (oneElement(*this), to_vector<half>()));
+}
 
 void kiln::realize(const std::vector<Tensor> &tensors, const RealizeOptions &options) {
   std::vector<std::shared_ptr<Node>> roots;

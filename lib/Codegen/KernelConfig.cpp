@@ -15,8 +15,10 @@ RowKernelConfig RowKernelConfig::defaultFor(const DeviceLimits &limits, int64_t 
   RowKernelConfig config;
   int64_t sg = limits.subgroupSize;
   int64_t budget = limits.maxLoopIterations > 0 ? limits.maxLoopIterations : INT64_MAX;
-  // Loop iterations of a work item that takes a whole row alone.
-  int64_t alone = columns > budget / std::max<int64_t>(1, phases) ? INT64_MAX : columns * phases;
+  // Loop iterations of a work item that takes a whole row alone (the
+  // cascade adds an outer trip per block of 256, counted generously).
+  int64_t perPhase = columns + columns / 128 + 1;
+  int64_t alone = perPhase > budget / std::max<int64_t>(1, phases) ? INT64_MAX : perPhase * phases;
   // A workgroup per row pays off once a row fills a subgroup, and only when
   // neighbouring work items read neighbouring elements; a column reduction
   // takes one too when its rows are long and few (one work item would loop

@@ -109,8 +109,9 @@ int commonUserGroup(Operation *op, const DenseMap<Operation *, int> &groupOf,
 /// Returns that constant, or null.
 Value uniformChainAnchor(const Group &group, ArrayRef<Operation *> ops) {
   constexpr size_t kLongChain = 16;
-  if (ops.size() < kLongChain || group.row || group.contraction || group.reduction)
-    return Value();
+  if (ops.size() < kLongChain || group.row || group.contraction || group.reduction ||
+      !group.device.getName().starts_with("cpu"))
+    return Value(); // (GPU kernels are not loop-vectorized)
   Value anchor;
   for (Operation *op : ops)
     for (Value operand : op->getOperands()) {
@@ -280,6 +281,7 @@ bool recomputeInUsers(Operation *op, SmallVector<Group, 0> &groups,
       auto it = groupOf.find(use.getOwner());
       return it != groupOf.end() && it->second == target;
     });
+    group.external.remove(op->getResult(0)); // the copy computes it inside now
     addMember(group, copy);
     groupOf[copy] = target;
   }
