@@ -7,7 +7,8 @@
 //                             stay flat as the chain grows (linear time);
 //                             counters: kernels per chain, us per op
 //   BM_ManyShapes/<dev>       graphs of ever new shapes (a small MLP step),
-//                             1000 per iteration: resident memory after
+//                             1000 per iteration (KILN_BENCH_SHAPE_ROUNDS
+//                             iterations, default 3): resident memory after
 //                             each 1000 (rss_mb), its growth over the last
 //                             1000 (growth_mb: flat at steady state), and
 //                             the kernel cache's entries and bytes
@@ -36,6 +37,12 @@ double residentMiB() {
   long pages = 0, resident = 0;
   statm >> pages >> resident;
   return double(resident) * 4096.0 / double(1 << 20);
+}
+
+/// Rounds of 1000 shapes: KILN_BENCH_SHAPE_ROUNDS, default 3.
+int rounds() {
+  const char *text = std::getenv("KILN_BENCH_SHAPE_ROUNDS");
+  return text && std::atoi(text) > 0 ? std::atoi(text) : 3;
 }
 
 int64_t uniqueWidth() {
@@ -106,7 +113,7 @@ void registerAll() {
           ->Iterations(1);
     benchmark::RegisterBenchmark(("BM_ManyShapes/" + name).c_str(), BM_ManyShapes, device)
         ->Unit(benchmark::kSecond)
-        ->Iterations(smoke() ? 1 : 3);
+        ->Iterations(smoke() ? 1 : rounds());
   }
 }
 } // namespace
