@@ -61,7 +61,7 @@ if [ "$mode" = asan ] || [ "$mode" = all ]; then
 fi
 if [ "$mode" = tsan ] || [ "$mode" = all ]; then
   build tsan "-fsanitize=thread"
-  TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$root/scripts/tsan.supp" \
+  TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 allocator_may_return_null=1 suppressions=$root/scripts/tsan.supp" \
     run_suites "$parent/build-tsan"
   echo "tsan: clean"
 fi
