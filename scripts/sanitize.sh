@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The API and runtime test suites under sanitizers (not in CI: a sanitizer
-# build of the whole compiler takes most of an hour on 2 cores).
+# build of the whole compiler takes about half an hour on 2 cores).
 #
 #   scripts/sanitize.sh asan   AddressSanitizer + UndefinedBehaviorSanitizer
 #   scripts/sanitize.sh tsan   ThreadSanitizer
