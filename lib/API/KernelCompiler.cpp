@@ -205,15 +205,10 @@ const CompiledKernel &kiln::compileKernel(Session &session, KernelOp kernel,
   SPIRVPipelineOptions options;
   options.subgroupSize = limits.subgroupSize;
   options.maxWorkgroupInvocations = limits.maxWorkgroupInvocations;
-  // SPIR-V indices are 32-bit here: refuse what would overflow them.
-  for (Type arg : (*fn).getArgumentTypes())
-    if (cast<MemRefType>(arg).getNumElements() >= (int64_t(1) << 31))
-      throw CompileError("a tensor of " + std::to_string(cast<MemRefType>(arg).getNumElements()) +
-                         " elements is beyond the 2^31 elements a Vulkan kernel indexes; "
-                         "split it or run it on the CPU device");
-  // Values computed inside the kernel too: a sum over a computed
-  // 2^31-element tensor reads no such buffer, yet indexes that far. (Not
-  // the iteration count: a matmul's M * N * K is never an index.)
+  // SPIR-V indices are 32-bit here: refuse any tensor of the kernel that
+  // would overflow them, inputs, results and values computed inside alike
+  // (a sum over a computed 2^31-element tensor reads no such buffer, yet
+  // indexes that far). Not the iteration count: M * N * K is no index.
   int64_t largest = 0;
   kernel.getBody().walk([&](Operation *op) {
     for (Type type : op->getResultTypes())

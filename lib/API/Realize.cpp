@@ -623,8 +623,6 @@ void placeAndFuse(Session &session, GraphBuilder &graph, const RealizeOptions &r
   PassManager pm(ctx, ModuleOp::getOperationName());
   KilnFuseElementwiseOptions fusion;
   fusion.maxBindings = maxKernelBindings();
-  if (const char *ops = std::getenv("KILN_MAX_KERNEL_OPS"); ops && *ops)
-    fusion.maxOps = std::atoi(ops);
   pm.nest<func::FuncOp>().addPass(createKilnFuseElementwise(fusion));
   if (failed(pm.run(*graph.module)))
     throw CompileError("fusion failed:\n" + report);

@@ -496,15 +496,12 @@ float halfToFloat(uint16_t h) {
   return f;
 }
 
-/// item() reads one element: checked before anything is computed or read.
-void oneElement(const Tensor &t) {
+/// item<T>(): the size is checked before anything is computed or read.
+template <typename T> T itemOf(const Tensor &t) {
   if (t.numel() != 1)
     throw Error("item() needs a tensor of one element, this one has shape " +
                 shapeText(t.shape()) + " (read it with to_vector)");
-}
-
-template <typename T> T single(const Tensor &, std::vector<T> values) {
-  return values.front();
+  return t.to_vector<T>().front();
 }
 } // namespace
 
@@ -570,18 +567,10 @@ std::span<const float> Tensor::cpu_view() const {
   return {static_cast<const float *>(data), static_cast<size_t>(numel())};
 }
 
-template <> float Tensor::item<float>() const {
-  return single(*this, (oneElement(*this), to_vector<float>()));
-}
-template <> int32_t Tensor::item<int32_t>() const {
-  return single(*this, (oneElement(*this), to_vector<int32_t>()));
-}
-template <> bool Tensor::item<bool>() const {
-  return single(*this, (oneElement(*this), to_vector<bool>()));
-}
-template <> half Tensor::item<half>() const {
-  return single(*this, (oneElement(*this), to_vector<half>()));
-}
+template <> float Tensor::item<float>() const { return itemOf<float>(*this); }
+template <> int32_t Tensor::item<int32_t>() const { return itemOf<int32_t>(*this); }
+template <> bool Tensor::item<bool>() const { return itemOf<bool>(*this); }
+template <> half Tensor::item<half>() const { return itemOf<half>(*this); }
 
 void kiln::realize(const std::vector<Tensor> &tensors, const RealizeOptions &options) {
   std::vector<std::shared_ptr<Node>> roots;
