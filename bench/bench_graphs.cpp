@@ -12,6 +12,11 @@
 //                             each 1000 (rss_mb), its growth over the last
 //                             1000 (growth_mb: flat at steady state), and
 //                             the kernel cache's entries and bytes
+//   BM_RecordOps/<trace>      recording alone (no realize): 1000 ops of a
+//                             small block (linear, relu, layer_norm) per
+//                             iteration, with KILN_TRACE's call-stack
+//                             recording off (0) and on (1), side by side:
+//                             counter ns_per_op
 //
 // KILN_BENCH_SMOKE=1 keeps the chains and shape counts small (CI runs each
 // benchmark once).
@@ -103,7 +108,35 @@ void BM_ManyShapes(benchmark::State &state, kiln::Device device) {
   state.counters["evictions"] = double(stats.kernel_cache_evictions);
 }
 
+/// Four calls deep below the benchmark, as a model's layers would be.
+__attribute__((noinline)) kiln::Tensor block(const kiln::Tensor &x, const kiln::Tensor &w,
+                                             const kiln::Tensor &b) {
+  return kiln::layer_norm(kiln::relu(kiln::linear(x, w, b)), b, b);
+}
+
+void BM_RecordOps(benchmark::State &state) {
+  kiln::set_trace(state.range(0) != 0);
+  kiln::Tensor x = kiln::Tensor::full({4, 8}, 0.5f);
+  kiln::Tensor w = kiln::Tensor::full({8, 8}, 0.1f), b = kiln::Tensor::zeros({8});
+  // linear (3 nodes) + relu + layer_norm (10): 14 recorded nodes per block.
+  constexpr int kBlocks = 1000 / 14 + 1, kNodesPerBlock = 14;
+  double seconds = 0;
+  for (auto _ : state) {
+    auto start = std::chrono::steady_clock::now();
+    kiln::Tensor y = x;
+    for (int i = 0; i < kBlocks; ++i)
+      y = block(y, w, b);
+    benchmark::DoNotOptimize(y);
+    seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
+  kiln::set_trace(false);
+  state.counters["ns_per_op"] =
+      seconds * 1e9 / (double(kBlocks * kNodesPerBlock) * double(state.iterations()));
+}
+
 void registerAll() {
+  benchmark::RegisterBenchmark("BM_RecordOps", BM_RecordOps)->Arg(0)->Arg(1)
+      ->Unit(benchmark::kMicrosecond);
   for (const kiln::Device &device : kiln::devices()) {
     std::string name = device.name();
     for (int64_t ops : {1000, 2000, 4000, 10000, 100000})

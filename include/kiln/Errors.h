@@ -30,16 +30,23 @@ struct SourceLocation {
   std::string str() const; // "file:line:col"
 };
 
-/// One op whose operands live on different devices.
+/// One API call (linear, add, where, ...) whose tensor arguments live on
+/// different devices, in the user's terms: the call, its arguments under
+/// their parameter names, as the user created them.
 struct DeviceConflict {
   struct Operand {
-    unsigned index;
-    std::string type;          // "tensor<4x3xf32>"
-    std::string device;        // resolved: "vulkan:1"
-    std::string written;       // as the user wrote it, when known
+    unsigned index = 0;         // position among the call's tensor arguments
+    std::string name;           // its parameter name: "weight", "b"
+    std::string type;           // as the user made it: "tensor<16x8xf32>"
+    std::string device;         // resolved: "vulkan:1"; empty: uncommitted
+    std::string written;        // the device as the user wrote it, when known
     SourceLocation committedAt; // where the tensor got its device
+    SourceLocation createdAt;   // where the argument was made (== committedAt
+                                // unless it was computed)
+    std::string computedBy;     // the call that computed it ("relu"); empty
+                                // for a tensor created with its device
   };
-  std::string op;              // "kiln.add"
+  std::string op;              // the API call: "linear", "mul"
   SourceLocation location;     // the user's line
   std::vector<Operand> operands;
   std::string fix;

@@ -129,12 +129,12 @@ public:
   /// T is the element's own type, never a lossy conversion: float for f32
   /// (and f16 or bool, which widen exactly), int32_t for i32 (and bool),
   /// bool for bool, half for f16. Another dtype throws an Error that names
-  /// the accessor to use; another T does not compile.
-  template <typename T> std::vector<T> to_vector() const {
+  /// the accessor to use; another T does not compile. Without T: float.
+  template <typename T = float> std::vector<T> to_vector() const {
     static_assert(kAlwaysFalse<T>, "to_vector<T>: T must be float, int32_t, bool or kiln::half");
     return {};
   }
-  template <typename T> T item() const {
+  template <typename T = float> T item() const {
     static_assert(kAlwaysFalse<T>, "item<T>: T must be float, int32_t, bool or kiln::half");
     return {};
   }
@@ -308,6 +308,12 @@ struct RealizeOptions {
 /// The policy for the rest of the process (KILN_TRANSFER_POLICY still wins
 /// when set; a RealizeOptions policy wins over both).
 void set_transfer_policy(TransferPolicy policy);
+
+/// Record the caller's stack at every op's creation, so that a device
+/// conflict inside a reusable layer names the frames that led to it (off by
+/// default; KILN_TRACE=1 turns it on before the first op). Affects ops
+/// created afterwards; costs about a microsecond per op (bench_graphs).
+void set_trace(bool enabled);
 
 /// Realizes several tensors in one graph (shared work runs once). Returns
 /// when the results are computed.

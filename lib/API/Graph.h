@@ -25,6 +25,25 @@ enum class OpKind {
   Pool2d, Pad, Concat, Gather
 };
 
+struct Node;
+struct CallStack;
+
+/// A tensor argument of an API call, under its parameter name in kiln/Tensor.h.
+struct CallArg {
+  std::string name;
+  std::weak_ptr<Node> node;
+};
+
+/// An API call that records several nodes (linear, batch_norm, ...): each of
+/// them points here, so a conflict inside is reported as the call the user
+/// wrote, over its arguments as the user made them.
+struct ApiCall {
+  const char *name;
+  std::source_location loc;
+  std::vector<CallArg> args;
+  std::shared_ptr<const CallStack> stack; // KILN_TRACE=1
+};
+
 struct Node {
   OpKind kind;
   std::string op; // "exp", "add", "lt": the kiln op mnemonic or predicate
@@ -35,6 +54,11 @@ struct Node {
   /// theirs in the placement pass).
   std::optional<Device> device;
   std::source_location loc;
+  /// The compound API call that recorded this node, if any; null for an op
+  /// the user called directly (add, where, ...).
+  std::shared_ptr<const ApiCall> call;
+  /// The user's call stack at recording (KILN_TRACE=1), else null.
+  std::shared_ptr<const CallStack> stack;
   std::shared_ptr<const std::vector<float>> host; // Input (f32)
   std::shared_ptr<const std::vector<int32_t>> hostInts; // Input (i32)
   float value = 0;                                // Constant (splat)

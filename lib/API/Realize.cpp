@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ConflictReport.h"
 #include "Devices.h"
 #include "Graph.h"
 #include "CpuCompiler.h"
@@ -289,20 +290,6 @@ std::string formatDiagnostic(Diagnostic &diag) {
   for (Diagnostic &note : diag.getNotes())
     text += line(note.getLocation(), DiagnosticSeverity::Note, note.str());
   return text;
-}
-
-DeviceConflict describe(const PlacementConflict &conflict) {
-  DeviceConflict out;
-  out.op = conflict.op->getName().getStringRef().str();
-  out.location = sourceOf(conflict.op->getLoc());
-  for (const OperandPlacement &operand : conflict.operands)
-    out.operands.push_back({operand.index, typeText(operand.value.getType()),
-                            operand.device.getName(),
-                            operand.device.getWritten().str(),
-                            sourceOf(operand.committedAt)});
-  for (const std::string &fix : suggestFixes(conflict))
-    out.fix += (out.fix.empty() ? "" : "\n") + fix;
-  return out;
 }
 
 /// Buffers of values in the executing graph, with their devices.
@@ -612,12 +599,9 @@ void placeAndFuse(Session &session, GraphBuilder &graph, const RealizeOptions &r
     throw CompileError("internal error: the recorded graph does not verify:\n" + report);
 
   SmallVector<PlacementConflict> found;
-  if (failed(placeDevices(graph.func, options, &found))) {
-    std::vector<DeviceConflict> conflicts;
-    for (const PlacementConflict &conflict : found)
-      conflicts.push_back(describe(conflict));
-    throw DeviceMismatchError(report, std::move(conflicts));
-  }
+  CommittedPlacements committed;
+  if (failed(placeDevices(graph.func, options, &found, &committed)))
+    throw conflictError(found, graph.values, committed);
   if (!fuse)
     return;
   PassManager pm(ctx, ModuleOp::getOperationName());

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Devices.h"
+#include "CallStack.h"
 #include "Graph.h"
 
 #include "kiln/runtime/Cpu.h"
@@ -51,10 +52,45 @@ void checkShape(const Shape &shape, std::source_location loc) {
   }
 }
 
+/// The compound API call being recorded on this thread, if any.
+thread_local std::shared_ptr<const ApiCall> currentCall;
+
+/// While alive, the nodes made on this thread belong to one API call (the
+/// outermost: layer_norm's inner mean is layer_norm's).
+class CallScope {
+public:
+  CallScope(const char *name, std::source_location loc,
+            std::initializer_list<std::pair<const char *, const Tensor *>> args) {
+    if (currentCall)
+      return;
+    auto call = std::make_shared<ApiCall>();
+    call->name = name;
+    call->loc = loc;
+    for (auto [argName, tensor] : args)
+      if (tensor->defined())
+        call->args.push_back({argName, tensor->node()});
+    call->stack = recordCallStack();
+    currentCall = std::move(call);
+    owner = true;
+  }
+  ~CallScope() {
+    if (owner)
+      currentCall.reset();
+  }
+  CallScope(const CallScope &) = delete;
+  CallScope &operator=(const CallScope &) = delete;
+
+private:
+  bool owner = false;
+};
+
 /// The tensor of a new op node, its derived shape checked like a created
 /// one: [2^21, 1] + [1, 2^21] must not wrap into another size.
 Tensor made(std::shared_ptr<Node> node) {
   checkShape(node->shape, node->loc);
+  node->call = currentCall;
+  if (!node->call)
+    node->stack = recordCallStack();
   return Tensor(std::move(node));
 }
 
@@ -724,6 +760,7 @@ Tensor kiln::prod(const Tensor &x, std::vector<int64_t> axes, bool keepdims, std
 
 Tensor kiln::var(const Tensor &x, std::vector<int64_t> axes, bool keepdims, int64_t correction,
                  std::source_location loc) {
+  CallScope scope("var", loc, {{"x", &x}});
   Tensor centered = sub(x, mean(x, axes, true, loc), loc);
   Tensor squares = mul(centered, centered, loc);
   Tensor m = mean(squares, axes, keepdims, loc);
@@ -736,11 +773,13 @@ Tensor kiln::var(const Tensor &x, std::vector<int64_t> axes, bool keepdims, int6
 }
 
 Tensor kiln::softmax(const Tensor &x, int64_t axis, std::source_location loc) {
+  CallScope scope("softmax", loc, {{"x", &x}});
   Tensor e = exp(sub(x, amax(x, {axis}, true, loc), loc), loc);
   return div(e, sum(e, {axis}, true, loc), loc);
 }
 
 Tensor kiln::log_softmax(const Tensor &x, int64_t axis, std::source_location loc) {
+  CallScope scope("log_softmax", loc, {{"x", &x}});
   Tensor shifted = sub(x, amax(x, {axis}, true, loc), loc);
   return sub(shifted, log(sum(exp(shifted, loc), {axis}, true, loc), loc), loc);
 }
@@ -837,6 +876,7 @@ Tensor kiln::index_select(const Tensor &x, int64_t dim, const std::vector<int64_
   // Exact and clamped here: a float detour would round 16777217 to
   // 16777216, and i32 would wrap 2^40.
   const Node &in = nodeOf(x, loc);
+  CallScope scope("index_select", loc, {{"x", &x}});
   dim = normalizeDim(dim, in.shape.size(), loc, "index_select");
   int64_t last = std::max<int64_t>(0, in.shape[dim] - 1);
   std::vector<int32_t> values;
@@ -973,6 +1013,7 @@ Tensor kiln::avg_pool2d(const Tensor &x, std::array<int64_t, 2> kernel,
 Tensor kiln::global_avg_pool2d(const Tensor &x, std::source_location loc) {
   if (nodeOf(x, loc).shape.size() != 4)
     throw Error(sitePrefix(loc) + "global_avg_pool2d needs an NCHW tensor");
+  CallScope scope("global_avg_pool2d", loc, {{"x", &x}});
   return mean(x, {2, 3}, true, loc);
 }
 
@@ -1000,6 +1041,8 @@ Tensor kiln::batch_norm(const Tensor &x, const Tensor &mean, const Tensor &var,
                          {"beta", &beta}})
     checkParameter("batch_norm", name, *t, in.shape[1], "the channel count (dimension 1 of x)",
                    in.shape, loc);
+  CallScope scope("batch_norm", loc, {{"x", &x}, {"mean", &mean}, {"var", &var},
+                                      {"gamma", &gamma}, {"beta", &beta}});
   // Per-channel parameters broadcast over the dimensions after the channel.
   Shape param = {in.shape[1]};
   param.insert(param.end(), in.shape.size() - 2, 1);
@@ -1017,6 +1060,7 @@ Tensor kiln::layer_norm(const Tensor &x, const Tensor &gamma, const Tensor &beta
                  in.shape, loc);
   checkParameter("layer_norm", "beta", beta, in.shape.back(), "the last dimension of x",
                  in.shape, loc);
+  CallScope scope("layer_norm", loc, {{"x", &x}, {"gamma", &gamma}, {"beta", &beta}});
   Tensor centered = sub(x, kiln::mean(x, {-1}, true, loc), loc);
   Tensor variance = kiln::mean(mul(centered, centered, loc), {-1}, true, loc);
   Tensor normalized = mul(centered, rsqrt(add(variance, scalarLike(eps, x, loc), loc), loc), loc);
@@ -1025,6 +1069,7 @@ Tensor kiln::layer_norm(const Tensor &x, const Tensor &gamma, const Tensor &beta
 
 Tensor kiln::linear(const Tensor &x, const Tensor &weight, const Tensor &bias,
                     std::source_location loc) {
+  CallScope scope("linear", loc, {{"x", &x}, {"weight", &weight}, {"bias", &bias}});
   return add(matmul(x, weight.transpose(-1, -2, loc), loc), bias, loc);
 }
 

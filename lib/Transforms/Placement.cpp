@@ -64,11 +64,6 @@ std::vector<std::string> kiln::suggestFixes(const PlacementConflict &conflict) {
 }
 
 namespace {
-struct ValuePlacement {
-  DeviceAttr device;   // null: uncommitted
-  Operation *origin;   // the op whose commitment decided `device`
-};
-
 bool isScalar(Value v) { return cast<RankedTensorType>(v.getType()).getRank() == 0; }
 
 std::string describe(DeviceAttr device) {
@@ -121,7 +116,8 @@ public:
   Placer(func::FuncOp func, const PlacementOptions &options)
       : func(func), options(options) {}
 
-  LogicalResult run(SmallVectorImpl<PlacementConflict> *conflicts);
+  LogicalResult run(SmallVectorImpl<PlacementConflict> *conflicts,
+                    CommittedPlacements *committed);
 
 private:
   void placeForward(Operation &op, SmallVectorImpl<PlacementConflict> &found);
@@ -135,7 +131,7 @@ private:
 
   func::FuncOp func;
   const PlacementOptions &options;
-  DenseMap<Value, ValuePlacement> placement;
+  CommittedPlacements placement; // null device: uncommitted
   /// Committed sources per device: where "the model" lives.
   llvm::DenseMap<std::pair<StringRef, int64_t>, unsigned> sourcesOn;
 };
@@ -173,7 +169,7 @@ void Placer::placeForward(Operation &op,
   // Committed operands, tensors before scalars: rank-0 values never conflict.
   SmallVector<OperandPlacement> committed, scalars;
   for (OpOperand &use : op.getOpOperands()) {
-    ValuePlacement p = placement.lookup(use.get());
+    CommittedPlacement p = placement.lookup(use.get());
     if (!p.device)
       continue;
     OperandPlacement entry{use.getOperandNumber(), use.get(), p.device,
@@ -275,7 +271,8 @@ void Placer::placeUncommitted(Operation &op) {
   }
 }
 
-LogicalResult Placer::run(SmallVectorImpl<PlacementConflict> *conflicts) {
+LogicalResult Placer::run(SmallVectorImpl<PlacementConflict> *conflicts,
+                          CommittedPlacements *committed) {
   SmallVector<PlacementConflict> found;
   func.walk([&](PlacedOpInterface op) {
     if (op.isPlacementSource() && op.getPlacement())
@@ -283,6 +280,10 @@ LogicalResult Placer::run(SmallVectorImpl<PlacementConflict> *conflicts) {
   });
   for (Operation &op : llvm::make_early_inc_range(func.getBody().getOps()))
     placeForward(op, found);
+  if (committed)
+    for (const auto &[value, where] : placement)
+      if (where.device)
+        committed->insert({value, where});
   if (!found.empty()) {
     for (const PlacementConflict &conflict : found)
       emitConflict(conflict);
@@ -303,7 +304,8 @@ LogicalResult Placer::run(SmallVectorImpl<PlacementConflict> *conflicts) {
 
 LogicalResult kiln::placeDevices(func::FuncOp func,
                                  const PlacementOptions &options,
-                                 SmallVectorImpl<PlacementConflict> *conflicts) {
+                                 SmallVectorImpl<PlacementConflict> *conflicts,
+                                 CommittedPlacements *committed) {
   assert(options.defaultDevice && "a default device is required");
-  return Placer(func, options).run(conflicts);
+  return Placer(func, options).run(conflicts, committed);
 }

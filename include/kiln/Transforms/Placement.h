@@ -11,6 +11,7 @@
 #include "dialects/Kiln/KilnDialect.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/DenseMap.h"
 
 #include <optional>
 #include <string>
@@ -42,6 +43,14 @@ struct PlacementConflict {
   size_t keep = 0;
 };
 
+/// Where the forward pass put a committed value, and the op whose
+/// commitment decided it (a source: an input, a constant, a transfer).
+struct CommittedPlacement {
+  DeviceAttr device;
+  mlir::Operation *origin = nullptr;
+};
+using CommittedPlacements = llvm::DenseMap<mlir::Value, CommittedPlacement>;
+
 /// "move operand #1 to ..." for each operand off the first one's device.
 std::vector<std::string> suggestFixes(const PlacementConflict &conflict);
 
@@ -51,10 +60,13 @@ int64_t tensorBytes(mlir::Type type);
 /// Places every kiln op in `func`. Under PlacementPolicy::Error each conflict
 /// is emitted as an error with notes and appended to `conflicts`, and the
 /// result is failure; otherwise transfers are inserted and reported as
-/// remarks.
+/// remarks. `committed`, when given, receives every committed value's
+/// device as the forward pass found it (before any transfer is inserted):
+/// callers describe conflicts in their own terms with it.
 mlir::LogicalResult
 placeDevices(mlir::func::FuncOp func, const PlacementOptions &options,
-             llvm::SmallVectorImpl<PlacementConflict> *conflicts = nullptr);
+             llvm::SmallVectorImpl<PlacementConflict> *conflicts = nullptr,
+             CommittedPlacements *committed = nullptr);
 
 } // namespace kiln
 
