@@ -133,6 +133,12 @@ private:
 /// pooling ones) with their elementwise prologue and epilogue.
 bool isRowKernel(KernelOp kernel);
 
+/// A kernel whose one arg_reduce is long enough for a workgroup per result
+/// on this GPU (ArgRowKernel.cpp), and whose workgroup fits the device.
+bool isLongArgReduction(KernelOp kernel, const DeviceLimits &limits);
+FailureOr<func::FuncOp> buildArgRowKernelFunction(KernelOp kernel, OpBuilder &builder,
+                                                  StringRef name, const DeviceLimits &limits);
+
 /// The row kernel (RowKernel.cpp): for a GPU (`gpu` set) a workgroup per row
 /// where `config` (else the default for the device) says so.
 FailureOr<func::FuncOp> buildRowKernelFunction(KernelOp kernel, OpBuilder &builder,

@@ -471,6 +471,8 @@ FailureOr<func::FuncOp> kiln::buildKernelFunction(KernelOp kernel,
   if (isRowKernel(kernel))
     return buildRowKernelFunction(kernel, builder, name, gpu,
                                   overrides->row ? &*overrides->row : nullptr);
+  if (gpu && isLongArgReduction(kernel, *gpu))
+    return buildArgRowKernelFunction(kernel, builder, name, *gpu);
 
   // A kernel with a reduction or a contraction has its own loop structure.
   Operation *root = nullptr;
