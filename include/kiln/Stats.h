@@ -17,6 +17,11 @@ struct Stats {
   uint64_t bytes_downloaded = 0;
   double compile_seconds = 0;     // graph passes + codegen
   double run_seconds = 0;         // uploads, dispatches and the final read
+  // The buffer plan of the last graph realized: the most bytes of
+  // intermediates (kernel results that are not outputs) alive at once, and
+  // the bytes they would take with a buffer each.
+  uint64_t last_graph_peak_bytes = 0;
+  uint64_t last_graph_unplanned_bytes = 0;
   // The compiled-kernel cache now (not reset by reset_stats): its entries,
   // their estimated bytes (bounded by KILN_KERNEL_CACHE_MB, default 512),
   // and the kernels evicted to stay within that budget since the start.

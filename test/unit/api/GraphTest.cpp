@@ -21,6 +21,32 @@ TEST(Graph, NothingRunsBeforeARead) {
   EXPECT_EQ(stats().kernels_dispatched, 1u);
 }
 
+TEST(Graph, IntermediatesShareBuffersByLiveness) {
+  // Four matmuls, each its own kernel: three [8, 16] intermediates (512
+  // bytes each), at most two alive at once, on every device.
+  for (const Device &device : kiln::test::availableDevices()) {
+    Tensor x = Tensor::randn({8, 16}, device);
+    Tensor w = Tensor::full({16, 16}, 1.0f / 16.0f, device);
+    Tensor y = x;
+    for (int i = 0; i < 4; ++i)
+      y = relu(matmul(y, w));
+    reset_stats();
+    std::vector<float> got = y.to_vector<float>();
+    EXPECT_EQ(stats().kernels_dispatched, 4u) << device.name();
+    EXPECT_EQ(stats().last_graph_unplanned_bytes, 3u * 512u) << device.name();
+    EXPECT_EQ(stats().last_graph_peak_bytes, 2u * 512u) << device.name();
+    // And the shared buffers hold the right values: relu of each row's mean.
+    std::vector<float> xs = x.to_vector<float>();
+    for (int r = 0; r < 8; ++r) {
+      double mean = 0;
+      for (int c = 0; c < 16; ++c)
+        mean += xs[r * 16 + c] / 16.0;
+      for (int c = 0; c < 16; ++c)
+        EXPECT_NEAR(got[r * 16 + c], std::max(0.0, mean), 1e-5) << device.name();
+    }
+  }
+}
+
 TEST(Graph, ReadingAgainDoesNotRecompute) {
   KILN_REQUIRE_DEVICES(1u);
   Tensor y = kiln::sigmoid(Tensor::randn({1000}));

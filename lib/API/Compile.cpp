@@ -1,0 +1,261 @@
+//===- Compile.cpp - a recorded graph to a Program ------------------------===//
+
+#include "Compile.h"
+
+#include "ConflictReport.h"
+#include "CpuCompiler.h"
+#include "Devices.h"
+#include "KernelCompiler.h"
+
+#include "kiln/Transforms/Passes.h"
+#include "kiln/Transforms/Placement.h"
+#include "kiln/runtime/Vulkan.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/ADT/StringMap.h"
+
+#include <cstring>
+#include <iostream>
+
+using namespace mlir;
+using namespace kiln;
+
+namespace {
+std::string formatDiagnostic(Diagnostic &diag) {
+  auto line = [](Location loc, DiagnosticSeverity severity, const std::string &msg) {
+    SourceLocation src = sourceOf(loc);
+    const char *kind = severity == DiagnosticSeverity::Error     ? "error"
+                       : severity == DiagnosticSeverity::Warning ? "warning"
+                       : severity == DiagnosticSeverity::Remark  ? "remark"
+                                                                 : "note";
+    return (src.file.empty() ? std::string() : src.str() + ": ") + kind + ": " + msg + "\n";
+  };
+  std::string text = line(diag.getLocation(), diag.getSeverity(), diag.str());
+  for (Diagnostic &note : diag.getNotes())
+    text += line(note.getLocation(), DiagnosticSeverity::Note, note.str());
+  return text;
+}
+
+std::optional<TransferPolicy> programPolicy;
+
+PlacementPolicy toPlacement(TransferPolicy policy) {
+  switch (policy) {
+  case TransferPolicy::error: return PlacementPolicy::Error;
+  case TransferPolicy::log: return PlacementPolicy::Log;
+  case TransferPolicy::allow: return PlacementPolicy::Allow;
+  }
+  return PlacementPolicy::Error;
+}
+
+/// RealizeOptions, then KILN_TRANSFER_POLICY, then set_transfer_policy.
+PlacementPolicy resolvePolicy(const RealizeOptions &realize) {
+  if (realize.transfer_policy)
+    return toPlacement(*realize.transfer_policy);
+  if (const char *env = std::getenv("KILN_TRANSFER_POLICY"); env && *env) {
+    std::optional<PlacementPolicy> policy = parsePlacementPolicy(env);
+    if (!policy)
+      throw Error(std::string("KILN_TRANSFER_POLICY=") + env +
+                  " is not a policy: use error, log or allow");
+    return *policy;
+  }
+  return programPolicy ? toPlacement(*programPolicy) : PlacementPolicy::Error;
+}
+
+/// The fewest buffers a kernel may bind on any Vulkan device here (the CPU
+/// has no such limit); 0 without Vulkan.
+int maxKernelBindings() {
+  static const int limit = [] {
+    rt::StatusOr<rt::VulkanContext *> context = rt::VulkanContext::get();
+    if (!context.isOk())
+      return 0;
+    uint32_t fewest = 0;
+    for (const rt::AdapterInfo &adapter : (*context)->adapters())
+      if (adapter.maxStorageBuffersPerStage &&
+          (!fewest || adapter.maxStorageBuffersPerStage < fewest))
+        fewest = adapter.maxStorageBuffersPerStage;
+    return static_cast<int>(std::min<uint32_t>(fewest, 1u << 20));
+  }();
+  return limit;
+}
+
+} // namespace
+
+void kiln::placeAndFuse(Session &session, GraphBuilder &graph, const RealizeOptions &realize,
+                        bool fuse) {
+  MLIRContext *ctx = graph.ctx;
+  PlacementOptions options;
+  options.defaultDevice = deviceAttr(ctx, Device::default_device());
+  options.policy = resolvePolicy(realize);
+
+  std::string report;
+  ScopedDiagnosticHandler handler(ctx, [&](Diagnostic &diag) {
+    std::string text = formatDiagnostic(diag);
+    if (diag.getSeverity() == DiagnosticSeverity::Remark) {
+      if (options.policy == PlacementPolicy::Log)
+        std::cerr << "kiln: " << text;
+      return success();
+    }
+    report += text;
+    return success();
+  });
+  if (failed(verify(*graph.module)))
+    throw CompileError("internal error: the recorded graph does not verify:\n" + report);
+
+  SmallVector<PlacementConflict> found;
+  CommittedPlacements committed;
+  if (failed(placeDevices(graph.func, options, &found, &committed)))
+    throw conflictError(found, graph.values, committed);
+  if (!fuse)
+    return;
+  PassManager pm(ctx, ModuleOp::getOperationName());
+  KilnFuseElementwiseOptions fusion;
+  fusion.maxBindings = maxKernelBindings();
+  pm.nest<func::FuncOp>().addPass(createKilnFuseElementwise(fusion));
+  if (failed(pm.run(*graph.module)))
+    throw CompileError("fusion failed:\n" + report);
+}
+
+void kiln::set_transfer_policy(TransferPolicy policy) {
+  Session &s = session();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  programPolicy = policy;
+}
+
+namespace {
+rt::ElementType elementOf(Type type) {
+  if (type.isF16())
+    return rt::ElementType::f16;
+  if (type.isInteger(32))
+    return rt::ElementType::i32;
+  if (type.isInteger(1))
+    return rt::ElementType::i1;
+  return rt::ElementType::f32;
+}
+
+rt::TensorType programType(Type type) {
+  auto tensor = cast<RankedTensorType>(type);
+  return {std::vector<int64_t>(tensor.getShape().begin(), tensor.getShape().end()),
+          elementOf(tensor.getElementType())};
+}
+
+/// Kiln's constants are splats (full, zeros, scalars): one element's bytes.
+std::vector<uint8_t> splatBytes(ConstantOp constant) {
+  auto type = cast<RankedTensorType>(constant.getType());
+  auto dense = cast<DenseElementsAttr>(constant.getValue());
+  Type element = type.getElementType();
+  if (!dense.isSplat())
+    throw CompileError("internal error: a constant that is not a splat");
+  if (element.isInteger(1))
+    return {uint8_t(dense.getSplatValue<bool>() ? 1 : 0)};
+  if (element.isF32()) {
+    float v = dense.getSplatValue<float>();
+    std::vector<uint8_t> one(4);
+    std::memcpy(one.data(), &v, 4);
+    return one;
+  }
+  if (element.isF16()) {
+    uint16_t raw = static_cast<uint16_t>(
+        dense.getSplatValue<APFloat>().bitcastToAPInt().getZExtValue());
+    return {uint8_t(raw & 0xFF), uint8_t(raw >> 8)};
+  }
+  throw CompileError("constants of type " + typeText(type) + " are not supported yet");
+}
+
+class ProgramBuilder {
+public:
+  ProgramBuilder(Session &session, GraphBuilder &graph) : session(session), graph(graph) {}
+
+  std::shared_ptr<const rt::Program> build() {
+    for (Node *input : graph.inputs)
+      program->inputs.push_back(programType(tensorType(graph.ctx, *input)));
+    for (Operation &op : graph.func.getBody().front()) {
+      if (auto input = dyn_cast<InputOp>(op))
+        addStep(rt::ProgramStep::Kind::input, op, input.getIndex(), {});
+      else if (auto constant = dyn_cast<ConstantOp>(op)) {
+        program->constants.push_back(splatBytes(constant));
+        addStep(rt::ProgramStep::Kind::constant, op, program->constants.size() - 1, {});
+      } else if (auto transfer = dyn_cast<TransferOp>(op))
+        addStep(rt::ProgramStep::Kind::transfer, op, 0, {transfer.getInput()});
+      else if (auto kernel = dyn_cast<KernelOp>(op))
+        addStep(rt::ProgramStep::Kind::dispatch, op, addKernel(kernel),
+                SmallVector<Value>(kernel.getInputs()));
+      else if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+        for (Value v : ret.getOperands())
+          program->outputs.push_back(ids.at(v));
+      } else
+        throw CompileError("internal error: unexpected op after fusion: " +
+                           op.getName().getStringRef().str());
+    }
+    program->planBuffers();
+    return program;
+  }
+
+private:
+  uint32_t deviceIndex(const std::string &name) {
+    auto [it, inserted] = devices.try_emplace(name, program->devices.size());
+    if (inserted)
+      program->devices.push_back(name);
+    return it->second;
+  }
+
+  void addStep(rt::ProgramStep::Kind kind, Operation &op, size_t index,
+               ArrayRef<Value> operands) {
+    rt::ProgramStep step;
+    step.kind = kind;
+    step.device = deviceIndex(deviceOf(&op).name());
+    step.index = static_cast<uint32_t>(index);
+    for (Value v : operands)
+      step.operands.push_back(ids.at(v));
+    for (Value result : op.getResults()) {
+      uint32_t id = static_cast<uint32_t>(program->values.size());
+      program->values.push_back({programType(result.getType()), step.device});
+      ids[result] = id;
+      step.results.push_back(id);
+    }
+    program->steps.push_back(std::move(step));
+  }
+
+  /// Compiles `kernel` for the device placement gave it.
+  size_t addKernel(KernelOp kernel) {
+    Device device = deviceOf(kernel);
+    rt::ProgramKernel entry;
+    entry.name = "kernel " + std::to_string(program->kernels.size()) + " (" + device.name() + ")";
+    entry.elements = cast<RankedTensorType>(kernel.getResult(0).getType()).getNumElements();
+    if (entry.elements > 0) {
+      if (device.api() == "cpu") {
+        const CompiledCpuKernel &compiled = compileCpuKernel(session, kernel);
+        auto code = std::make_shared<rt::CpuCode>();
+        code->fn = compiled.fn;
+        code->owner = compiled.engine;
+        code->outerIterations = compiled.outerIterations;
+        code->innerIterations = compiled.innerIterations;
+        entry.cpu = std::move(code);
+      } else {
+        auto &gpu = static_cast<rt::VulkanDevice &>(runtimeDevice(device));
+        const CompiledKernel &compiled = compileKernel(session, kernel, gpu.adapter());
+        auto code = std::make_shared<rt::SpirvCode>();
+        code->hash = compiled.hash;
+        code->words = compiled.spirv;
+        code->entryPoint = compiled.entryPoint;
+        code->bindingOrder = compiled.bindingOrder;
+        code->groups = {compiled.groups[0], compiled.groups[1], compiled.groups[2]};
+        entry.spirv = std::move(code);
+      }
+    }
+    program->kernels.push_back(std::move(entry));
+    return program->kernels.size() - 1;
+  }
+
+  Session &session;
+  GraphBuilder &graph;
+  std::shared_ptr<rt::Program> program = std::make_shared<rt::Program>();
+  llvm::DenseMap<Value, uint32_t> ids;
+  llvm::StringMap<uint32_t> devices;
+};
+} // namespace
+
+std::shared_ptr<const rt::Program> kiln::compileProgram(Session &session, GraphBuilder &graph) {
+  return ProgramBuilder(session, graph).build();
+}

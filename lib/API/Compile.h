@@ -1,0 +1,31 @@
+//===- Compile.h - a recorded graph to a Program ----------------*- C++ -*-===//
+//
+// The one compile path: graph -> place -> fuse -> lower every kernel for its
+// device -> rt::Program (runtime/include/kiln/runtime/Program.h). Realize
+// runs the result; nothing here touches device memory.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_LIB_API_COMPILE_H
+#define KILN_LIB_API_COMPILE_H
+
+#include "GraphBuilder.h"
+#include "Session.h"
+
+#include "kiln/runtime/Program.h"
+
+namespace kiln {
+
+/// Places every op (a conflict throws DeviceMismatchError) and, with
+/// `fuse`, groups the graph into kernels.
+void placeAndFuse(Session &session, GraphBuilder &graph, const RealizeOptions &realize,
+                  bool fuse = true);
+
+/// The Program of a placed and fused graph: every kernel compiled (from the
+/// session's caches when it can), intermediates planned into shared
+/// buffers. Its inputs are graph.inputs; its outputs the graph's results.
+std::shared_ptr<const rt::Program> compileProgram(Session &session, GraphBuilder &graph);
+
+} // namespace kiln
+
+#endif // KILN_LIB_API_COMPILE_H

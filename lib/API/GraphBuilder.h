@@ -1,0 +1,52 @@
+//===- GraphBuilder.h - recorded nodes as a kiln graph function -*- C++ -*-===//
+//
+// The first step of every realization: the nodes the roots need, in
+// topological order, as one func.func of kiln ops (inputs for realized and
+// host-data nodes), with each op at the user's source line.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_LIB_API_GRAPHBUILDER_H
+#define KILN_LIB_API_GRAPHBUILDER_H
+
+#include "Graph.h"
+
+#include "dialects/Kiln/KilnDialect.h"
+#include "kiln/Errors.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+#include "llvm/ADT/DenseMap.h"
+
+namespace kiln {
+
+mlir::Type elementType(mlir::MLIRContext *ctx, DType dtype);
+mlir::RankedTensorType tensorType(mlir::MLIRContext *ctx, const Node &node);
+mlir::Location locationOf(mlir::MLIRContext *ctx, std::source_location loc);
+DeviceAttr deviceAttr(mlir::MLIRContext *ctx, const Device &device);
+/// The device placement gave `op`.
+Device deviceOf(mlir::Operation *op);
+SourceLocation sourceOf(mlir::Location loc);
+std::string typeText(mlir::Type type);
+
+/// The graph function of everything `roots` need, in topological order.
+struct GraphBuilder {
+  mlir::MLIRContext *ctx;
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+  mlir::func::FuncOp func;
+  /// The node behind each kiln.input, by its index.
+  std::vector<Node *> inputs;
+  llvm::DenseMap<Node *, mlir::Value> values;
+
+  explicit GraphBuilder(mlir::MLIRContext *ctx) : ctx(ctx) {}
+  void build(const std::vector<std::shared_ptr<Node>> &roots);
+
+private:
+  static std::vector<Node *> topologicalOrder(const std::vector<std::shared_ptr<Node>> &roots);
+  mlir::Value emit(mlir::OpBuilder &b, Node *node);
+};
+
+} // namespace kiln
+
+#endif // KILN_LIB_API_GRAPHBUILDER_H

@@ -1,0 +1,177 @@
+//===- Program.h - a compiled graph, as data ---------------------*- C++ -*-===//
+//
+// A Program is what the compiler makes of a graph and what a runtime runs:
+// its input and output signature, the values and the buffer plan that
+// reuses intermediates by liveness, the steps (an input placed on a device,
+// a constant filled, a transfer, a kernel dispatch), the constants, and per
+// kernel everything a device needs to run it (SPIR-V words, binding order
+// and grid; CPU machine code). It holds no compiler state: the JIT builds
+// one per graph and runs it; the same data is what a .kiln file stores.
+//
+// Ownership: a Program owns its constants and kernel code (a CPU kernel
+// keeps the JIT engine that made it alive through `owner`). run() borrows
+// the devices it is given and returns buffers the caller owns.
+//
+// Threading: a Program is immutable after it is built; run() may be called
+// from several threads at once (each run has its own buffers; devices
+// serialize their own calls).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_RUNTIME_PROGRAM_H
+#define KILN_RUNTIME_PROGRAM_H
+
+#include "kiln/runtime/Cpu.h"
+#include "kiln/runtime/Device.h"
+#include "kiln/runtime/Status.h"
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace kiln::rt {
+
+enum class ElementType : uint8_t { f32, f16, i32, i1 };
+
+/// Bytes per element as stored (i1 as one byte).
+size_t elementBytes(ElementType type);
+/// "f32", "f16", "i32", "bool".
+const char *elementTypeName(ElementType type);
+
+/// A tensor as the program sees it.
+struct TensorType {
+  std::vector<int64_t> shape;
+  ElementType element = ElementType::f32;
+  uint64_t bytes() const;
+};
+
+/// One kernel's code for a Vulkan device.
+struct SpirvCode {
+  uint64_t hash = 0;
+  std::vector<uint32_t> words;
+  std::string entryPoint;
+  /// Binding i is the kernel's argument bindingOrder[i] (arguments are the
+  /// dispatch step's operands, then its results).
+  std::vector<uint32_t> bindingOrder;
+  std::array<uint32_t, 3> groups = {1, 1, 1};
+};
+
+/// One kernel's machine code for the CPU device.
+struct CpuCode {
+  CpuKernelFn fn = nullptr;
+  /// Keeps `fn` alive (the JIT engine that made it).
+  std::shared_ptr<const void> owner;
+  /// The threads split the outer loop; each of its iterations computes
+  /// innerIterations elements.
+  int64_t outerIterations = 0;
+  int64_t innerIterations = 1;
+};
+
+struct ProgramKernel {
+  std::string name; // for messages: "kernel 3 (vulkan:0)"
+  /// Exactly one is set, the one for the device the kernel runs on.
+  std::shared_ptr<const SpirvCode> spirv;
+  std::shared_ptr<const CpuCode> cpu;
+  /// Elements in its first result: a kernel with none is not dispatched.
+  int64_t elements = 0;
+};
+
+struct ProgramStep {
+  enum class Kind : uint8_t {
+    input,    ///< signature input `index`, placed on `device`
+    constant, ///< constants[index] repeated over the result
+    transfer, ///< value operands[0] copied to `device`
+    dispatch, ///< kernels[index] on `device`: operands, then results
+  };
+  Kind kind = Kind::dispatch;
+  uint32_t device = 0; ///< index into Program::devices
+  uint32_t index = 0;
+  std::vector<uint32_t> operands;
+  std::vector<uint32_t> results;
+};
+
+struct ProgramValue {
+  TensorType type;
+  uint32_t device = 0;
+  /// The buffer-plan slot holding it; kNoSlot for inputs (the caller's
+  /// buffers) and outputs (new buffers the caller gets).
+  uint32_t slot = kNoSlot;
+  static constexpr uint32_t kNoSlot = UINT32_MAX;
+};
+
+struct ProgramSlot {
+  uint32_t device = 0;
+  uint64_t bytes = 0;
+};
+
+struct Program {
+  /// Device names the steps refer to by index: "vulkan:0", "cpu:0".
+  std::vector<std::string> devices;
+  std::vector<TensorType> inputs;
+  std::vector<uint32_t> outputs; ///< values returned, in order
+  std::vector<ProgramValue> values;
+  std::vector<ProgramStep> steps;
+  /// One element's bytes, repeated over the value (Kiln's constants are
+  /// splats).
+  std::vector<std::vector<uint8_t>> constants;
+  std::vector<ProgramKernel> kernels;
+  /// Intermediates share these buffers (planBuffers()).
+  std::vector<ProgramSlot> slots;
+  /// The most bytes of intermediates alive at once, and what they would
+  /// take without reuse.
+  uint64_t peakBytes = 0, unplannedBytes = 0;
+
+  /// Assigns slots to intermediates by liveness: a value's slot is free for
+  /// a later value on the same device after its last use. Sets slots,
+  /// peakBytes and unplannedBytes.
+  void planBuffers();
+
+  /// A readable listing (steps, values, slots): for tests and tools.
+  std::string describe() const;
+};
+
+/// One input of a run: a buffer on some device, or host bytes (the exact
+/// stored form: TensorType::bytes() of them).
+struct ProgramInput {
+  std::shared_ptr<Buffer> buffer;
+  const void *host = nullptr;
+};
+
+struct RunOptions {
+  /// Fill every kernel result with 0xFF bytes (NaN) before the kernel runs,
+  /// so an element a kernel forgets to write cannot pass a test by luck.
+  bool poisonResults = false;
+  /// How buffers are allocated (the JIT's raises its typed errors); unset:
+  /// Device::allocate, its failure returned as the run's status.
+  std::function<StatusOr<std::shared_ptr<Buffer>>(Device &, size_t bytes, const char *what)>
+      allocate;
+};
+
+struct RunCounters {
+  uint64_t dispatches = 0;
+  uint64_t transfers = 0;
+  uint64_t bytesUploaded = 0;
+  uint64_t bytesMoved = 0;
+};
+
+struct RunResult {
+  std::vector<std::shared_ptr<Buffer>> outputs;
+  /// Per input, the buffer it was uploaded to when it came as host bytes
+  /// (on the first device that used it), else null: the JIT keeps it so a
+  /// later graph does not upload it again.
+  std::vector<std::shared_ptr<Buffer>> uploaded;
+  RunCounters counters;
+};
+
+/// Runs `program` with `devices[i]` standing for program.devices[i]; waits
+/// until the outputs are computed. Errors (a device out of memory, a bad
+/// input) leave the inputs untouched.
+StatusOr<RunResult> run(const Program &program, const std::vector<Device *> &devices,
+                        const std::vector<ProgramInput> &inputs, const RunOptions &options = {});
+
+} // namespace kiln::rt
+
+#endif // KILN_RUNTIME_PROGRAM_H
