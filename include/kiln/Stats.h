@@ -8,7 +8,9 @@
 namespace kiln {
 
 struct Stats {
-  uint64_t graphs_compiled = 0;   // realizations that built a graph
+  uint64_t graphs_compiled = 0;   // realizations that built a graph (MLIR)
+  uint64_t graph_cache_hits = 0;  // realizations that reused the Program of
+                                  // a graph of the same structure
   uint64_t kernels_compiled = 0;  // kernels lowered (SPIR-V or CPU JIT)
   uint64_t kernel_cache_hits = 0; // kernels found already compiled
   uint64_t kernels_dispatched = 0;

@@ -49,8 +49,9 @@ PlacementPolicy toPlacement(TransferPolicy policy) {
   return PlacementPolicy::Error;
 }
 
-/// RealizeOptions, then KILN_TRANSFER_POLICY, then set_transfer_policy.
-PlacementPolicy resolvePolicy(const RealizeOptions &realize) {
+} // namespace
+
+PlacementPolicy kiln::resolvePolicy(const RealizeOptions &realize) {
   if (realize.transfer_policy)
     return toPlacement(*realize.transfer_policy);
   if (const char *env = std::getenv("KILN_TRANSFER_POLICY"); env && *env) {
@@ -62,6 +63,8 @@ PlacementPolicy resolvePolicy(const RealizeOptions &realize) {
   }
   return programPolicy ? toPlacement(*programPolicy) : PlacementPolicy::Error;
 }
+
+namespace {
 
 /// The fewest buffers a kernel may bind on any Vulkan device here (the CPU
 /// has no such limit); 0 without Vulkan.
@@ -165,7 +168,8 @@ std::vector<uint8_t> splatBytes(ConstantOp constant) {
 
 class ProgramBuilder {
 public:
-  ProgramBuilder(Session &session, GraphBuilder &graph) : session(session), graph(graph) {}
+  ProgramBuilder(Session &session, GraphBuilder &graph, std::vector<uint32_t> *constantNodes)
+      : session(session), graph(graph), constantNodes(constantNodes) {}
 
   std::shared_ptr<const rt::Program> build() {
     for (Node *input : graph.inputs)
@@ -175,6 +179,12 @@ public:
         addStep(rt::ProgramStep::Kind::input, op, input.getIndex(), {});
       else if (auto constant = dyn_cast<ConstantOp>(op)) {
         program->constants.push_back(splatBytes(constant));
+        if (constantNodes) {
+          auto node = constant->getAttrOfType<IntegerAttr>("kiln.node");
+          if (!node)
+            throw CompileError("internal error: a graph constant without its node");
+          constantNodes->push_back(static_cast<uint32_t>(node.getInt()));
+        }
         addStep(rt::ProgramStep::Kind::constant, op, program->constants.size() - 1, {});
       } else if (auto transfer = dyn_cast<TransferOp>(op))
         addStep(rt::ProgramStep::Kind::transfer, op, 0, {transfer.getInput()});
@@ -250,12 +260,14 @@ private:
 
   Session &session;
   GraphBuilder &graph;
+  std::vector<uint32_t> *constantNodes;
   std::shared_ptr<rt::Program> program = std::make_shared<rt::Program>();
   llvm::DenseMap<Value, uint32_t> ids;
   llvm::StringMap<uint32_t> devices;
 };
 } // namespace
 
-std::shared_ptr<const rt::Program> kiln::compileProgram(Session &session, GraphBuilder &graph) {
-  return ProgramBuilder(session, graph).build();
+std::shared_ptr<const rt::Program> kiln::compileProgram(Session &session, GraphBuilder &graph,
+                                                        std::vector<uint32_t> *constantNodes) {
+  return ProgramBuilder(session, graph, constantNodes).build();
 }

@@ -12,9 +12,14 @@
 #include "GraphBuilder.h"
 #include "Session.h"
 
+#include "kiln/Transforms/Placement.h"
 #include "kiln/runtime/Program.h"
 
 namespace kiln {
+
+/// The transfer policy of a realization: RealizeOptions, then
+/// KILN_TRANSFER_POLICY, then set_transfer_policy.
+PlacementPolicy resolvePolicy(const RealizeOptions &realize);
 
 /// Places every op (a conflict throws DeviceMismatchError) and, with
 /// `fuse`, groups the graph into kernels.
@@ -24,7 +29,10 @@ void placeAndFuse(Session &session, GraphBuilder &graph, const RealizeOptions &r
 /// The Program of a placed and fused graph: every kernel compiled (from the
 /// session's caches when it can), intermediates planned into shared
 /// buffers. Its inputs are graph.inputs; its outputs the graph's results.
-std::shared_ptr<const rt::Program> compileProgram(Session &session, GraphBuilder &graph);
+/// `constantNodes`, when given, receives per Program constant the position
+/// of its node in the graph's topological order.
+std::shared_ptr<const rt::Program> compileProgram(Session &session, GraphBuilder &graph,
+                                                  std::vector<uint32_t> *constantNodes = nullptr);
 
 } // namespace kiln
 

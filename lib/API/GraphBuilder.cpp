@@ -49,7 +49,7 @@ std::string kiln::typeText(Type type) {
   return text;
 }
 
-std::vector<Node *> GraphBuilder::topologicalOrder(const std::vector<std::shared_ptr<Node>> &roots) {
+std::vector<Node *> kiln::topologicalOrder(const std::vector<std::shared_ptr<Node>> &roots) {
   std::vector<Node *> order;
   llvm::DenseMap<Node *, bool> visited; // false: on the stack
   std::vector<std::pair<Node *, size_t>> stack;
@@ -165,7 +165,8 @@ Value GraphBuilder::emit(OpBuilder &b, Node *node) {
   return b.create(state)->getResult(0);
 }
 
-void GraphBuilder::build(const std::vector<std::shared_ptr<Node>> &roots) {
+void GraphBuilder::build(const std::vector<std::shared_ptr<Node>> &roots,
+                         const std::vector<Node *> &order) {
   OpBuilder b(ctx);
   module = ModuleOp::create(b.getUnknownLoc());
   SmallVector<Type> resultTypes;
@@ -175,8 +176,14 @@ void GraphBuilder::build(const std::vector<std::shared_ptr<Node>> &roots) {
   func = func::FuncOp::create(b, b.getUnknownLoc(), "graph",
                               b.getFunctionType({}, resultTypes));
   b.setInsertionPointToStart(func.addEntryBlock());
-  for (Node *node : topologicalOrder(roots))
-    values[node] = emit(b, node);
+  for (size_t i = 0; i < order.size(); ++i) {
+    Value value = emit(b, order[i]);
+    // Which node a constant came from, so that a reused Program reads the
+    // values of a later graph's constants (GraphCache.h).
+    if (auto constant = value.getDefiningOp<ConstantOp>())
+      constant->setAttr("kiln.node", b.getI64IntegerAttr(static_cast<int64_t>(i)));
+    values[order[i]] = value;
+  }
   SmallVector<Value> results;
   for (const auto &root : roots)
     results.push_back(values.lookup(root.get()));

@@ -30,6 +30,10 @@ Device deviceOf(mlir::Operation *op);
 SourceLocation sourceOf(mlir::Location loc);
 std::string typeText(mlir::Type type);
 
+/// The nodes `roots` need, operands before users; realized nodes are
+/// inputs, so the graph above them is not visited.
+std::vector<Node *> topologicalOrder(const std::vector<std::shared_ptr<Node>> &roots);
+
 /// The graph function of everything `roots` need, in topological order.
 struct GraphBuilder {
   mlir::MLIRContext *ctx;
@@ -40,10 +44,13 @@ struct GraphBuilder {
   llvm::DenseMap<Node *, mlir::Value> values;
 
   explicit GraphBuilder(mlir::MLIRContext *ctx) : ctx(ctx) {}
-  void build(const std::vector<std::shared_ptr<Node>> &roots);
+  /// `order` is topologicalOrder(roots).
+  void build(const std::vector<std::shared_ptr<Node>> &roots, const std::vector<Node *> &order);
+  void build(const std::vector<std::shared_ptr<Node>> &roots) {
+    build(roots, topologicalOrder(roots));
+  }
 
 private:
-  static std::vector<Node *> topologicalOrder(const std::vector<std::shared_ptr<Node>> &roots);
   mlir::Value emit(mlir::OpBuilder &b, Node *node);
 };
 

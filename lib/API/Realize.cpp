@@ -12,6 +12,7 @@
 #include "Devices.h"
 #include "Graph.h"
 #include "GraphBuilder.h"
+#include "GraphCache.h"
 #include "Session.h"
 
 #include "kiln/Codegen/Pipelines.h"
@@ -175,12 +176,15 @@ void kiln::realizeNodes(const std::vector<std::shared_ptr<Node>> &all,
 }
 
 namespace {
-/// Per graph input, what the Program reads: the node's buffer if it has
-/// one, else its host data in the stored form (kept alive in `staged`).
-std::vector<rt::ProgramInput> programInputs(const GraphBuilder &graph,
+/// Per graph input (in `order`, as GraphBuilder numbers them), what the
+/// Program reads: the node's buffer if it has one, else its host data in
+/// the stored form (kept alive in `staged`).
+std::vector<rt::ProgramInput> programInputs(const std::vector<Node *> &order,
                                             std::vector<std::vector<uint8_t>> &staged) {
   std::vector<rt::ProgramInput> inputs;
-  for (Node *node : graph.inputs) {
+  for (Node *node : order) {
+    if (!isGraphInput(*node))
+      continue;
     rt::ProgramInput input;
     if (node->realized())
       input.buffer = node->buffer;
@@ -195,31 +199,59 @@ std::vector<rt::ProgramInput> programInputs(const GraphBuilder &graph,
   return inputs;
 }
 
+/// The Program for `structure`: the cached one, else compiled (and cached).
+const CachedGraph &programFor(Session &s, const std::vector<std::shared_ptr<Node>> &roots,
+                              const GraphStructure &structure, const RealizeOptions &options,
+                              CachedGraph &uncached) {
+  bool caching = graphCacheCapacity() > 0;
+  if (caching)
+    if (const CachedGraph *cached = s.graphs.find(structure.key)) {
+      ++s.stats.graph_cache_hits;
+      return *cached;
+    }
+  GraphBuilder graph(&s.contextForGraph());
+  graph.build(roots, structure.order);
+  placeAndFuse(s, graph, options);
+  CachedGraph compiled;
+  compiled.program = compileProgram(s, graph, &compiled.constantNodes);
+  for (const std::string &name : compiled.program->devices)
+    compiled.devices.push_back(&runtimeDevice(Device::parse(name)));
+  ++s.stats.graphs_compiled;
+  if (caching)
+    return s.graphs.insert(structure.key, std::move(compiled));
+  uncached = std::move(compiled);
+  return uncached;
+}
+
 void realizeLocked(Session &s, const std::vector<std::shared_ptr<Node>> &roots,
                    const RealizeOptions &options) {
   auto compileStart = Clock::now();
-  GraphBuilder graph(&s.contextForGraph());
-  graph.build(roots);
-  placeAndFuse(s, graph, options);
-  std::shared_ptr<const rt::Program> program = compileProgram(s, graph);
-  ++s.stats.graphs_compiled;
+  // Everything that decides placement besides the graph itself.
+  std::string context = std::to_string(static_cast<int>(resolvePolicy(options))) +
+                        Device::default_device().name();
+  GraphStructure structure = graphStructure(roots, context);
+  CachedGraph uncached;
+  const CachedGraph &compiled = programFor(s, roots, structure, options, uncached);
+  const rt::Program &program = *compiled.program;
+  s.stats.last_graph_peak_bytes = program.peakBytes;
+  s.stats.last_graph_unplanned_bytes = program.unplannedBytes;
   s.stats.compile_seconds += secondsSince(compileStart);
-  s.stats.last_graph_peak_bytes = program->peakBytes;
-  s.stats.last_graph_unplanned_bytes = program->unplannedBytes;
 
   auto runStart = Clock::now();
-  std::vector<rt::Device *> devices;
-  for (const std::string &name : program->devices)
-    devices.push_back(&runtimeDevice(Device::parse(name)));
   std::vector<std::vector<uint8_t>> staged;
-  std::vector<rt::ProgramInput> inputs = programInputs(graph, staged);
+  std::vector<rt::ProgramInput> inputs = programInputs(structure.order, staged);
+  // This graph's constant values (a reused Program was compiled for others).
+  std::vector<std::vector<uint8_t>> constants;
+  for (uint32_t at : compiled.constantNodes)
+    constants.push_back(splatBytesOf(*structure.order[at]));
   rt::RunOptions run;
   run.poisonResults = poisonOutputs();
+  run.constants = &constants;
   run.allocate = [](rt::Device &device, size_t bytes,
                     const char *what) -> rt::StatusOr<std::shared_ptr<rt::Buffer>> {
     return allocateOn(device, bytes, what); // throws the typed errors
   };
-  rt::StatusOr<rt::RunResult> result = rt::run(*program, devices, inputs, run);
+  rt::StatusOr<rt::RunResult> result = rt::run(program, compiled.devices, inputs, run);
   check(result.status(), "running the graph");
   const rt::RunCounters &counters = result->counters;
   s.stats.kernels_dispatched += counters.dispatches;
@@ -228,12 +260,16 @@ void realizeLocked(Session &s, const std::vector<std::shared_ptr<Node>> &roots,
   s.stats.bytes_downloaded += counters.bytesMoved;
   // Host data stays on the device it was first uploaded to: later graphs
   // read it from there instead of uploading it again.
-  for (size_t i = 0; i < graph.inputs.size(); ++i)
-    if (const std::shared_ptr<rt::Buffer> &uploaded = result->uploaded[i];
-        uploaded && !graph.inputs[i]->realized()) {
-      graph.inputs[i]->buffer = uploaded;
-      graph.inputs[i]->bufferDevice = apiDevice(uploaded->device());
+  size_t input = 0;
+  for (Node *node : structure.order) {
+    if (!isGraphInput(*node))
+      continue;
+    if (const std::shared_ptr<rt::Buffer> &uploaded = result->uploaded[input++];
+        uploaded && !node->realized()) {
+      node->buffer = uploaded;
+      node->bufferDevice = apiDevice(uploaded->device());
     }
+  }
   for (size_t i = 0; i < roots.size(); ++i) {
     Node &root = *roots[i];
     root.buffer = result->outputs[i];

@@ -9,6 +9,7 @@
 #ifndef KILN_LIB_API_SESSION_H
 #define KILN_LIB_API_SESSION_H
 
+#include "GraphCache.h"
 #include "KernelCache.h"
 #include "kiln/Stats.h"
 
@@ -67,6 +68,8 @@ struct Session {
   uint64_t cacheClock = 0;
   KernelCache<CompiledKernel> kernels{cacheClock};
   KernelCache<CompiledCpuKernel> cpuKernels{cacheClock};
+  /// Programs by graph structure (GraphCache.h).
+  GraphCache graphs;
   bool captureCpuIR = false;
   Stats stats;
 

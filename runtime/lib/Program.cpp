@@ -268,7 +268,8 @@ Status Runner::runInput(const ProgramStep &step) {
 
 Status Runner::runConstant(const ProgramStep &step) {
   uint32_t v = step.results[0];
-  const std::vector<uint8_t> &one = program.constants[step.index];
+  const std::vector<uint8_t> &one =
+      options.constants ? (*options.constants)[step.index] : program.constants[step.index];
   uint64_t bytes = program.values[v].type.bytes();
   StatusOr<std::shared_ptr<Buffer>> buffer = resultBuffer(v, "materializing a constant");
   if (!buffer.isOk())
@@ -348,6 +349,11 @@ StatusOr<RunResult> Runner::run() {
   if (inputs.size() != program.inputs.size())
     return Status::invalidArgument("the program takes " + std::to_string(program.inputs.size()) +
                                    " inputs, got " + std::to_string(inputs.size()));
+  if (options.constants && options.constants->size() != program.constants.size())
+    return Status::invalidArgument("the program has " +
+                                   std::to_string(program.constants.size()) +
+                                   " constants, the run gives " +
+                                   std::to_string(options.constants->size()));
   if (devices.size() != program.devices.size())
     return Status::invalidArgument("the program runs on " +
                                    std::to_string(program.devices.size()) + " devices, got " +

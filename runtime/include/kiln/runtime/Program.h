@@ -144,6 +144,9 @@ struct RunOptions {
   /// Fill every kernel result with 0xFF bytes (NaN) before the kernel runs,
   /// so an element a kernel forgets to write cannot pass a test by luck.
   bool poisonResults = false;
+  /// Replaces Program::constants for this run (same count and sizes): a
+  /// reused Program reads the values of the graph it runs for.
+  const std::vector<std::vector<uint8_t>> *constants = nullptr;
   /// How buffers are allocated (the JIT's raises its typed errors); unset:
   /// Device::allocate, its failure returned as the run's status.
   std::function<StatusOr<std::shared_ptr<Buffer>>(Device &, size_t bytes, const char *what)>
