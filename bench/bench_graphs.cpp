@@ -12,6 +12,15 @@
 //                             each 1000 (rss_mb), its growth over the last
 //                             1000 (growth_mb: flat at steady state), and
 //                             the kernel cache's entries and bytes
+//   BM_WarmRealize/<dev>      the host cost of realizing a graph again: a
+//                             50-op elementwise graph over [4, 64] floats
+//                             recorded anew each iteration (new input data,
+//                             a new scalar) and realized (not read back): the
+//                             recording, the realize and one dispatch. After
+//                             the first, the
+//                             graph cache reuses its Program (no MLIR).
+//                             Counters: graphs compiled, cache hits, kernels
+//                             dispatched per realize
 //   BM_RecordOps/<trace>      recording alone (no realize): 1000 ops of a
 //                             small block (linear, relu, layer_norm) per
 //                             iteration, with KILN_TRACE's call-stack
@@ -108,6 +117,28 @@ void BM_ManyShapes(benchmark::State &state, kiln::Device device) {
   state.counters["evictions"] = double(stats.kernel_cache_evictions);
 }
 
+void BM_WarmRealize(benchmark::State &state, kiln::Device device) {
+  std::vector<float> data(256, 0.5f);
+  auto step = [&](float scale) {
+    kiln::Tensor x = kiln::Tensor::from(data, {4, 64}, device);
+    kiln::Tensor y = x;
+    for (int i = 0; i < 50; ++i)
+      y = (i % 2) ? kiln::tanh(y) : y * scale;
+    kiln::realize({y});
+    return y;
+  };
+  benchmark::DoNotOptimize(step(0.5f)); // compiles
+  kiln::reset_stats();
+  float scale = 0.25f;
+  for (auto _ : state)
+    benchmark::DoNotOptimize(step(scale += 1e-3f));
+  kiln::Stats stats = kiln::stats();
+  double n = double(state.iterations());
+  state.counters["compiled"] = double(stats.graphs_compiled);
+  state.counters["cache_hits"] = double(stats.graph_cache_hits) / n;
+  state.counters["dispatches"] = double(stats.kernels_dispatched) / n;
+}
+
 /// Four calls deep below the benchmark, as a model's layers would be.
 __attribute__((noinline)) kiln::Tensor block(const kiln::Tensor &x, const kiln::Tensor &w,
                                              const kiln::Tensor &b) {
@@ -144,6 +175,8 @@ void registerAll() {
           ->Arg(ops)
           ->Unit(benchmark::kMillisecond)
           ->Iterations(1);
+    benchmark::RegisterBenchmark(("BM_WarmRealize/" + name).c_str(), BM_WarmRealize, device)
+        ->Unit(benchmark::kMicrosecond);
     benchmark::RegisterBenchmark(("BM_ManyShapes/" + name).c_str(), BM_ManyShapes, device)
         ->Unit(benchmark::kSecond)
         ->Iterations(smoke() ? 1 : rounds());
