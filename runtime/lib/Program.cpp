@@ -47,6 +47,14 @@ void Program::planBuffers() {
   for (size_t s = 0; s < steps.size(); ++s)
     for (uint32_t v : steps[s].operands)
       lastUse[v] = s;
+  for (uint32_t v : outputs)
+    lastUse[v] = steps.size();
+  // A transfer to the device a value is already on binds the same buffer:
+  // its source lives as long as its result.
+  for (size_t s = steps.size(); s-- > 0;)
+    if (steps[s].kind == ProgramStep::Kind::transfer)
+      lastUse[steps[s].operands[0]] =
+          std::max(lastUse[steps[s].operands[0]], lastUse[steps[s].results[0]]);
   // Constants and kernel results; inputs and transfers bind buffers made
   // elsewhere (the caller's, or a copy on the target device).
   for (size_t s = 0; s < steps.size(); ++s)

@@ -114,6 +114,31 @@ TEST(Program, RunsOnTheCpuDevice) {
   EXPECT_EQ(again->counters.bytesUploaded, 4000u) << "only the constant: x is on the device";
 }
 
+TEST(Program, ATransferOnOneDeviceKeepsItsSourceAlive) {
+  // a = 2x; t = a moved to the device it is on (the same buffer); b = 2y;
+  // out = t + b. b must not take a's buffer while t still reads it.
+  Program p;
+  p.devices = {"cpu:0"};
+  p.inputs = {{{64}, ElementType::f32}, {{64}, ElementType::f32}};
+  p.kernels = {cpuKernel("twice", twice, 64), cpuKernel("add", add, 64)};
+  uint32_t x = addValue(p, 64), y = addValue(p, 64), a = addValue(p, 64), t = addValue(p, 64),
+           b = addValue(p, 64), out = addValue(p, 64);
+  addStep(p, ProgramStep::Kind::input, 0, {}, {x});
+  addStep(p, ProgramStep::Kind::input, 1, {}, {y});
+  addStep(p, ProgramStep::Kind::dispatch, 0, {x}, {a});
+  addStep(p, ProgramStep::Kind::transfer, 0, {a}, {t});
+  addStep(p, ProgramStep::Kind::dispatch, 0, {y}, {b});
+  addStep(p, ProgramStep::Kind::dispatch, 1, {t, b}, {out});
+  p.outputs = {out};
+  p.planBuffers();
+  EXPECT_NE(p.values[a].slot, p.values[b].slot) << p.describe();
+  std::vector<float> xs(64, 3.0f), ys(64, 5.0f);
+  std::vector<Device *> devices = {&CpuDevice::get()};
+  StatusOr<RunResult> result = run(p, devices, {{nullptr, xs.data()}, {nullptr, ys.data()}});
+  ASSERT_TRUE(result.isOk()) << result.status().toString();
+  EXPECT_EQ(static_cast<const float *>(CpuDevice::data(*result->outputs[0]))[63], 16.0f);
+}
+
 TEST(Program, MalformedRunsAreErrors) {
   Program p = chain(16);
   std::vector<Device *> devices = {&CpuDevice::get()};
