@@ -89,7 +89,8 @@ void kiln::placeAndFuse(Session &session, GraphBuilder &graph, const RealizeOpti
                         bool fuse) {
   MLIRContext *ctx = graph.ctx;
   PlacementOptions options;
-  options.defaultDevice = deviceAttr(ctx, Device::default_device());
+  options.defaultDevice =
+      deviceAttr(ctx, graph.retarget ? *graph.retarget : Device::default_device());
   options.policy = resolvePolicy(realize);
 
   std::string report;

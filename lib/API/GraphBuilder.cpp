@@ -77,13 +77,17 @@ std::vector<Node *> kiln::topologicalOrder(const std::vector<std::shared_ptr<Nod
   return order;
 }
 
+DeviceAttr GraphBuilder::committedAttr(const Device &device) const {
+  return deviceAttr(ctx, retarget ? *retarget : device);
+}
+
 Value GraphBuilder::emit(OpBuilder &b, Node *node) {
   Location loc = locationOf(ctx, node->loc);
   RankedTensorType type = tensorType(ctx, *node);
   if (node->realized() || node->kind == OpKind::Input) {
     // A realized uncommitted value stays uncommitted: it follows its users.
     auto op = InputOp::create(b, loc, type, inputs.size(),
-                              node->device ? deviceAttr(ctx, *node->device)
+                              node->device ? committedAttr(*node->device)
                                            : DeviceAttr());
     inputs.push_back(node);
     return op;
@@ -98,12 +102,12 @@ Value GraphBuilder::emit(OpBuilder &b, Node *node) {
             ? Attribute(b.getBoolAttr(node->value != 0))
             : Attribute(b.getFloatAttr(type.getElementType(), node->value));
     return ConstantOp::create(b, loc, DenseElementsAttr::get(type, element),
-                              node->device ? deviceAttr(ctx, *node->device)
+                              node->device ? committedAttr(*node->device)
                                            : DeviceAttr());
   }
   case OpKind::Transfer:
     return TransferOp::create(b, loc, type, operands[0],
-                              deviceAttr(ctx, *node->device));
+                              committedAttr(*node->device));
   default:
     break;
   }

@@ -42,6 +42,9 @@ struct GraphBuilder {
   /// The node behind each kiln.input, by its index.
   std::vector<Node *> inputs;
   llvm::DenseMap<Node *, mlir::Value> values;
+  /// Ahead of time: every committed device becomes this one (a model whose
+  /// weights live on a GPU, compiled for the CPU).
+  std::optional<Device> retarget;
 
   explicit GraphBuilder(mlir::MLIRContext *ctx) : ctx(ctx) {}
   /// `order` is topologicalOrder(roots).
@@ -51,6 +54,7 @@ struct GraphBuilder {
   }
 
 private:
+  DeviceAttr committedAttr(const Device &device) const;
   mlir::Value emit(mlir::OpBuilder &b, Node *node);
 };
 

@@ -38,6 +38,13 @@ uint64_t TensorType::bytes() const {
   return n * elementBytes(element);
 }
 
+std::string TensorType::str() const {
+  std::string text = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    text += (i ? ", " : "") + std::to_string(shape[i]);
+  return text + "] " + elementTypeName(element);
+}
+
 void Program::planBuffers() {
   slots.clear();
   peakBytes = unplannedBytes = 0;
@@ -121,12 +128,6 @@ void Program::planBuffers() {
 
 std::string Program::describe() const {
   std::ostringstream os;
-  auto type = [](const TensorType &t) {
-    std::string text = "[";
-    for (size_t i = 0; i < t.shape.size(); ++i)
-      text += (i ? ", " : "") + std::to_string(t.shape[i]);
-    return text + "] " + elementTypeName(t.element);
-  };
   auto list = [](const std::vector<uint32_t> &ids) {
     std::string text;
     for (size_t i = 0; i < ids.size(); ++i)
@@ -146,7 +147,7 @@ std::string Program::describe() const {
     os << " on " << devices[step.device] << "\n";
   }
   for (size_t v = 0; v < values.size(); ++v) {
-    os << "%" << v << ": " << type(values[v].type);
+    os << "%" << v << ": " << values[v].type.str();
     if (values[v].slot != ProgramValue::kNoSlot)
       os << " in slot " << values[v].slot;
     os << "\n";

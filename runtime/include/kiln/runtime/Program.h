@@ -46,6 +46,8 @@ struct TensorType {
   std::vector<int64_t> shape;
   ElementType element = ElementType::f32;
   uint64_t bytes() const;
+  /// "[2, 3] f32".
+  std::string str() const;
 };
 
 /// One kernel's code for a Vulkan device.

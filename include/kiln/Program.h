@@ -1,0 +1,89 @@
+//===- Program.h - compile a model once, save it, load and run it -*- C++ -*-===//
+//
+// Ahead of time, in the shape of torch.export and IREE's runtime API:
+//
+//   kiln::Tensor x = kiln::Tensor::randn({1, 64});        // an example input
+//   kiln::Tensor y = model(x);                            // recorded, not run
+//   kiln::Program p = kiln::compile({y}, {x});            // weights included
+//   p.save("model.kiln");
+//   ...
+//   kiln::Program q = kiln::load("model.kiln", kiln::Device::vulkan());
+//   std::vector<kiln::Tensor> out = q.run({input});
+//
+// compile() takes the outputs of a recorded graph and the tensors that are
+// its inputs; every other tensor the graph starts from (the weights) is
+// stored in the program. The code is generated for each target ("vulkan":
+// SPIR-V; "cpu": machine code, which runs in this process but cannot be
+// saved yet). load() uses the runtime only: no graph is built and nothing
+// is compiled. Docs: docs/aot.md.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_PROGRAM_H
+#define KILN_PROGRAM_H
+
+#include "kiln/Device.h"
+#include "kiln/Tensor.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace kiln {
+namespace rt {
+struct Artifact;
+class Model;
+} // namespace rt
+
+struct CompileOptions {
+  /// "vulkan", "cpu"; empty: the default device's kind.
+  std::vector<std::string> targets;
+  /// Names in the file (kiln-run --input name=file.npy); default input0,
+  /// input1, ... and output0, ...
+  std::vector<std::string> input_names, output_names;
+};
+
+class Program {
+public:
+  /// Writes the .kiln file. Throws Error when a target's code cannot be
+  /// stored (the CPU's, for now) or the file cannot be written.
+  void save(const std::string &path) const;
+  /// Runs on the device it was loaded for (compile: the first target's
+  /// device). Inputs in order, of the shapes and dtypes it was compiled for,
+  /// on any device; outputs are committed to the program's device.
+  std::vector<Tensor> run(const std::vector<Tensor> &inputs) const;
+
+  Device device() const;
+  /// "vulkan, cpu".
+  std::string targets() const;
+  /// Input and output names, shapes and dtypes, one per line.
+  std::string signature() const;
+  /// The steps, values and buffer plan of the program run on device().
+  std::string describe() const;
+
+private:
+  friend Program compile(const std::vector<Tensor> &, const std::vector<Tensor> &,
+                         const CompileOptions &);
+  friend Program load(const std::string &, const Device &);
+  Program(std::shared_ptr<const rt::Artifact> artifact, Device device);
+
+  std::shared_ptr<const rt::Artifact> artifact_;
+  std::shared_ptr<rt::Model> model_;
+  Device device_;
+};
+
+/// Compiles the graph that computes `outputs` from `inputs`. Throws
+/// DeviceMismatchError, CompileError, or Error for an input that is
+/// computed (pass the tensors the model starts from) or an output already
+/// read (compile before reading).
+Program compile(const std::vector<Tensor> &outputs, const std::vector<Tensor> &inputs,
+                const CompileOptions &options = {});
+
+/// Loads a .kiln file for `device`. Throws Error naming the problem for a
+/// malformed file, and the targets present when it has no code for
+/// `device`.
+Program load(const std::string &path, const Device &device);
+
+} // namespace kiln
+
+#endif // KILN_PROGRAM_H

@@ -1,0 +1,231 @@
+//===- Aot.cpp - compile, save, load and run a Program ahead of time ------===//
+//
+// compile() goes through the same pipeline as every realize (GraphBuilder,
+// placement, fusion, compileProgram), with every committed device moved to
+// the target's device, once per target. The result is an rt::Artifact: the
+// model inputs, the weights (every other source the graph starts from), and
+// a Program per target. run() and load() use the runtime's Model only.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/Program.h"
+
+#include "Compile.h"
+#include "Devices.h"
+#include "GraphBuilder.h"
+#include "Session.h"
+
+#include "kiln/runtime/Artifact.h"
+
+#include <cstring>
+
+using namespace kiln;
+
+namespace {
+rt::ElementType elementOf(DType dtype) {
+  switch (dtype) {
+  case DType::f32: return rt::ElementType::f32;
+  case DType::f16: return rt::ElementType::f16;
+  case DType::i32: return rt::ElementType::i32;
+  case DType::boolean: return rt::ElementType::i1;
+  }
+  return rt::ElementType::f32;
+}
+
+DType dtypeOf(rt::ElementType element) {
+  switch (element) {
+  case rt::ElementType::f32: return DType::f32;
+  case rt::ElementType::f16: return DType::f16;
+  case rt::ElementType::i32: return DType::i32;
+  case rt::ElementType::i1: return DType::boolean;
+  }
+  return DType::f32;
+}
+
+rt::TensorType typeOf(const Node &node) { return {node.shape, elementOf(node.dtype)}; }
+
+/// A source node's bytes as stored, from its buffer or its host data.
+std::vector<uint8_t> bytesOf(const Node &node) {
+  size_t bytes = numElements(node.shape) * elementBytes(node.dtype);
+  std::vector<uint8_t> out(bytes);
+  if (node.realized()) {
+    check(runtimeDevice(*node.bufferDevice).download(*node.buffer, out.data(), bytes),
+          "reading a weight");
+  } else if (node.dtype == DType::i32 && node.hostInts) {
+    std::memcpy(out.data(), node.hostInts->data(), bytes);
+  } else if (node.host && node.dtype == DType::f32) {
+    std::memcpy(out.data(), node.host->data(), bytes);
+  } else if (node.host && node.dtype == DType::boolean) {
+    for (size_t i = 0; i < bytes; ++i)
+      out[i] = (*node.host)[i] != 0;
+  } else {
+    throw Error(std::string("a weight of dtype ") + dtype_name(node.dtype) +
+                " cannot be stored yet");
+  }
+  return out;
+}
+
+/// The device a target's code is generated for (and a compiled program
+/// first runs on).
+Device deviceFor(const std::string &target) {
+  if (target == "cpu")
+    return Device::cpu();
+  if (target == "vulkan")
+    return Device::vulkan(0); // throws DeviceError listing the devices here
+  if (target == "metal")
+    throw Error("target 'metal': MSL generation is not built yet; use vulkan or cpu");
+  throw Error("unknown target '" + target + "': use vulkan or cpu");
+}
+
+std::string nameAt(const std::vector<std::string> &names, size_t i, const char *prefix) {
+  return i < names.size() ? names[i] : prefix + std::to_string(i);
+}
+} // namespace
+
+Program::Program(std::shared_ptr<const rt::Artifact> artifact, Device device)
+    : artifact_(std::move(artifact)), device_(std::move(device)) {
+  rt::StatusOr<std::unique_ptr<rt::Model>> model =
+      rt::Model::create(artifact_, runtimeDevice(device_));
+  if (!model.isOk())
+    throw Error(model.status().message());
+  model_ = std::move(*model);
+}
+
+Program kiln::compile(const std::vector<Tensor> &outputs, const std::vector<Tensor> &inputs,
+                      const CompileOptions &options) {
+  std::vector<std::shared_ptr<Node>> roots;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    if (!outputs[i].defined())
+      throw Error("compile: output " + std::to_string(i) + " is an empty Tensor");
+    roots.push_back(outputs[i].node());
+  }
+  std::vector<std::string> targets = options.targets;
+  if (targets.empty())
+    targets.push_back(Device::default_device().api());
+  auto artifact = std::make_shared<rt::Artifact>();
+  Session &s = session();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  for (size_t i = 0; i < roots.size(); ++i) {
+    if (roots[i]->realized())
+      throw Error("compile: output " + std::to_string(i) +
+                  " was already computed and its graph freed: compile before reading it");
+    artifact->outputs.push_back({nameAt(options.output_names, i, "output"), typeOf(*roots[i])});
+  }
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Tensor &input = inputs[i];
+    if (!input.defined())
+      throw Error("compile: input " + std::to_string(i) + " is an empty Tensor");
+    const Node &node = *input.node();
+    if (!node.realized() && node.kind != OpKind::Input)
+      throw Error("compile: input " + std::to_string(i) + " (created at " +
+                  node.loc.file_name() + ":" + std::to_string(node.loc.line()) +
+                  ") is computed from other tensors: pass the tensors the model starts from "
+                  "(Tensor::from, randn, ...)");
+    artifact->inputs.push_back({nameAt(options.input_names, i, "input"), typeOf(node)});
+  }
+  std::vector<std::pair<const Node *, uint32_t>> weightOf;
+  for (const std::string &target : targets) {
+    Device device = deviceFor(target);
+    GraphBuilder graph(&s.contextForGraph());
+    graph.retarget = device;
+    graph.build(roots);
+    placeAndFuse(s, graph, RealizeOptions());
+    rt::TargetProgram program;
+    program.target = target;
+    program.program = compileProgram(s, graph);
+    for (Node *node : graph.inputs) {
+      auto input = std::find_if(inputs.begin(), inputs.end(),
+                                [&](const Tensor &t) { return t.node().get() == node; });
+      if (input != inputs.end()) {
+        program.sources.push_back({false, static_cast<uint32_t>(input - inputs.begin())});
+        continue;
+      }
+      auto known = std::find_if(weightOf.begin(), weightOf.end(),
+                                [&](const auto &entry) { return entry.first == node; });
+      if (known == weightOf.end()) {
+        std::string name = std::string(node->loc.file_name()) + ":" +
+                           std::to_string(node->loc.line());
+        artifact->weights.push_back({name, typeOf(*node), bytesOf(*node)});
+        weightOf.push_back({node, static_cast<uint32_t>(artifact->weights.size() - 1)});
+        known = weightOf.end() - 1;
+      }
+      program.sources.push_back({true, known->second});
+    }
+    artifact->programs.push_back(std::move(program));
+  }
+  return Program(std::move(artifact), deviceFor(targets.front()));
+}
+
+Program kiln::load(const std::string &path, const Device &device) {
+  rt::StatusOr<rt::Artifact> artifact = rt::loadArtifact(path);
+  if (!artifact.isOk())
+    throw Error(artifact.status().message());
+  return Program(std::make_shared<const rt::Artifact>(std::move(*artifact)), device);
+}
+
+void Program::save(const std::string &path) const {
+  if (rt::Status s = rt::saveArtifact(*artifact_, path); !s.isOk())
+    throw Error("saving " + path + ": " + s.message());
+}
+
+std::vector<Tensor> Program::run(const std::vector<Tensor> &inputs) const {
+  const rt::Artifact &a = *artifact_;
+  if (inputs.size() != a.inputs.size())
+    throw Error("the program takes " + std::to_string(a.inputs.size()) + " inputs, got " +
+                std::to_string(inputs.size()));
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!inputs[i].defined())
+      throw Error("input '" + a.inputs[i].name + "' is an empty Tensor");
+    rt::TensorType got{inputs[i].shape(), elementOf(inputs[i].dtype())};
+    if (got.shape != a.inputs[i].type.shape || got.element != a.inputs[i].type.element)
+      throw Error("input '" + a.inputs[i].name + "' is " + got.str() +
+                  "; the program was compiled for " + a.inputs[i].type.str());
+  }
+  realize(inputs);
+  std::vector<rt::ProgramInput> bound;
+  {
+    Session &s = session();
+    std::lock_guard<std::mutex> lock(s.mutex);
+    for (const Tensor &input : inputs)
+      bound.push_back({input.node()->buffer, nullptr});
+  }
+  rt::RunOptions options;
+  options.allocate = [](rt::Device &device, size_t bytes,
+                        const char *what) -> rt::StatusOr<std::shared_ptr<rt::Buffer>> {
+    return allocateOn(device, bytes, what);
+  };
+  rt::StatusOr<rt::RunResult> result = model_->run(bound, options);
+  check(result.status(), "running the program");
+  std::vector<Tensor> out;
+  for (size_t i = 0; i < result->outputs.size(); ++i) {
+    auto node = std::make_shared<Node>();
+    node->kind = OpKind::Input;
+    node->shape = a.outputs[i].type.shape;
+    node->dtype = dtypeOf(a.outputs[i].type.element);
+    node->device = device_;
+    node->buffer = result->outputs[i];
+    node->bufferDevice = device_;
+    out.emplace_back(std::move(node));
+  }
+  return out;
+}
+
+Device Program::device() const { return device_; }
+
+std::string Program::targets() const { return artifact_->targets(); }
+
+std::string Program::signature() const {
+  std::string text;
+  for (const rt::Signature &s : artifact_->inputs)
+    text += "input " + s.name + ": " + s.type.str() + "\n";
+  for (const rt::Signature &s : artifact_->outputs)
+    text += "output " + s.name + ": " + s.type.str() + "\n";
+  return text;
+}
+
+std::string Program::describe() const {
+  for (const rt::TargetProgram &p : artifact_->programs)
+    if (p.target == device_.api())
+      return p.program->describe();
+  return {};
+}

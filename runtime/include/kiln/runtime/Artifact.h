@@ -1,0 +1,98 @@
+//===- Artifact.h - the .kiln file: a compiled model -------------*- C++ -*-===//
+//
+// A .kiln file (FlatBuffers, runtime/schema/kiln.fbs) holds a model's input
+// and output signature, its weights, and one Program per target. Loading
+// checks in layers before any device memory is touched: the FlatBuffers
+// verifier, then meaning (every index in range, sizes equal shape x dtype
+// without overflow, steps that define each value once before its use, a
+// buffer plan that fits), then every kernel (SPIR-V framing and entry point,
+// bindings against the step that dispatches it). A file that fails any of
+// them is an error saying what is wrong, never a crash.
+//
+// Threading: an Artifact is plain data; a Model may be run from several
+// threads at once (its weights are uploaded once, under a lock).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_RUNTIME_ARTIFACT_H
+#define KILN_RUNTIME_ARTIFACT_H
+
+#include "kiln/runtime/Program.h"
+
+#include <mutex>
+
+namespace kiln::rt {
+
+struct Signature {
+  std::string name;
+  TensorType type;
+};
+
+/// Where a Program input comes from.
+struct InputSource {
+  bool weight = false; ///< Artifact::weights[index], else the model input `index`
+  uint32_t index = 0;
+};
+
+struct TargetProgram {
+  std::string target; ///< "vulkan", "cpu": the api of the devices it runs on
+  std::shared_ptr<const Program> program;
+  std::vector<InputSource> sources; ///< one per program input
+};
+
+struct Weight {
+  std::string name;
+  TensorType type;
+  std::vector<uint8_t> data;
+};
+
+struct Artifact {
+  static constexpr uint16_t kVersionMajor = 0;
+  static constexpr uint16_t kVersionMinor = 1;
+  std::vector<Signature> inputs, outputs;
+  std::vector<TargetProgram> programs;
+  std::vector<Weight> weights;
+
+  /// "vulkan, cpu".
+  std::string targets() const;
+};
+
+/// The file's bytes. Fails for a program that holds code this format cannot
+/// store yet (CPU machine code from the JIT).
+StatusOr<std::vector<uint8_t>> serializeArtifact(const Artifact &artifact);
+/// Every check above; `what` names the file in errors.
+StatusOr<Artifact> parseArtifact(const uint8_t *data, size_t size, const std::string &what);
+Status saveArtifact(const Artifact &artifact, const std::string &path);
+StatusOr<Artifact> loadArtifact(const std::string &path);
+
+/// An artifact bound to one device: the program for its api, every program
+/// device mapped to it, weights uploaded on the first run and kept.
+class Model {
+public:
+  /// Fails, listing the targets present, when the file has no code for
+  /// `device`'s api.
+  static StatusOr<std::unique_ptr<Model>> create(std::shared_ptr<const Artifact> artifact,
+                                                 Device &device);
+
+  const Artifact &artifact() const { return *artifact_; }
+  Device &device() const { return *device_; }
+
+  /// `inputs` in signature order (buffers on any device, or host bytes);
+  /// checked against the signature, then run. Outputs in signature order.
+  StatusOr<RunResult> run(const std::vector<ProgramInput> &inputs,
+                          const RunOptions &options = {});
+
+private:
+  Model(std::shared_ptr<const Artifact> artifact, const TargetProgram &program, Device &device)
+      : artifact_(std::move(artifact)), program_(&program), device_(&device) {}
+
+  std::shared_ptr<const Artifact> artifact_;
+  const TargetProgram *program_;
+  Device *device_;
+  std::mutex mutex_;
+  std::vector<std::shared_ptr<Buffer>> weights_; // on device_, by weight index
+};
+
+} // namespace kiln::rt
+
+#endif // KILN_RUNTIME_ARTIFACT_H

@@ -1,0 +1,477 @@
+//===- Artifact.cpp - the .kiln file: write, load in layers, run ----------===//
+
+#include "kiln/runtime/Artifact.h"
+
+#include "SpirvCheck.h"
+#include "kiln_generated.h"
+
+#include <fstream>
+#include <iterator>
+#include <set>
+
+using namespace kiln::rt;
+namespace fbs = kiln::fb;
+
+namespace {
+using flatbuffers::FlatBufferBuilder;
+using flatbuffers::Offset;
+
+Offset<fbs::TensorType> writeType(FlatBufferBuilder &b, const TensorType &type) {
+  return fbs::CreateTensorType(b, b.CreateVector(type.shape),
+                               static_cast<fbs::ElementType>(type.element));
+}
+
+StatusOr<Offset<fbs::Program>> writeProgram(FlatBufferBuilder &b, const TargetProgram &target) {
+  const Program &p = *target.program;
+  std::vector<Offset<flatbuffers::String>> devices;
+  for (const std::string &d : p.devices)
+    devices.push_back(b.CreateString(d));
+  std::vector<Offset<fbs::TensorType>> inputs;
+  for (const TensorType &t : p.inputs)
+    inputs.push_back(writeType(b, t));
+  std::vector<Offset<fbs::InputSource>> sources;
+  for (const InputSource &s : target.sources)
+    sources.push_back(fbs::CreateInputSource(b, s.weight, s.index));
+  std::vector<Offset<fbs::Value>> values;
+  for (const ProgramValue &v : p.values)
+    values.push_back(fbs::CreateValue(b, writeType(b, v.type), v.device, v.slot));
+  std::vector<Offset<fbs::Step>> steps;
+  for (const ProgramStep &s : p.steps)
+    steps.push_back(fbs::CreateStep(b, static_cast<fbs::StepKind>(s.kind), s.device, s.index,
+                                    b.CreateVector(s.operands), b.CreateVector(s.results)));
+  std::vector<Offset<fbs::Constant>> constants;
+  for (const std::vector<uint8_t> &c : p.constants)
+    constants.push_back(fbs::CreateConstant(b, b.CreateVector(c)));
+  std::vector<Offset<fbs::Kernel>> kernels;
+  for (const ProgramKernel &k : p.kernels) {
+    if (k.cpu)
+      return Status::invalidArgument(
+          k.name + " is CPU machine code from the JIT, which a .kiln file cannot hold yet: "
+                   "compile for the vulkan target");
+    Offset<fbs::SpirvCode> spirv = 0;
+    if (k.spirv) {
+      fbs::Groups groups(k.spirv->groups[0], k.spirv->groups[1], k.spirv->groups[2]);
+      spirv = fbs::CreateSpirvCode(b, k.spirv->hash, b.CreateVector(k.spirv->words),
+                                   b.CreateString(k.spirv->entryPoint),
+                                   b.CreateVector(k.spirv->bindingOrder), &groups);
+    }
+    kernels.push_back(fbs::CreateKernel(b, b.CreateString(k.name), k.elements, spirv));
+  }
+  std::vector<Offset<fbs::Slot>> slots;
+  for (const ProgramSlot &s : p.slots)
+    slots.push_back(fbs::CreateSlot(b, s.device, s.bytes));
+  return fbs::CreateProgram(b, b.CreateString(target.target), b.CreateVector(devices),
+                            b.CreateVector(inputs), b.CreateVector(sources),
+                            b.CreateVector(p.outputs), b.CreateVector(values),
+                            b.CreateVector(steps), b.CreateVector(constants),
+                            b.CreateVector(kernels), b.CreateVector(slots), p.peakBytes,
+                            p.unplannedBytes);
+}
+
+std::vector<Offset<fbs::Signature>> writeSignatures(FlatBufferBuilder &b,
+                                                    const std::vector<Signature> &list) {
+  std::vector<Offset<fbs::Signature>> out;
+  for (const Signature &s : list)
+    out.push_back(fbs::CreateSignature(b, b.CreateString(s.name), writeType(b, s.type)));
+  return out;
+}
+
+/// Reads with every meaning check; `at` says where in errors.
+class Reader {
+public:
+  explicit Reader(std::string what) : what(std::move(what)) {}
+
+  Status fail(const std::string &at, const std::string &problem) const {
+    return Status::invalidArgument(what + ": " + at + ": " + problem +
+                                   " (the file is corrupt or was not written by Kiln: "
+                                   "compile the model again)");
+  }
+
+  Status type(const fbs::TensorType *in, const std::string &at, TensorType &out) const {
+    if (!in)
+      return fail(at, "no tensor type");
+    if (in->element() > fbs::ElementType_MAX)
+      return fail(at, "unknown element type " + std::to_string(int(in->element())));
+    out.element = static_cast<ElementType>(in->element());
+    out.shape.clear();
+    uint64_t total = 1;
+    if (in->shape())
+      for (int64_t d : *in->shape()) {
+        if (d < 0)
+          return fail(at, "negative dimension " + std::to_string(d));
+        if (d && __builtin_mul_overflow(total, uint64_t(d), &total))
+          return fail(at, "a shape whose size overflows");
+        out.shape.push_back(d);
+      }
+    if (total > (uint64_t(1) << 40))
+      return fail(at, "a tensor of more than 2^40 elements");
+    return Status::ok();
+  }
+
+  Status signatures(const flatbuffers::Vector<Offset<fbs::Signature>> *in, const char *kind,
+                    std::vector<Signature> &out) const {
+    if (!in)
+      return fail(kind, "missing");
+    for (size_t i = 0; i < in->size(); ++i) {
+      const fbs::Signature *s = in->Get(i);
+      Signature sig;
+      sig.name = s->name() ? s->name()->str() : "";
+      if (Status st = type(s->type(), std::string(kind) + " " + std::to_string(i), sig.type);
+          !st.isOk())
+        return st;
+      out.push_back(std::move(sig));
+    }
+    return Status::ok();
+  }
+
+  Status program(const fbs::Program *in, size_t index, const Artifact &artifact,
+                 TargetProgram &out) const;
+
+private:
+  std::string what;
+};
+
+template <typename T> std::vector<T> vec(const flatbuffers::Vector<T> *v) {
+  return v ? std::vector<T>(v->begin(), v->end()) : std::vector<T>();
+}
+
+bool sameType(const TensorType &a, const TensorType &b) {
+  return a.element == b.element && a.shape == b.shape;
+}
+
+Status Reader::program(const fbs::Program *in, size_t index, const Artifact &artifact,
+                       TargetProgram &out) const {
+  std::string at = "program " + std::to_string(index);
+  auto p = std::make_shared<Program>();
+  out.target = in->target() ? in->target()->str() : "";
+  if (out.target != "vulkan" && out.target != "cpu")
+    return fail(at, "unknown target '" + out.target + "'");
+  if (!in->devices() || in->devices()->size() == 0)
+    return fail(at, "no devices");
+  for (const flatbuffers::String *d : *in->devices())
+    p->devices.push_back(d->str());
+  uint32_t numDevices = static_cast<uint32_t>(p->devices.size());
+  if (in->inputs())
+    for (size_t i = 0; i < in->inputs()->size(); ++i) {
+      TensorType t;
+      if (Status s = type(in->inputs()->Get(i), at + " input " + std::to_string(i), t); !s.isOk())
+        return s;
+      p->inputs.push_back(std::move(t));
+    }
+  // Where each input comes from, its type checked against the source.
+  if (!in->input_sources() || in->input_sources()->size() != p->inputs.size())
+    return fail(at, "input sources do not match its inputs");
+  for (size_t i = 0; i < p->inputs.size(); ++i) {
+    const fbs::InputSource *src = in->input_sources()->Get(i);
+    InputSource source{src->weight(), src->index()};
+    const TensorType *expected = nullptr;
+    if (source.weight && source.index < artifact.weights.size())
+      expected = &artifact.weights[source.index].type;
+    else if (!source.weight && source.index < artifact.inputs.size())
+      expected = &artifact.inputs[source.index].type;
+    if (!expected)
+      return fail(at, "input " + std::to_string(i) + " comes from a " +
+                          (source.weight ? "weight" : "model input") + " that does not exist");
+    if (!sameType(*expected, p->inputs[i]))
+      return fail(at, "input " + std::to_string(i) + " differs from its source's type");
+    out.sources.push_back(source);
+  }
+  if (in->slots())
+    for (const fbs::Slot *s : *in->slots()) {
+      if (s->device() >= numDevices)
+        return fail(at, "a buffer slot on device " + std::to_string(s->device()) +
+                            " of " + std::to_string(numDevices));
+      p->slots.push_back({s->device(), s->bytes()});
+    }
+  if (!in->values())
+    return fail(at, "no values");
+  for (size_t i = 0; i < in->values()->size(); ++i) {
+    const fbs::Value *v = in->values()->Get(i);
+    ProgramValue value;
+    std::string vat = at + " value %" + std::to_string(i);
+    if (Status s = type(v->type(), vat, value.type); !s.isOk())
+      return s;
+    value.device = v->device();
+    value.slot = v->slot();
+    if (value.device >= numDevices)
+      return fail(vat, "device index out of range");
+    if (value.slot != ProgramValue::kNoSlot) {
+      if (value.slot >= p->slots.size())
+        return fail(vat, "slot index out of range");
+      const ProgramSlot &slot = p->slots[value.slot];
+      if (slot.device != value.device || slot.bytes < value.type.bytes())
+        return fail(vat, "its buffer slot is on another device or too small");
+    }
+    p->values.push_back(std::move(value));
+  }
+  uint32_t numValues = static_cast<uint32_t>(p->values.size());
+  if (in->constants())
+    for (const fbs::Constant *c : *in->constants())
+      p->constants.push_back(vec(c->bytes()));
+  if (in->kernels())
+    for (size_t i = 0; i < in->kernels()->size(); ++i) {
+      const fbs::Kernel *k = in->kernels()->Get(i);
+      ProgramKernel kernel;
+      kernel.name = k->name() ? k->name()->str() : "kernel " + std::to_string(i);
+      kernel.elements = k->elements();
+      std::string kat = at + " " + kernel.name;
+      if (kernel.elements < 0)
+        return fail(kat, "a negative element count");
+      if (const fbs::SpirvCode *code = k->spirv()) {
+        auto spirv = std::make_shared<SpirvCode>();
+        spirv->hash = code->hash();
+        spirv->words = vec(code->words());
+        spirv->entryPoint = code->entry_point() ? code->entry_point()->str() : "";
+        spirv->bindingOrder = vec(code->binding_order());
+        if (!code->groups())
+          return fail(kat, "no workgroup counts");
+        spirv->groups = {code->groups()->x(), code->groups()->y(), code->groups()->z()};
+        for (uint32_t g : spirv->groups)
+          if (g == 0 || g > 65535)
+            return fail(kat, "a workgroup count of " + std::to_string(g));
+        if (Status s = checkSpirv(spirv->words, spirv->entryPoint); !s.isOk())
+          return fail(kat, "its SPIR-V is malformed: " + s.message());
+        kernel.spirv = std::move(spirv);
+      } else if (kernel.elements > 0) {
+        return fail(kat, "no code for target " + out.target);
+      }
+      p->kernels.push_back(std::move(kernel));
+    }
+  // Steps: every value defined once, before any use.
+  std::vector<bool> defined(numValues, false);
+  if (!in->steps())
+    return fail(at, "no steps");
+  for (size_t i = 0; i < in->steps()->size(); ++i) {
+    const fbs::Step *s = in->steps()->Get(i);
+    std::string sat = at + " step " + std::to_string(i);
+    if (s->kind() > fbs::StepKind_MAX)
+      return fail(sat, "unknown kind");
+    ProgramStep step;
+    step.kind = static_cast<ProgramStep::Kind>(s->kind());
+    step.device = s->device();
+    step.index = s->index();
+    step.operands = vec(s->operands());
+    step.results = vec(s->results());
+    if (step.device >= numDevices)
+      return fail(sat, "device index out of range");
+    for (uint32_t v : step.operands)
+      if (v >= numValues || !defined[v])
+        return fail(sat, "reads %" + std::to_string(v) + " before it is defined");
+    for (uint32_t v : step.results) {
+      if (v >= numValues || defined[v])
+        return fail(sat, "defines %" + std::to_string(v) + " twice or out of range");
+      if (p->values[v].device != step.device)
+        return fail(sat, "a result on another device");
+      defined[v] = true;
+    }
+    auto shape = [&](size_t operands, size_t results) {
+      return step.operands.size() == operands && step.results.size() == results;
+    };
+    switch (step.kind) {
+    case ProgramStep::Kind::input:
+      if (!shape(0, 1) || step.index >= p->inputs.size() ||
+          !sameType(p->inputs[step.index], p->values[step.results[0]].type))
+        return fail(sat, "an input step that does not match the program's inputs");
+      break;
+    case ProgramStep::Kind::constant:
+      if (!shape(0, 1) || step.index >= p->constants.size() ||
+          p->constants[step.index].size() !=
+              elementBytes(p->values[step.results[0]].type.element))
+        return fail(sat, "a constant that does not match its value");
+      break;
+    case ProgramStep::Kind::transfer:
+      if (!shape(1, 1) ||
+          !sameType(p->values[step.operands[0]].type, p->values[step.results[0]].type))
+        return fail(sat, "a transfer that changes its value's type");
+      break;
+    case ProgramStep::Kind::dispatch: {
+      if (step.index >= p->kernels.size() || step.results.empty())
+        return fail(sat, "a dispatch of a kernel that does not exist");
+      const ProgramKernel &kernel = p->kernels[step.index];
+      if (kernel.spirv) {
+        // The bindings are a permutation of the step's arguments.
+        size_t args = step.operands.size() + step.results.size();
+        std::set<uint32_t> seen(kernel.spirv->bindingOrder.begin(),
+                                kernel.spirv->bindingOrder.end());
+        if (kernel.spirv->bindingOrder.size() != args || seen.size() != args ||
+            (!seen.empty() && *seen.rbegin() >= args))
+          return fail(sat, kernel.name + " binds " +
+                               std::to_string(kernel.spirv->bindingOrder.size()) +
+                               " buffers; the step passes " + std::to_string(args));
+      }
+      break;
+    }
+    }
+    p->steps.push_back(std::move(step));
+  }
+  p->outputs = vec(in->outputs());
+  if (p->outputs.size() != artifact.outputs.size())
+    return fail(at, "returns " + std::to_string(p->outputs.size()) + " values; the model has " +
+                        std::to_string(artifact.outputs.size()) + " outputs");
+  for (size_t i = 0; i < p->outputs.size(); ++i) {
+    uint32_t v = p->outputs[i];
+    if (v >= numValues || !defined[v] || !sameType(p->values[v].type, artifact.outputs[i].type))
+      return fail(at, "output " + std::to_string(i) + " does not match the signature");
+  }
+  p->peakBytes = in->peak_bytes();
+  p->unplannedBytes = in->unplanned_bytes();
+  out.program = std::move(p);
+  return Status::ok();
+}
+} // namespace
+
+std::string Artifact::targets() const {
+  std::string text;
+  for (const TargetProgram &p : programs)
+    text += (text.empty() ? "" : ", ") + p.target;
+  return text.empty() ? "none" : text;
+}
+
+StatusOr<std::vector<uint8_t>> kiln::rt::serializeArtifact(const Artifact &artifact) {
+  FlatBufferBuilder b(1 << 16);
+  std::vector<Offset<fbs::Program>> programs;
+  for (const TargetProgram &p : artifact.programs) {
+    StatusOr<Offset<fbs::Program>> written = writeProgram(b, p);
+    if (!written.isOk())
+      return written.status();
+    programs.push_back(*written);
+  }
+  std::vector<Offset<fbs::Weight>> weights;
+  for (const Weight &w : artifact.weights) {
+    b.ForceVectorAlignment(w.data.size(), 1, 64);
+    auto data = b.CreateVector(w.data);
+    weights.push_back(fbs::CreateWeight(b, b.CreateString(w.name), writeType(b, w.type), data));
+  }
+  auto inputs = writeSignatures(b, artifact.inputs);
+  auto outputs = writeSignatures(b, artifact.outputs);
+  b.Finish(fbs::CreateArtifact(b, Artifact::kVersionMajor, Artifact::kVersionMinor,
+                               b.CreateVector(inputs), b.CreateVector(outputs),
+                               b.CreateVector(programs), b.CreateVector(weights)),
+           fbs::ArtifactIdentifier());
+  return std::vector<uint8_t>(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
+}
+
+StatusOr<Artifact> kiln::rt::parseArtifact(const uint8_t *data, size_t size,
+                                           const std::string &what) {
+  if (size < 8 || !flatbuffers::BufferHasIdentifier(data, fbs::ArtifactIdentifier()))
+    return Status::invalidArgument(what + ": not a .kiln file (no KILN identifier)");
+  flatbuffers::Verifier verifier(data, size, /*max_depth=*/64, /*max_tables=*/10000000);
+  if (!fbs::VerifyArtifactBuffer(verifier))
+    return Status::invalidArgument(what + ": the file is truncated or corrupt (its structure "
+                                          "does not verify): compile the model again");
+  const fbs::Artifact *in = fbs::GetArtifact(data);
+  if (in->version_major() != Artifact::kVersionMajor ||
+      in->version_minor() > Artifact::kVersionMinor)
+    return Status::invalidArgument(
+        what + ": format version " + std::to_string(in->version_major()) + "." +
+        std::to_string(in->version_minor()) + "; this runtime reads " +
+        std::to_string(Artifact::kVersionMajor) + ".0 to " +
+        std::to_string(Artifact::kVersionMajor) + "." + std::to_string(Artifact::kVersionMinor) +
+        ": compile the model with this Kiln");
+  Reader reader(what);
+  Artifact artifact;
+  if (Status s = reader.signatures(in->inputs(), "inputs", artifact.inputs); !s.isOk())
+    return s;
+  if (Status s = reader.signatures(in->outputs(), "outputs", artifact.outputs); !s.isOk())
+    return s;
+  if (in->weights())
+    for (size_t i = 0; i < in->weights()->size(); ++i) {
+      const fbs::Weight *w = in->weights()->Get(i);
+      Weight weight;
+      weight.name = w->name() ? w->name()->str() : "";
+      std::string at = "weight " + std::to_string(i);
+      if (Status s = reader.type(w->type(), at, weight.type); !s.isOk())
+        return s;
+      weight.data = vec(w->data());
+      if (weight.data.size() != weight.type.bytes())
+        return reader.fail(at, "holds " + std::to_string(weight.data.size()) +
+                                   " bytes; its shape needs " +
+                                   std::to_string(weight.type.bytes()));
+      artifact.weights.push_back(std::move(weight));
+    }
+  if (!in->programs() || in->programs()->size() == 0)
+    return reader.fail("programs", "none");
+  for (size_t i = 0; i < in->programs()->size(); ++i) {
+    TargetProgram program;
+    if (Status s = reader.program(in->programs()->Get(i), i, artifact, program); !s.isOk())
+      return s;
+    artifact.programs.push_back(std::move(program));
+  }
+  return artifact;
+}
+
+Status kiln::rt::saveArtifact(const Artifact &artifact, const std::string &path) {
+  StatusOr<std::vector<uint8_t>> bytes = serializeArtifact(artifact);
+  if (!bytes.isOk())
+    return bytes.status();
+  std::ofstream file(path, std::ios::binary);
+  if (!file)
+    return Status::notFound(path + ": cannot open it for writing");
+  file.write(reinterpret_cast<const char *>(bytes->data()),
+             static_cast<std::streamsize>(bytes->size()));
+  if (!file)
+    return Status::unavailable(path + ": writing failed (disk full?)");
+  return Status::ok();
+}
+
+StatusOr<Artifact> kiln::rt::loadArtifact(const std::string &path) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file)
+    return Status::notFound(path + ": cannot open it for reading");
+  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(file)),
+                             std::istreambuf_iterator<char>());
+  return parseArtifact(bytes.data(), bytes.size(), path);
+}
+
+StatusOr<std::unique_ptr<Model>> Model::create(std::shared_ptr<const Artifact> artifact,
+                                               Device &device) {
+  for (const TargetProgram &program : artifact->programs)
+    if (program.target == device.api()) {
+      auto model = std::unique_ptr<Model>(new Model(artifact, program, device));
+      model->weights_.resize(artifact->weights.size());
+      return model;
+    }
+  return Status::notFound("the model has no code for " + device.name() + " (" + device.api() +
+                          "); it was compiled for: " + artifact->targets() +
+                          ". Run it on one of those, or compile it with --target " +
+                          device.api());
+}
+
+StatusOr<RunResult> Model::run(const std::vector<ProgramInput> &inputs, const RunOptions &options) {
+  const Artifact &a = *artifact_;
+  if (inputs.size() != a.inputs.size())
+    return Status::invalidArgument("the model takes " + std::to_string(a.inputs.size()) +
+                                   " inputs, got " + std::to_string(inputs.size()));
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (inputs[i].buffer && inputs[i].buffer->size() < a.inputs[i].type.bytes())
+      return Status::invalidArgument("input '" + a.inputs[i].name + "' needs " +
+                                     std::to_string(a.inputs[i].type.bytes()) + " bytes, got " +
+                                     std::to_string(inputs[i].buffer->size()));
+  const Program &program = *program_->program;
+  std::vector<ProgramInput> bound;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const InputSource &source : program_->sources) {
+      if (!source.weight) {
+        bound.push_back(inputs[source.index]);
+        continue;
+      }
+      ProgramInput weight;
+      if (weights_[source.index])
+        weight.buffer = weights_[source.index];
+      else
+        weight.host = a.weights[source.index].data.data();
+      bound.push_back(std::move(weight));
+    }
+  }
+  std::vector<Device *> devices(program.devices.size(), device_);
+  StatusOr<RunResult> result = kiln::rt::run(program, devices, bound, options);
+  if (!result.isOk())
+    return result;
+  // Weights stay on the device for the next run.
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (size_t i = 0; i < program_->sources.size(); ++i)
+    if (program_->sources[i].weight && result->uploaded[i])
+      weights_[program_->sources[i].index] = result->uploaded[i];
+  return result;
+}

@@ -1,0 +1,209 @@
+//===- kiln-run.cpp - run a .kiln model with the runtime alone ------------===//
+//
+//   kiln-run model.kiln --device vulkan:0 --input x=x.npy --output y=y.npy
+//            [--benchmark N] [--describe]
+//
+// Links kiln_runtime only: no MLIR, no LLVM (a ctest checks the binary's
+// symbols), so it runs where the compiler is not installed, such as the
+// lent GPU machine with nothing but the Vulkan loader.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/runtime/Artifact.h"
+#include "kiln/runtime/Npy.h"
+#include "kiln/runtime/Vulkan.h"
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <string>
+
+using namespace kiln::rt;
+
+namespace {
+int usage(const char *why) {
+  std::fprintf(stderr,
+               "kiln-run: %s\n"
+               "usage: kiln-run model.kiln [--device cpu:0|vulkan:N] --input NAME=FILE.npy ...\n"
+               "                [--output NAME=FILE.npy ...] [--benchmark N] [--describe]\n",
+               why);
+  return 2;
+}
+
+int fail(const std::string &message) {
+  std::fprintf(stderr, "kiln-run: %s\n", message.c_str());
+  return 1;
+}
+
+/// "cpu:0" or "vulkan:N" (default: the first Vulkan device, else the CPU).
+StatusOr<Device *> deviceNamed(const std::string &name) {
+  if (name == "cpu" || name == "cpu:0")
+    return static_cast<Device *>(&CpuDevice::get());
+  StatusOr<VulkanContext *> context = VulkanContext::get();
+  if (name.empty()) {
+    if (context.isOk() && (*context)->numDevices() > 0) {
+      StatusOr<VulkanDevice *> device = (*context)->device(0);
+      if (device.isOk())
+        return static_cast<Device *>(*device);
+    }
+    return static_cast<Device *>(&CpuDevice::get());
+  }
+  size_t ordinal = 0;
+  if (name == "vulkan")
+    ordinal = 0;
+  else if (name.rfind("vulkan:", 0) == 0 && name.size() > 7 &&
+           name.find_first_not_of("0123456789", 7) == std::string::npos)
+    ordinal = std::stoul(name.substr(7));
+  else
+    return Status::invalidArgument("unknown device '" + name + "': use cpu:0 or vulkan:N");
+  if (!context.isOk())
+    return Status::unavailable("no Vulkan here (" + context.status().message() +
+                               "): use --device cpu:0");
+  StatusOr<VulkanDevice *> device = (*context)->device(ordinal);
+  if (!device.isOk())
+    return device.status();
+  return static_cast<Device *>(*device);
+}
+
+std::pair<std::string, std::string> splitNamed(const std::string &arg) {
+  size_t eq = arg.find('=');
+  if (eq == std::string::npos)
+    return {"", arg};
+  return {arg.substr(0, eq), arg.substr(eq + 1)};
+}
+} // namespace
+
+int main(int argc, char **argv) {
+  std::string modelPath, deviceName;
+  std::vector<std::pair<std::string, std::string>> inputArgs, outputArgs;
+  int benchmark = 0;
+  bool describe = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    auto value = [&]() -> const char * { return i + 1 < argc ? argv[++i] : nullptr; };
+    if (arg == "--device") {
+      const char *v = value();
+      if (!v)
+        return usage("--device needs a device name");
+      deviceName = v;
+    } else if (arg == "--input" || arg == "--output") {
+      const char *v = value();
+      if (!v)
+        return usage((arg + " needs NAME=FILE.npy").c_str());
+      (arg == "--input" ? inputArgs : outputArgs).push_back(splitNamed(v));
+    } else if (arg == "--benchmark") {
+      const char *v = value();
+      if (!v || std::atoi(v) < 1)
+        return usage("--benchmark needs a number of runs");
+      benchmark = std::atoi(v);
+    } else if (arg == "--describe") {
+      describe = true;
+    } else if (!arg.empty() && arg[0] == '-') {
+      return usage(("unknown option " + arg).c_str());
+    } else if (modelPath.empty()) {
+      modelPath = arg;
+    } else {
+      return usage(("a second model file: " + arg).c_str());
+    }
+  }
+  if (modelPath.empty())
+    return usage("no model file");
+
+  StatusOr<Artifact> loaded = loadArtifact(modelPath);
+  if (!loaded.isOk())
+    return fail(loaded.status().message());
+  auto artifact = std::make_shared<const Artifact>(std::move(*loaded));
+  StatusOr<Device *> device = deviceNamed(deviceName);
+  if (!device.isOk())
+    return fail(device.status().message());
+  StatusOr<std::unique_ptr<Model>> model = Model::create(artifact, **device);
+  if (!model.isOk())
+    return fail(model.status().message());
+  if (describe)
+    for (const TargetProgram &p : artifact->programs)
+      if (p.target == (*device)->api())
+        std::printf("%s", p.program->describe().c_str());
+
+  // Inputs by name (or in order when unnamed), each checked against the
+  // signature.
+  std::vector<NpyArray> arrays(artifact->inputs.size());
+  std::vector<bool> given(artifact->inputs.size(), false);
+  for (size_t k = 0; k < inputArgs.size(); ++k) {
+    auto [name, path] = inputArgs[k];
+    size_t index = k;
+    if (!name.empty()) {
+      index = artifact->inputs.size();
+      for (size_t i = 0; i < artifact->inputs.size(); ++i)
+        if (artifact->inputs[i].name == name)
+          index = i;
+    }
+    if (index >= artifact->inputs.size()) {
+      std::string names;
+      for (const Signature &s : artifact->inputs)
+        names += (names.empty() ? "" : ", ") + s.name;
+      return fail("the model has no input '" + (name.empty() ? path : name) +
+                  "'; its inputs are: " + (names.empty() ? "none" : names));
+    }
+    StatusOr<NpyArray> array = readNpy(path);
+    if (!array.isOk())
+      return fail(array.status().message());
+    const Signature &sig = artifact->inputs[index];
+    if (array->type.shape != sig.type.shape || array->type.element != sig.type.element)
+      return fail(path + " holds " + array->type.str() + "; input '" + sig.name + "' is " +
+                  sig.type.str());
+    arrays[index] = std::move(*array);
+    given[index] = true;
+  }
+  std::vector<ProgramInput> inputs;
+  for (size_t i = 0; i < arrays.size(); ++i) {
+    if (!given[i])
+      return fail("input '" + artifact->inputs[i].name + "' (" +
+                  artifact->inputs[i].type.str() + ") is missing: pass --input " +
+                  artifact->inputs[i].name + "=FILE.npy");
+    inputs.push_back({nullptr, arrays[i].data.data()});
+  }
+
+  StatusOr<RunResult> result = (*model)->run(inputs);
+  if (!result.isOk())
+    return fail(result.status().message());
+  if (benchmark > 0) {
+    auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < benchmark; ++i) {
+      StatusOr<RunResult> again = (*model)->run(inputs);
+      if (!again.isOk())
+        return fail(again.status().message());
+    }
+    double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::printf("%d runs on %s: %.3f ms per run (inputs uploaded, outputs waited for)\n",
+                benchmark, (*device)->name().c_str(), seconds * 1e3 / benchmark);
+  }
+  for (size_t k = 0; k < outputArgs.size(); ++k) {
+    auto [name, path] = outputArgs[k];
+    size_t index = k;
+    if (!name.empty()) {
+      index = artifact->outputs.size();
+      for (size_t i = 0; i < artifact->outputs.size(); ++i)
+        if (artifact->outputs[i].name == name)
+          index = i;
+    }
+    if (index >= artifact->outputs.size())
+      return fail("the model has no output '" + (name.empty() ? path : name) + "'");
+    NpyArray array;
+    array.type = artifact->outputs[index].type;
+    array.data.resize(array.type.bytes());
+    Buffer &buffer = *result->outputs[index];
+    if (Status s = buffer.device().download(buffer, array.data.data(), array.data.size());
+        !s.isOk())
+      return fail(s.message());
+    if (Status s = writeNpy(path, array); !s.isOk())
+      return fail(s.message());
+  }
+  if (outputArgs.empty())
+    for (size_t i = 0; i < artifact->outputs.size(); ++i)
+      std::printf("output %s: %s\n", artifact->outputs[i].name.c_str(),
+                  artifact->outputs[i].type.str().c_str());
+  return 0;
+}
