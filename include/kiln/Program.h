@@ -65,6 +65,7 @@ private:
   friend Program compile(const std::vector<Tensor> &, const std::vector<Tensor> &,
                          const CompileOptions &);
   friend Program load(const std::string &, const Device &);
+  friend Program compile_graph(const std::string &, const std::string &, const CompileOptions &);
   Program(std::shared_ptr<const rt::Artifact> artifact, Device device);
 
   std::shared_ptr<const rt::Artifact> artifact_;
@@ -78,6 +79,20 @@ private:
 /// read (compile before reading).
 Program compile(const std::vector<Tensor> &outputs, const std::vector<Tensor> &inputs,
                 const CompileOptions &options = {});
+
+/// Compiles a graph written in the kiln graph dialect (a func.func of kiln
+/// ops whose inputs are kiln.input ops, as kiln-opt reads them; `name` names
+/// it in diagnostics). Every kiln.input is a model input, in index order.
+/// Throws CompileError with the parser's or placement's diagnostics.
+Program compile_graph(const std::string &mlir, const std::string &name,
+                      const CompileOptions &options = {});
+
+/// The recorded graph that computes `outputs`, as kiln graph dialect text
+/// (what compile_graph and kiln-compile read): every tensor it starts from
+/// is a kiln.input, numbered in the order the graph first uses them (the
+/// signature of the compiled graph lists them), committed ones with their
+/// device.
+std::string export_graph(const std::vector<Tensor> &outputs);
 
 /// Loads a .kiln file for `device`. Throws Error naming the problem for a
 /// malformed file, and the targets present when it has no code for

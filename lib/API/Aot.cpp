@@ -15,7 +15,13 @@
 #include "GraphBuilder.h"
 #include "Session.h"
 
+#include "kiln/Transforms/Passes.h"
+#include "kiln/Transforms/Placement.h"
 #include "kiln/runtime/Artifact.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
 
 #include <cstring>
 
@@ -154,6 +160,93 @@ Program kiln::compile(const std::vector<Tensor> &outputs, const std::vector<Tens
     artifact->programs.push_back(std::move(program));
   }
   return Program(std::move(artifact), deviceFor(targets.front()));
+}
+
+Program kiln::compile_graph(const std::string &text, const std::string &name,
+                            const CompileOptions &options) {
+  using namespace mlir;
+  std::vector<std::string> targets = options.targets;
+  if (targets.empty())
+    targets.push_back(Device::default_device().api());
+  Session &s = session();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  MLIRContext &ctx = s.contextForGraph();
+  std::string diagnostics;
+  ScopedDiagnosticHandler handler(&ctx, [&](Diagnostic &diag) {
+    std::string where;
+    if (auto loc = dyn_cast<FileLineColLoc>(diag.getLocation()))
+      where = loc.getFilename().str() + ":" + std::to_string(loc.getLine()) + ":" +
+              std::to_string(loc.getColumn()) + ": ";
+    diagnostics += where + diag.str() + "\n";
+    for (Diagnostic &note : diag.getNotes())
+      diagnostics += "  note: " + note.str() + "\n";
+    return success();
+  });
+  OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(text, ParserConfig(&ctx), name);
+  if (!module)
+    throw CompileError(name + ": not a valid kiln graph:\n" + diagnostics);
+  func::FuncOp graphFunc;
+  module->walk([&](func::FuncOp f) {
+    if (!graphFunc)
+      graphFunc = f;
+  });
+  if (!graphFunc)
+    throw CompileError(name + ": no func.func to compile");
+  auto artifact = std::make_shared<rt::Artifact>();
+  std::vector<rt::TensorType> inputs = inputTypesOf(graphFunc);
+  for (size_t i = 0; i < inputs.size(); ++i)
+    artifact->inputs.push_back({nameAt(options.input_names, i, "input"), inputs[i]});
+  for (size_t i = 0; i < graphFunc.getNumResults(); ++i)
+    artifact->outputs.push_back({nameAt(options.output_names, i, "output"),
+                                 programTypeOf(graphFunc.getResultTypes()[i])});
+  for (const std::string &target : targets) {
+    Device device = deviceFor(target);
+    OwningOpRef<ModuleOp> copy = module->clone();
+    func::FuncOp func;
+    copy->walk([&](func::FuncOp f) {
+      if (!func)
+        func = f;
+    });
+    DeviceAttr attr = DeviceAttr::get(&ctx, device.api(), device.index(), device.adapter_uuid(),
+                                      device.written());
+    // Every committed source moves to the target's device, as compile() does.
+    func.walk([&](PlacedOpInterface op) {
+      if (op.isPlacementSource() && op.getPlacement())
+        op.setPlacement(attr);
+    });
+    PlacementOptions placement;
+    placement.defaultDevice = attr;
+    if (failed(placeDevices(func, placement)))
+      throw CompileError(name + ": placement failed:\n" + diagnostics);
+    PassManager pm(&ctx, ModuleOp::getOperationName());
+    pm.nest<func::FuncOp>().addPass(createKilnFuseElementwise());
+    if (failed(pm.run(*copy)))
+      throw CompileError(name + ": fusion failed:\n" + diagnostics);
+    rt::TargetProgram program;
+    program.target = target;
+    program.program = compileProgram(s, func);
+    for (size_t i = 0; i < program.program->inputs.size(); ++i)
+      program.sources.push_back({false, static_cast<uint32_t>(i)});
+    artifact->programs.push_back(std::move(program));
+  }
+  return Program(std::move(artifact), deviceFor(targets.front()));
+}
+
+std::string kiln::export_graph(const std::vector<Tensor> &outputs) {
+  std::vector<std::shared_ptr<Node>> roots;
+  for (const Tensor &t : outputs) {
+    if (!t.defined())
+      throw Error("export_graph: an empty Tensor");
+    roots.push_back(t.node());
+  }
+  Session &s = session();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  GraphBuilder graph(&s.contextForGraph());
+  graph.build(roots);
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  graph.module->print(os);
+  return text;
 }
 
 Program kiln::load(const std::string &path, const Device &device) {

@@ -169,13 +169,14 @@ std::vector<uint8_t> splatBytes(ConstantOp constant) {
 
 class ProgramBuilder {
 public:
-  ProgramBuilder(Session &session, GraphBuilder &graph, std::vector<uint32_t> *constantNodes)
-      : session(session), graph(graph), constantNodes(constantNodes) {}
+  ProgramBuilder(Session &session, func::FuncOp func, std::vector<rt::TensorType> inputs,
+                 std::vector<uint32_t> *constantNodes)
+      : session(session), func(func), constantNodes(constantNodes) {
+    program->inputs = std::move(inputs);
+  }
 
   std::shared_ptr<const rt::Program> build() {
-    for (Node *input : graph.inputs)
-      program->inputs.push_back(programType(tensorType(graph.ctx, *input)));
-    for (Operation &op : graph.func.getBody().front()) {
+    for (Operation &op : func.getBody().front()) {
       if (auto input = dyn_cast<InputOp>(op))
         addStep(rt::ProgramStep::Kind::input, op, input.getIndex(), {});
       else if (auto constant = dyn_cast<ConstantOp>(op)) {
@@ -260,7 +261,7 @@ private:
   }
 
   Session &session;
-  GraphBuilder &graph;
+  func::FuncOp func;
   std::vector<uint32_t> *constantNodes;
   std::shared_ptr<rt::Program> program = std::make_shared<rt::Program>();
   llvm::DenseMap<Value, uint32_t> ids;
@@ -270,5 +271,24 @@ private:
 
 std::shared_ptr<const rt::Program> kiln::compileProgram(Session &session, GraphBuilder &graph,
                                                         std::vector<uint32_t> *constantNodes) {
-  return ProgramBuilder(session, graph, constantNodes).build();
+  std::vector<rt::TensorType> inputs;
+  for (Node *input : graph.inputs)
+    inputs.push_back(programType(tensorType(graph.ctx, *input)));
+  return ProgramBuilder(session, graph.func, std::move(inputs), constantNodes).build();
+}
+
+std::vector<rt::TensorType> kiln::inputTypesOf(func::FuncOp func) {
+  std::vector<rt::TensorType> inputs;
+  func.walk([&](InputOp input) {
+    if (input.getIndex() >= inputs.size())
+      inputs.resize(input.getIndex() + 1);
+    inputs[input.getIndex()] = programType(input.getType());
+  });
+  return inputs;
+}
+
+rt::TensorType kiln::programTypeOf(Type type) { return programType(type); }
+
+std::shared_ptr<const rt::Program> kiln::compileProgram(Session &session, func::FuncOp func) {
+  return ProgramBuilder(session, func, inputTypesOf(func), nullptr).build();
 }

@@ -34,6 +34,12 @@ void placeAndFuse(Session &session, GraphBuilder &graph, const RealizeOptions &r
 std::shared_ptr<const rt::Program> compileProgram(Session &session, GraphBuilder &graph,
                                                   std::vector<uint32_t> *constantNodes = nullptr);
 
+/// The same for a placed and fused graph function parsed from text: its
+/// inputs are its kiln.input ops, by index.
+std::shared_ptr<const rt::Program> compileProgram(Session &session, mlir::func::FuncOp func);
+std::vector<rt::TensorType> inputTypesOf(mlir::func::FuncOp func);
+rt::TensorType programTypeOf(mlir::Type type);
+
 } // namespace kiln
 
 #endif // KILN_LIB_API_COMPILE_H

@@ -143,6 +143,22 @@ TEST(Aot, MistakesAreClearErrors) {
   std::remove(path.c_str());
 }
 
+TEST(Aot, ExportedGraphsCompileLikeTheRecordedOnes) {
+  Device cpu = Device::cpu();
+  Tensor x = Tensor::randn({4, 16}, cpu), w = Tensor::randn({8, 16}, cpu);
+  Tensor y = softmax(linear(x, w, Tensor::zeros({8})), -1) * 3.0f;
+  std::string text = export_graph({y});
+  EXPECT_NE(text.find("kiln.matmul"), std::string::npos) << text;
+  EXPECT_NE(text.find("kiln.input 0 on \"cpu:0\""), std::string::npos) << text;
+  Program program = compile_graph(text, "exported.mlir", {{"cpu"}});
+  EXPECT_EQ(program.signature(), "input input0: [4, 16] f32\ninput input1: [8, 16] f32\n"
+                                 "output output0: [4, 8] f32\n");
+  EXPECT_EQ(program.run({x, w})[0].to_vector(), y.to_vector());
+  std::string bad = kiln::test::messageOf<CompileError>(
+      [] { compile_graph("func.func @g() { %x = kiln.bogus }", "bad.mlir"); });
+  EXPECT_NE(bad.find("bad.mlir:1:"), std::string::npos) << bad;
+}
+
 /// Every malformed file: an error that says so, never a crash (issue 10's
 /// corpus: empty, wrong identifier, truncated at many offsets, bit flips).
 TEST(Aot, MalformedFilesAreErrors) {

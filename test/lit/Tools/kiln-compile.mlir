@@ -1,0 +1,30 @@
+// RUN: kiln-compile %s --target cpu --describe | FileCheck %s
+// RUN: not kiln-compile %s --target metal 2>&1 | FileCheck %s --check-prefix=METAL
+// kiln-compile: a graph through the pipeline every realize uses, to a
+// Program. Committed inputs move to the target's device; the two matmuls
+// are separate kernels, the relu fused into the first; the first result is
+// an intermediate in a buffer slot, freed after the second matmul.
+
+func.func @graph() -> tensor<4x8xf32> {
+  %x = kiln.input 0 : tensor<4x16xf32>
+  %w = kiln.input 1 on "vulkan:0" : tensor<16x16xf32>
+  %v = kiln.input 2 : tensor<16x8xf32>
+  %m = kiln.matmul %x, %w : tensor<4x16xf32>, tensor<16x16xf32> -> tensor<4x16xf32>
+  %r = kiln.relu %m : tensor<4x16xf32>
+  %o = kiln.matmul %r, %v : tensor<4x16xf32>, tensor<16x8xf32> -> tensor<4x8xf32>
+  return %o : tensor<4x8xf32>
+}
+// CHECK: input input0: [4, 16] f32
+// CHECK: input input1: [16, 16] f32
+// CHECK: input input2: [16, 8] f32
+// CHECK: output output0: [4, 8] f32
+// CHECK-DAG: = input 0 on cpu:0
+// CHECK-DAG: = input 1 on cpu:0
+// CHECK-DAG: = input 2 on cpu:0
+// CHECK: %[[H:[0-9]+]] = dispatch kernel 0 (cpu:0)
+// CHECK: = dispatch kernel 1 (cpu:0) (%[[H]], %{{[0-9]+}}) on cpu:0
+// CHECK: %[[H]]: [4, 16] f32 in slot 0
+// CHECK: outputs:
+// CHECK: 1 slots, peak 256 bytes of 256 without reuse
+
+// METAL: target 'metal': MSL generation is not built yet
