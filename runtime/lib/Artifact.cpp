@@ -338,7 +338,9 @@ StatusOr<std::vector<uint8_t>> kiln::rt::serializeArtifact(const Artifact &artif
   }
   std::vector<Offset<fbs::Weight>> weights;
   for (const Weight &w : artifact.weights) {
-    b.ForceVectorAlignment(w.data.size(), 1, 64);
+    // FlatBuffers aligns to at most FLATBUFFERS_MAX_ALIGNMENT (32 bytes):
+    // enough for the widest vector loads when the file is mapped.
+    b.ForceVectorAlignment(w.data.size(), 1, FLATBUFFERS_MAX_ALIGNMENT);
     auto data = b.CreateVector(w.data);
     weights.push_back(fbs::CreateWeight(b, b.CreateString(w.name), writeType(b, w.type), data));
   }
