@@ -52,22 +52,11 @@ rt::TensorType typeOf(const Node &node) { return {node.shape, elementOf(node.dty
 
 /// A source node's bytes as stored, from its buffer or its host data.
 std::vector<uint8_t> bytesOf(const Node &node) {
-  size_t bytes = numElements(node.shape) * elementBytes(node.dtype);
-  std::vector<uint8_t> out(bytes);
-  if (node.realized()) {
-    check(runtimeDevice(*node.bufferDevice).download(*node.buffer, out.data(), bytes),
-          "reading a weight");
-  } else if (node.dtype == DType::i32 && node.hostInts) {
-    std::memcpy(out.data(), node.hostInts->data(), bytes);
-  } else if (node.host && node.dtype == DType::f32) {
-    std::memcpy(out.data(), node.host->data(), bytes);
-  } else if (node.host && node.dtype == DType::boolean) {
-    for (size_t i = 0; i < bytes; ++i)
-      out[i] = (*node.host)[i] != 0;
-  } else {
-    throw Error(std::string("a weight of dtype ") + dtype_name(node.dtype) +
-                " cannot be stored yet");
-  }
+  if (!node.realized())
+    return hostBytes(node);
+  std::vector<uint8_t> out(numElements(node.shape) * elementBytes(node.dtype));
+  check(runtimeDevice(*node.bufferDevice).download(*node.buffer, out.data(), out.size()),
+        "reading a weight");
   return out;
 }
 

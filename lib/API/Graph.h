@@ -101,6 +101,10 @@ std::pair<const void *, Device> hostDataOf(const Node &node);
 /// graph, not running it); throws DeviceMismatchError as realizing would.
 Device placedDevice(const std::shared_ptr<Node> &root);
 
+/// An unrealized input node's host data in the stored form (f32, i32, bool
+/// as one byte each). Throws for a dtype with no host form.
+std::vector<uint8_t> hostBytes(const Node &node);
+
 /// Copies a realized node's buffer to `out` as stored (f32, f16, i32:
 /// little-endian; bool: one byte each): numel * elementBytes bytes.
 void readNodeInto(Node &node, void *out);

@@ -90,7 +90,20 @@ double secondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-std::vector<uint8_t> hostBytes(const Node &node) {
+
+/// KILN_POISON_OUTPUTS=1 (the tests set it): fill every kernel result with
+/// NaN before the kernel runs.
+bool poisonOutputs() {
+  static const bool poison = [] {
+    const char *env = std::getenv("KILN_POISON_OUTPUTS");
+    return env && std::string(env) == "1";
+  }();
+  return poison;
+}
+
+} // namespace
+
+std::vector<uint8_t> kiln::hostBytes(const Node &node) {
   if (node.dtype == DType::i32 && node.hostInts) {
     std::vector<uint8_t> bytes(node.hostInts->size() * 4);
     std::memcpy(bytes.data(), node.hostInts->data(), bytes.size());
@@ -110,18 +123,6 @@ std::vector<uint8_t> hostBytes(const Node &node) {
   }
   return bytes;
 }
-
-/// KILN_POISON_OUTPUTS=1 (the tests set it): fill every kernel result with
-/// NaN before the kernel runs.
-bool poisonOutputs() {
-  static const bool poison = [] {
-    const char *env = std::getenv("KILN_POISON_OUTPUTS");
-    return env && std::string(env) == "1";
-  }();
-  return poison;
-}
-
-} // namespace
 
 Device kiln::placedDevice(const std::shared_ptr<Node> &root) {
   Session &s = session();

@@ -2,11 +2,10 @@
 
 #include "kiln/runtime/Artifact.h"
 
+#include "FileIO.h"
 #include "SpirvCheck.h"
 #include "kiln_generated.h"
 
-#include <fstream>
-#include <iterator>
 #include <set>
 
 using namespace kiln::rt;
@@ -406,23 +405,14 @@ Status kiln::rt::saveArtifact(const Artifact &artifact, const std::string &path)
   StatusOr<std::vector<uint8_t>> bytes = serializeArtifact(artifact);
   if (!bytes.isOk())
     return bytes.status();
-  std::ofstream file(path, std::ios::binary);
-  if (!file)
-    return Status::notFound(path + ": cannot open it for writing");
-  file.write(reinterpret_cast<const char *>(bytes->data()),
-             static_cast<std::streamsize>(bytes->size()));
-  if (!file)
-    return Status::unavailable(path + ": writing failed (disk full?)");
-  return Status::ok();
+  return writeFile(path, *bytes);
 }
 
 StatusOr<Artifact> kiln::rt::loadArtifact(const std::string &path) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file)
-    return Status::notFound(path + ": cannot open it for reading");
-  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(file)),
-                             std::istreambuf_iterator<char>());
-  return parseArtifact(bytes.data(), bytes.size(), path);
+  StatusOr<std::vector<uint8_t>> bytes = readFile(path);
+  if (!bytes.isOk())
+    return bytes.status();
+  return parseArtifact(bytes->data(), bytes->size(), path);
 }
 
 StatusOr<std::unique_ptr<Model>> Model::create(std::shared_ptr<const Artifact> artifact,

@@ -2,9 +2,9 @@
 
 #include "kiln/runtime/Npy.h"
 
+#include "FileIO.h"
+
 #include <cstring>
-#include <fstream>
-#include <iterator>
 
 using namespace kiln::rt;
 
@@ -161,12 +161,10 @@ StatusOr<NpyArray> kiln::rt::parseNpy(const uint8_t *bytes, size_t size, const s
 }
 
 StatusOr<NpyArray> kiln::rt::readNpy(const std::string &path) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file)
-    return Status::notFound(path + ": cannot open it for reading");
-  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(file)),
-                             std::istreambuf_iterator<char>());
-  return parseNpy(bytes.data(), bytes.size(), path);
+  StatusOr<std::vector<uint8_t>> bytes = readFile(path);
+  if (!bytes.isOk())
+    return bytes.status();
+  return parseNpy(bytes->data(), bytes->size(), path);
 }
 
 std::vector<uint8_t> kiln::rt::formatNpy(const NpyArray &array) {
@@ -199,13 +197,5 @@ std::vector<uint8_t> kiln::rt::formatNpy(const NpyArray &array) {
 }
 
 Status kiln::rt::writeNpy(const std::string &path, const NpyArray &array) {
-  std::vector<uint8_t> bytes = formatNpy(array);
-  std::ofstream file(path, std::ios::binary);
-  if (!file)
-    return Status::notFound(path + ": cannot open it for writing");
-  file.write(reinterpret_cast<const char *>(bytes.data()),
-             static_cast<std::streamsize>(bytes.size()));
-  if (!file)
-    return Status::unavailable(path + ": writing failed (disk full?)");
-  return Status::ok();
+  return writeFile(path, formatNpy(array));
 }

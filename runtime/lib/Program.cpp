@@ -254,7 +254,8 @@ Status Runner::runInput(const ProgramStep &step) {
     buffers[v] = *moved;
     return Status::ok();
   }
-  if (!input.host)
+  // An empty tensor's host data may be null (an empty vector's data()).
+  if (!input.host && bytes > 0)
     return Status::invalidArgument("input " + std::to_string(step.index) +
                                    " has neither a buffer nor host data");
   // Host data used on several devices is uploaded to each once.
@@ -266,8 +267,9 @@ Status Runner::runInput(const ProgramStep &step) {
   StatusOr<std::shared_ptr<Buffer>> buffer = allocate(target, bytes, "uploading an input");
   if (!buffer.isOk())
     return buffer.status();
-  if (Status s = target.upload(**buffer, input.host, bytes); !s.isOk())
-    return s;
+  if (bytes > 0)
+    if (Status s = target.upload(**buffer, input.host, bytes); !s.isOk())
+      return s;
   result.counters.bytesUploaded += bytes;
   if (!first)
     first = *buffer;

@@ -67,6 +67,17 @@ StatusOr<Device *> deviceNamed(const std::string &name) {
   return static_cast<Device *>(*device);
 }
 
+/// The signature entry `name` names (the k-th one when unnamed), else
+/// list.size().
+size_t indexOf(const std::vector<Signature> &list, const std::string &name, size_t k) {
+  if (name.empty())
+    return k;
+  for (size_t i = 0; i < list.size(); ++i)
+    if (list[i].name == name)
+      return i;
+  return list.size();
+}
+
 std::pair<std::string, std::string> splitNamed(const std::string &arg) {
   size_t eq = arg.find('=');
   if (eq == std::string::npos)
@@ -132,13 +143,7 @@ int main(int argc, char **argv) {
   std::vector<bool> given(artifact->inputs.size(), false);
   for (size_t k = 0; k < inputArgs.size(); ++k) {
     auto [name, path] = inputArgs[k];
-    size_t index = k;
-    if (!name.empty()) {
-      index = artifact->inputs.size();
-      for (size_t i = 0; i < artifact->inputs.size(); ++i)
-        if (artifact->inputs[i].name == name)
-          index = i;
-    }
+    size_t index = indexOf(artifact->inputs, name, k);
     if (index >= artifact->inputs.size()) {
       std::string names;
       for (const Signature &s : artifact->inputs)
@@ -182,13 +187,7 @@ int main(int argc, char **argv) {
   }
   for (size_t k = 0; k < outputArgs.size(); ++k) {
     auto [name, path] = outputArgs[k];
-    size_t index = k;
-    if (!name.empty()) {
-      index = artifact->outputs.size();
-      for (size_t i = 0; i < artifact->outputs.size(); ++i)
-        if (artifact->outputs[i].name == name)
-          index = i;
-    }
+    size_t index = indexOf(artifact->outputs, name, k);
     if (index >= artifact->outputs.size())
       return fail("the model has no output '" + (name.empty() ? path : name) + "'");
     NpyArray array;

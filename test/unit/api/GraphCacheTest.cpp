@@ -59,6 +59,16 @@ TEST(GraphCache, TensorConstantsAndF16ScalarsKeepTheirValues) {
   }
 }
 
+TEST(GraphCache, EmptyHostInputsRun) {
+  // An empty vector's data() may be null: still a valid input of 0 bytes.
+  for (const Device &device : kiln::test::availableDevices()) {
+    Tensor e = Tensor::randn({0, 16}, device);
+    EXPECT_EQ((e * 2.0f).shape(), (Shape{0, 16})) << device.name();
+    EXPECT_TRUE((e * 2.0f).to_vector().empty()) << device.name();
+    EXPECT_EQ(sum(e).item(), 0.0f) << device.name();
+  }
+}
+
 TEST(GraphCache, NewInputsAreRead) {
   for (const Device &device : kiln::test::availableDevices()) {
     for (int i = 0; i < 3; ++i) {
