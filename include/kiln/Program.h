@@ -41,12 +41,15 @@ struct CompileOptions {
   /// Names in the file (kiln-run --input name=file.npy); default input0,
   /// input1, ... and output0, ...
   std::vector<std::string> input_names, output_names;
+  /// The cpu target's instruction set: "host" (this CPU: the JIT's code, bit
+  /// for bit), "x86-64-v2", "x86-64-v3" or "x86-64-v4". Code for a level this
+  /// CPU lacks is written but cannot run here.
+  std::string cpu_isa = "host";
 };
 
 class Program {
 public:
-  /// Writes the .kiln file. Throws Error when a target's code cannot be
-  /// stored (the CPU's, for now) or the file cannot be written.
+  /// Writes the .kiln file. Throws Error when the file cannot be written.
   void save(const std::string &path) const;
   /// Runs on the device it was loaded for (compile: the first target's
   /// device). Inputs in order, of the shapes and dtypes it was compiled for,
@@ -58,18 +61,22 @@ public:
   std::string targets() const;
   /// Input and output names, shapes and dtypes, one per line.
   std::string signature() const;
-  /// The steps, values and buffer plan of the program run on device().
-  std::string describe() const;
+  /// The steps, values and buffer plan of the program for `target` (empty:
+  /// the one run on device()).
+  std::string describe(const std::string &target = "") const;
 
 private:
   friend Program compile(const std::vector<Tensor> &, const std::vector<Tensor> &,
                          const CompileOptions &);
   friend Program load(const std::string &, const Device &);
   friend Program compile_graph(const std::string &, const std::string &, const CompileOptions &);
-  Program(std::shared_ptr<const rt::Artifact> artifact, Device device);
+  /// With `mustRun`, a device the artifact cannot run on throws; else
+  /// (a compile for another ISA level) run() does.
+  Program(std::shared_ptr<const rt::Artifact> artifact, Device device, bool mustRun = true);
 
   std::shared_ptr<const rt::Artifact> artifact_;
   std::shared_ptr<rt::Model> model_;
+  std::string unusable_; // why model_ is null
   Device device_;
 };
 

@@ -11,6 +11,7 @@
 #include "kiln/Program.h"
 
 #include "Compile.h"
+#include "CpuObject.h"
 #include "Devices.h"
 #include "GraphBuilder.h"
 #include "Session.h"
@@ -77,12 +78,16 @@ std::string nameAt(const std::vector<std::string> &names, size_t i, const char *
 }
 } // namespace
 
-Program::Program(std::shared_ptr<const rt::Artifact> artifact, Device device)
+Program::Program(std::shared_ptr<const rt::Artifact> artifact, Device device, bool mustRun)
     : artifact_(std::move(artifact)), device_(std::move(device)) {
   rt::StatusOr<std::unique_ptr<rt::Model>> model =
       rt::Model::create(artifact_, runtimeDevice(device_));
-  if (!model.isOk())
-    throw Error(model.status().message());
+  if (!model.isOk()) {
+    if (mustRun)
+      throw Error(model.status().message());
+    unusable_ = model.status().message();
+    return;
+  }
   model_ = std::move(*model);
 }
 
@@ -127,7 +132,10 @@ Program kiln::compile(const std::vector<Tensor> &outputs, const std::vector<Tens
     placeAndFuse(s, graph, RealizeOptions());
     rt::TargetProgram program;
     program.target = target;
-    program.program = compileProgram(s, graph);
+    std::optional<CpuObjectEmitter> objects;
+    if (target == "cpu")
+      objects.emplace(options.cpu_isa);
+    program.program = compileProgram(s, graph, nullptr, objects ? &*objects : nullptr);
     for (Node *node : graph.inputs) {
       auto input = std::find_if(inputs.begin(), inputs.end(),
                                 [&](const Tensor &t) { return t.node().get() == node; });
@@ -148,7 +156,7 @@ Program kiln::compile(const std::vector<Tensor> &outputs, const std::vector<Tens
     }
     artifact->programs.push_back(std::move(program));
   }
-  return Program(std::move(artifact), deviceFor(targets.front()));
+  return Program(std::move(artifact), deviceFor(targets.front()), /*mustRun=*/false);
 }
 
 Program kiln::compile_graph(const std::string &text, const std::string &name,
@@ -213,12 +221,15 @@ Program kiln::compile_graph(const std::string &text, const std::string &name,
       throw CompileError(name + ": fusion failed:\n" + diagnostics);
     rt::TargetProgram program;
     program.target = target;
-    program.program = compileProgram(s, func);
+    std::optional<CpuObjectEmitter> objects;
+    if (target == "cpu")
+      objects.emplace(options.cpu_isa);
+    program.program = compileProgram(s, func, objects ? &*objects : nullptr);
     for (size_t i = 0; i < program.program->inputs.size(); ++i)
       program.sources.push_back({false, static_cast<uint32_t>(i)});
     artifact->programs.push_back(std::move(program));
   }
-  return Program(std::move(artifact), deviceFor(targets.front()));
+  return Program(std::move(artifact), deviceFor(targets.front()), /*mustRun=*/false);
 }
 
 std::string kiln::export_graph(const std::vector<Tensor> &outputs) {
@@ -251,6 +262,8 @@ void Program::save(const std::string &path) const {
 }
 
 std::vector<Tensor> Program::run(const std::vector<Tensor> &inputs) const {
+  if (!model_)
+    throw Error(unusable_);
   const rt::Artifact &a = *artifact_;
   if (inputs.size() != a.inputs.size())
     throw Error("the program takes " + std::to_string(a.inputs.size()) + " inputs, got " +
@@ -305,9 +318,9 @@ std::string Program::signature() const {
   return text;
 }
 
-std::string Program::describe() const {
+std::string Program::describe(const std::string &target) const {
   for (const rt::TargetProgram &p : artifact_->programs)
-    if (p.target == device_.api())
+    if (p.target == (target.empty() ? device_.api() : target))
       return p.program->describe();
   return {};
 }

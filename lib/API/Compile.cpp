@@ -4,6 +4,7 @@
 
 #include "ConflictReport.h"
 #include "CpuCompiler.h"
+#include "CpuObject.h"
 #include "Devices.h"
 #include "KernelCompiler.h"
 
@@ -170,8 +171,8 @@ std::vector<uint8_t> splatBytes(ConstantOp constant) {
 class ProgramBuilder {
 public:
   ProgramBuilder(Session &session, func::FuncOp func, std::vector<rt::TensorType> inputs,
-                 std::vector<uint32_t> *constantNodes)
-      : session(session), func(func), constantNodes(constantNodes) {
+                 std::vector<uint32_t> *constantNodes, CpuObjectEmitter *cpuObjects)
+      : session(session), func(func), constantNodes(constantNodes), cpuObjects(cpuObjects) {
     program->inputs = std::move(inputs);
   }
 
@@ -201,6 +202,8 @@ public:
                            op.getName().getStringRef().str());
     }
     program->planBuffers();
+    if (!objects.empty())
+      linkCpuLibrary();
     return program;
   }
 
@@ -236,7 +239,15 @@ private:
     entry.name = "kernel " + std::to_string(program->kernels.size()) + " (" + device.name() + ")";
     entry.elements = cast<RankedTensorType>(kernel.getResult(0).getType()).getNumElements();
     if (entry.elements > 0) {
-      if (device.api() == "cpu") {
+      if (device.api() == "cpu" && cpuObjects) {
+        auto code = std::make_shared<rt::CpuCode>();
+        code->symbol = "kiln_kernel_" + std::to_string(program->kernels.size());
+        CpuObjectEmitter::Object object = cpuObjects->emit(kernel, code->symbol);
+        code->outerIterations = object.outerIterations;
+        code->innerIterations = object.innerIterations;
+        objects.push_back(std::move(object.bytes));
+        entry.cpu = std::move(code);
+      } else if (device.api() == "cpu") {
         const CompiledCpuKernel &compiled = compileCpuKernel(session, kernel);
         auto code = std::make_shared<rt::CpuCode>();
         code->fn = compiled.fn;
@@ -260,9 +271,38 @@ private:
     return program->kernels.size() - 1;
   }
 
+  /// One shared object of every kernel's object, loaded here when this CPU
+  /// can run it (kept unloaded for a file made for another ISA level).
+  void linkCpuLibrary() {
+    rt::CpuLibrary::Description library;
+    library.isa = cpuObjects->isaName();
+    library.features = cpuObjects->requiredFeatures();
+    library.bytes = linkSharedObject(objects);
+    library.hash = rt::libraryHash(library.bytes.data(), library.bytes.size());
+    if (!rt::CpuLibrary::checkCpu(library, "").isOk()) {
+      program->cpuLibrary = rt::CpuLibrary::unloaded(std::move(library));
+      return;
+    }
+    rt::StatusOr<std::shared_ptr<rt::CpuLibrary>> loaded =
+        rt::CpuLibrary::load(std::move(library), "the linked CPU kernels");
+    if (!loaded.isOk())
+      throw CompileError(loaded.status().message());
+    program->cpuLibrary = *loaded;
+    for (rt::ProgramKernel &kernel : program->kernels)
+      if (kernel.cpu) {
+        auto code = std::const_pointer_cast<rt::CpuCode>(kernel.cpu);
+        code->fn = program->cpuLibrary->lookup(code->symbol);
+        code->owner = program->cpuLibrary;
+        if (!code->fn)
+          throw CompileError("internal error: the linked CPU code lacks " + code->symbol);
+      }
+  }
+
   Session &session;
   func::FuncOp func;
   std::vector<uint32_t> *constantNodes;
+  CpuObjectEmitter *cpuObjects;
+  std::vector<std::vector<uint8_t>> objects;
   std::shared_ptr<rt::Program> program = std::make_shared<rt::Program>();
   llvm::DenseMap<Value, uint32_t> ids;
   llvm::StringMap<uint32_t> devices;
@@ -270,11 +310,13 @@ private:
 } // namespace
 
 std::shared_ptr<const rt::Program> kiln::compileProgram(Session &session, GraphBuilder &graph,
-                                                        std::vector<uint32_t> *constantNodes) {
+                                                        std::vector<uint32_t> *constantNodes,
+                                                        CpuObjectEmitter *cpuObjects) {
   std::vector<rt::TensorType> inputs;
   for (Node *input : graph.inputs)
     inputs.push_back(programType(tensorType(graph.ctx, *input)));
-  return ProgramBuilder(session, graph.func, std::move(inputs), constantNodes).build();
+  return ProgramBuilder(session, graph.func, std::move(inputs), constantNodes, cpuObjects)
+      .build();
 }
 
 std::vector<rt::TensorType> kiln::inputTypesOf(func::FuncOp func) {
@@ -289,6 +331,7 @@ std::vector<rt::TensorType> kiln::inputTypesOf(func::FuncOp func) {
 
 rt::TensorType kiln::programTypeOf(Type type) { return programType(type); }
 
-std::shared_ptr<const rt::Program> kiln::compileProgram(Session &session, func::FuncOp func) {
-  return ProgramBuilder(session, func, inputTypesOf(func), nullptr).build();
+std::shared_ptr<const rt::Program> kiln::compileProgram(Session &session, func::FuncOp func,
+                                                        CpuObjectEmitter *cpuObjects) {
+  return ProgramBuilder(session, func, inputTypesOf(func), nullptr, cpuObjects).build();
 }

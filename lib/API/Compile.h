@@ -17,6 +17,8 @@
 
 namespace kiln {
 
+class CpuObjectEmitter;
+
 /// The transfer policy of a realization: RealizeOptions, then
 /// KILN_TRANSFER_POLICY, then set_transfer_policy.
 PlacementPolicy resolvePolicy(const RealizeOptions &realize);
@@ -30,13 +32,17 @@ void placeAndFuse(Session &session, GraphBuilder &graph, const RealizeOptions &r
 /// session's caches when it can), intermediates planned into shared
 /// buffers. Its inputs are graph.inputs; its outputs the graph's results.
 /// `constantNodes`, when given, receives per Program constant the position
-/// of its node in the graph's topological order.
+/// of its node in the graph's topological order. With `cpuObjects`, CPU
+/// kernels are ahead-of-time objects linked into Program::cpuLibrary (what
+/// a .kiln file stores), else the JIT's code.
 std::shared_ptr<const rt::Program> compileProgram(Session &session, GraphBuilder &graph,
-                                                  std::vector<uint32_t> *constantNodes = nullptr);
+                                                  std::vector<uint32_t> *constantNodes = nullptr,
+                                                  CpuObjectEmitter *cpuObjects = nullptr);
 
 /// The same for a placed and fused graph function parsed from text: its
 /// inputs are its kiln.input ops, by index.
-std::shared_ptr<const rt::Program> compileProgram(Session &session, mlir::func::FuncOp func);
+std::shared_ptr<const rt::Program> compileProgram(Session &session, mlir::func::FuncOp func,
+                                                  CpuObjectEmitter *cpuObjects = nullptr);
 std::vector<rt::TensorType> inputTypesOf(mlir::func::FuncOp func);
 rt::TensorType programTypeOf(mlir::Type type);
 

@@ -43,6 +43,17 @@ llvm::TargetMachine *hostTargetMachine() {
 }
 } // namespace
 
+void kiln::lowerCpuKernel(KernelModule &km) {
+  std::string diagnostics;
+  ScopedDiagnosticHandler handler(km.module->getContext(), [&](Diagnostic &diag) {
+    diagnostics += diag.str() + "\n";
+    return success();
+  });
+  PassManager pm(km.module->getContext(), ModuleOp::getOperationName());
+  if (failed(populateLinalgToLLVMPipeline(pm)) || failed(pm.run(*km.module)))
+    throw CompileError("lowering a kernel to LLVM failed: " + diagnostics);
+}
+
 const CompiledCpuKernel &kiln::compileCpuKernel(Session &session, KernelOp kernel) {
   KernelModule km = buildKernelModule(kernel, KernelLayout::Coalesced);
   std::string key = "cpu\n" + km.text;
@@ -57,15 +68,13 @@ const CompiledCpuKernel &kiln::compileCpuKernel(Session &session, KernelOp kerne
   if (!machine)
     throw CompileError("cannot create a target machine for this CPU");
 
+  unsigned numBindings = km.fn.getNumArguments();
+  lowerCpuKernel(km);
   std::string diagnostics;
   ScopedDiagnosticHandler handler(kernel.getContext(), [&](Diagnostic &diag) {
     diagnostics += diag.str() + "\n";
     return success();
   });
-  unsigned numBindings = km.fn.getNumArguments();
-  PassManager pm(kernel.getContext(), ModuleOp::getOperationName());
-  if (failed(populateLinalgToLLVMPipeline(pm)) || failed(pm.run(*km.module)))
-    throw CompileError("lowering a kernel to LLVM failed: " + diagnostics);
 
   compiled.numBindings = numBindings;
   auto optimize = makeOptimizingTransformer(3, 0, machine);

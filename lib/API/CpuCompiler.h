@@ -5,9 +5,16 @@
 
 #include "Session.h"
 
+#include "KernelCompiler.h"
+
 #include "dialects/Kiln/KilnDialect.h"
 
 namespace kiln {
+
+/// Lowers a CPU kernel module (KernelLayout::Coalesced) to the LLVM
+/// dialect in place: the one lowering of the JIT and of ahead-of-time
+/// objects. Throws CompileError.
+void lowerCpuKernel(KernelModule &km);
 
 /// The JIT-compiled host function of `kernel`, from the session cache or
 /// freshly lowered (polynomial math, LLVM O3 for the host CPU, vectorized).

@@ -43,10 +43,15 @@ StatusOr<Offset<fbs::Program>> writeProgram(FlatBufferBuilder &b, const TargetPr
     constants.push_back(fbs::CreateConstant(b, b.CreateVector(c)));
   std::vector<Offset<fbs::Kernel>> kernels;
   for (const ProgramKernel &k : p.kernels) {
-    if (k.cpu)
-      return Status::invalidArgument(
-          k.name + " is CPU machine code from the JIT, which a .kiln file cannot hold yet: "
-                   "compile for the vulkan target");
+    Offset<fbs::CpuCode> cpu = 0;
+    if (k.cpu) {
+      if (k.cpu->symbol.empty() || !p.cpuLibrary)
+        return Status::invalidArgument(
+            k.name + " is CPU machine code from the JIT, which a .kiln file cannot hold: "
+                     "make the program with kiln::compile (it emits a shared object)");
+      cpu = fbs::CreateCpuCode(b, b.CreateString(k.cpu->symbol), k.cpu->outerIterations,
+                               k.cpu->innerIterations);
+    }
     Offset<fbs::SpirvCode> spirv = 0;
     if (k.spirv) {
       fbs::Groups groups(k.spirv->groups[0], k.spirv->groups[1], k.spirv->groups[2]);
@@ -54,7 +59,19 @@ StatusOr<Offset<fbs::Program>> writeProgram(FlatBufferBuilder &b, const TargetPr
                                    b.CreateString(k.spirv->entryPoint),
                                    b.CreateVector(k.spirv->bindingOrder), &groups);
     }
-    kernels.push_back(fbs::CreateKernel(b, b.CreateString(k.name), k.elements, spirv));
+    kernels.push_back(fbs::CreateKernel(b, b.CreateString(k.name), k.elements, spirv, cpu));
+  }
+  Offset<fbs::CpuLibrary> library = 0;
+  if (p.cpuLibrary) {
+    const CpuLibrary::Description &d = p.cpuLibrary->description();
+    std::vector<Offset<flatbuffers::String>> features;
+    for (const std::string &f : d.features)
+      features.push_back(b.CreateString(f));
+    auto isa = b.CreateString(d.isa);
+    auto featureList = b.CreateVector(features);
+    b.ForceVectorAlignment(d.bytes.size(), 1, 16);
+    auto bytes = b.CreateVector(d.bytes);
+    library = fbs::CreateCpuLibrary(b, isa, featureList, d.hash, bytes);
   }
   std::vector<Offset<fbs::Slot>> slots;
   for (const ProgramSlot &s : p.slots)
@@ -64,7 +81,7 @@ StatusOr<Offset<fbs::Program>> writeProgram(FlatBufferBuilder &b, const TargetPr
                             b.CreateVector(p.outputs), b.CreateVector(values),
                             b.CreateVector(steps), b.CreateVector(constants),
                             b.CreateVector(kernels), b.CreateVector(slots), p.peakBytes,
-                            p.unplannedBytes);
+                            p.unplannedBytes, library);
 }
 
 std::vector<Offset<fbs::Signature>> writeSignatures(FlatBufferBuilder &b,
@@ -231,6 +248,16 @@ Status Reader::program(const fbs::Program *in, size_t index, const Artifact &art
         if (Status s = checkSpirv(spirv->words, spirv->entryPoint); !s.isOk())
           return fail(kat, "its SPIR-V is malformed: " + s.message());
         kernel.spirv = std::move(spirv);
+      } else if (const fbs::CpuCode *code = k->cpu()) {
+        auto cpu = std::make_shared<CpuCode>();
+        cpu->symbol = code->symbol() ? code->symbol()->str() : "";
+        cpu->outerIterations = code->outer_iterations();
+        cpu->innerIterations = code->inner_iterations();
+        if (cpu->symbol.empty() || !in->cpu_library())
+          return fail(kat, "CPU code without a symbol or a library");
+        if (cpu->outerIterations < 0 || cpu->innerIterations < 1)
+          return fail(kat, "a negative loop count");
+        kernel.cpu = std::move(cpu);
       } else if (kernel.elements > 0) {
         return fail(kat, "no code for target " + out.target);
       }
@@ -314,6 +341,40 @@ Status Reader::program(const fbs::Program *in, size_t index, const Artifact &art
   }
   p->peakBytes = in->peak_bytes();
   p->unplannedBytes = in->unplanned_bytes();
+  // Last, once everything else holds: the CPU code is loaded and every
+  // kernel's symbol looked up in it.
+  if (const fbs::CpuLibrary *lib = in->cpu_library()) {
+    CpuLibrary::Description d;
+    d.isa = lib->isa() ? lib->isa()->str() : "";
+    if (lib->features())
+      for (const flatbuffers::String *f : *lib->features())
+        d.features.push_back(f->str());
+    d.hash = lib->hash();
+    d.bytes = vec(lib->bytes());
+    if (Status s = CpuLibrary::checkBytes(d, what); !s.isOk())
+      return s;
+    // Code for another CPU is kept, not loaded: the file's other targets
+    // still run here, and running this one says what the CPU lacks.
+    if (!CpuLibrary::checkCpu(d, what).isOk()) {
+      p->cpuLibrary = CpuLibrary::unloaded(std::move(d));
+    } else {
+      StatusOr<std::shared_ptr<CpuLibrary>> loaded = CpuLibrary::load(std::move(d), what);
+      if (!loaded.isOk())
+        return loaded.status();
+      p->cpuLibrary = *loaded;
+    }
+    for (ProgramKernel &kernel : p->kernels) {
+      if (!kernel.cpu)
+        continue;
+      auto cpu = std::const_pointer_cast<CpuCode>(kernel.cpu);
+      cpu->owner = p->cpuLibrary;
+      if (!p->cpuLibrary->loaded())
+        continue;
+      cpu->fn = p->cpuLibrary->lookup(cpu->symbol);
+      if (!cpu->fn)
+        return fail(at + " " + kernel.name, "its CPU code has no symbol '" + cpu->symbol + "'");
+    }
+  }
   out.program = std::move(p);
   return Status::ok();
 }
@@ -419,6 +480,11 @@ StatusOr<std::unique_ptr<Model>> Model::create(std::shared_ptr<const Artifact> a
                                                Device &device) {
   for (const TargetProgram &program : artifact->programs)
     if (program.target == device.api()) {
+      const std::shared_ptr<const CpuLibrary> &library = program.program->cpuLibrary;
+      if (library && !library->loaded()) {
+        Status usable = CpuLibrary::checkCpu(library->description(), "the model");
+        return usable.isOk() ? Status::internal("the model's CPU code is not loaded") : usable;
+      }
       auto model = std::unique_ptr<Model>(new Model(artifact, program, device));
       model->weights_.resize(artifact->weights.size());
       return model;

@@ -155,6 +155,13 @@ std::string Program::describe() const {
   os << "outputs: " << list(outputs) << "\n";
   os << slots.size() << " slots, peak " << peakBytes << " bytes of " << unplannedBytes
      << " without reuse\n";
+  if (cpuLibrary) {
+    const CpuLibrary::Description &d = cpuLibrary->description();
+    os << "cpu code: " << d.isa << ", " << d.bytes.size() << " bytes, needs";
+    for (const std::string &f : d.features)
+      os << " " << f;
+    os << (cpuLibrary->loaded() ? "" : " (not loaded: this CPU lacks some)") << "\n";
+  }
   return os.str();
 }
 
@@ -331,6 +338,12 @@ Status Runner::runDispatch(const ProgramStep &step) {
     if (&device != &CpuDevice::get())
       return Status::invalidArgument(kernel.name + " has CPU code but runs on " + device.name());
     const CpuCode &code = *kernel.cpu;
+    if (!code.fn)
+      return Status::invalidArgument(kernel.name + ": its CPU code is not loaded here (" +
+                                     (program.cpuLibrary
+                                          ? "compiled for " + program.cpuLibrary->description().isa
+                                          : std::string("no library")) +
+                                     ")");
     // Chunks of at least ~16K elements: below that, waking a thread costs
     // more than it saves. An outer iteration that is itself a loop (a row,
     // a panel of a matmul) needs no vector-aligned chunk boundaries.

@@ -1,10 +1,13 @@
 //===- kiln-compile.cpp - a kiln graph (.mlir) to a .kiln file ------------===//
 //
-//   kiln-compile graph.mlir -o model.kiln [--target vulkan,cpu] [--describe]
+//   kiln-compile graph.mlir -o model.kiln [--target vulkan,cpu] [--cpu-isa host]
+//                [--describe]
 //
 // The graph is a func.func of kiln ops whose inputs are kiln.input ops (what
 // kiln-opt reads); it goes through the pipeline every realize uses.
 // --describe prints each target's program: steps, values, buffer plan.
+// --cpu-isa names the instruction set of the cpu target's code: host (this
+// CPU), x86-64-v2, x86-64-v3 or x86-64-v4.
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,7 +23,7 @@ int usage(const char *why) {
   std::fprintf(stderr,
                "kiln-compile: %s\n"
                "usage: kiln-compile graph.mlir [-o model.kiln] [--target vulkan,cpu] "
-               "[--describe]\n",
+               "[--cpu-isa host|x86-64-v3|x86-64-v4] [--describe]\n",
                why);
   return 2;
 }
@@ -32,12 +35,14 @@ int main(int argc, char **argv) {
   kiln::CompileOptions options;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
-    if (arg == "-o" || arg == "--target") {
+    if (arg == "-o" || arg == "--target" || arg == "--cpu-isa") {
       if (i + 1 >= argc)
         return usage((arg + " needs a value").c_str());
       std::string value = argv[++i];
       if (arg == "-o") {
         output = value;
+      } else if (arg == "--cpu-isa") {
+        options.cpu_isa = value;
       } else {
         std::stringstream list(value);
         for (std::string item; std::getline(list, item, ',');)
@@ -65,7 +70,13 @@ int main(int argc, char **argv) {
     kiln::Program program = kiln::compile_graph(text, input, options);
     if (describe) {
       std::printf("%s", program.signature().c_str());
-      std::printf("%s", program.describe().c_str());
+      bool several = options.targets.size() > 1;
+      for (const std::string &target : options.targets.empty() ? std::vector<std::string>{""}
+                                                               : options.targets) {
+        if (several)
+          std::printf("target %s:\n", target.c_str());
+        std::printf("%s", program.describe(target).c_str());
+      }
     }
     if (!output.empty())
       program.save(output);

@@ -3,10 +3,13 @@
 // alone), and get the JIT's results bit for bit on the same device.
 
 #include "TestUtil.h"
+#include "TransformerReference.h"
 
+#include "kiln/runtime/CpuLibrary.h"
 #include "kiln/runtime/Npy.h"
 
 #include <cstdio>
+#include <elf.h>
 #include <cstring>
 #include <unistd.h>
 #include <cstdlib>
@@ -28,9 +31,12 @@ std::optional<Device> vulkanOrSkip() {
   return std::nullopt;
 }
 
-/// An MLP block and a CNN block, as a model would write them.
+/// An MLP block, a CNN block and a transformer block, as a model would
+/// write them.
 struct Blocks {
+  static constexpr int64_t T = 8, D = 32, H = 4, F = 64;
   Tensor w1, b1, g, beta, filter, mean, var, gamma, shift;
+  Tensor wq, wk, wv, wo, bq, bk, bv, bo, g1, n1, g2, n2, f1, c1, f2, c2;
   explicit Blocks(const Device &device) {
     manual_seed(7);
     w1 = Tensor::randn({32, 16}, device);
@@ -42,63 +48,132 @@ struct Blocks {
     var = Tensor::rand({8}, device) + 0.5f;
     gamma = Tensor::rand({8}, device);
     shift = Tensor::randn({8}, device);
+    for (Tensor *w : {&wq, &wk, &wv, &wo})
+      *w = Tensor::randn({D, D}, device) * 0.2f;
+    for (Tensor *b : {&bq, &bk, &bv, &bo, &n1, &n2})
+      *b = Tensor::randn({D}, device) * 0.1f;
+    g1 = Tensor::rand({D}, device) + 0.5f;
+    g2 = Tensor::rand({D}, device) + 0.5f;
+    f1 = Tensor::randn({F, D}, device) * 0.2f;
+    c1 = Tensor::randn({F}, device) * 0.1f;
+    f2 = Tensor::randn({D, F}, device) * 0.2f;
+    c2 = Tensor::randn({D}, device) * 0.1f;
+  }
+  /// The same weights on `device`.
+  Blocks on(const Device &device) const {
+    Blocks out = *this;
+    for (Tensor *t : {&out.w1, &out.b1, &out.g, &out.beta, &out.filter, &out.mean, &out.var,
+                      &out.gamma, &out.shift, &out.wq, &out.wk, &out.wv, &out.wo, &out.bq,
+                      &out.bk, &out.bv, &out.bo, &out.g1, &out.n1, &out.g2, &out.n2, &out.f1,
+                      &out.c1, &out.f2, &out.c2})
+      *t = t->to(device);
+    return out;
   }
   Tensor mlp(const Tensor &x) const { return layer_norm(relu(linear(x, w1, b1)), g, beta); }
   Tensor cnn(const Tensor &image) const {
     Tensor y = relu(batch_norm(conv2d(image, filter, {1, 1}, {1, 1}), mean, var, gamma, shift));
     return global_avg_pool2d(max_pool2d(y, {2, 2}, {2, 2}));
   }
+  std::vector<double> reference(const Tensor &x) const {
+    using kiln::test::toDouble;
+    kiln::test::TransformerRef r{T, D, H, F};
+    r.x = toDouble(x);
+    r.g1 = toDouble(g1), r.b1 = toDouble(n1), r.g2 = toDouble(g2), r.b2 = toDouble(n2);
+    r.wq = toDouble(wq), r.wk = toDouble(wk), r.wv = toDouble(wv), r.wo = toDouble(wo);
+    r.bq = toDouble(bq), r.bk = toDouble(bk), r.bv = toDouble(bv), r.bo = toDouble(bo);
+    r.w1 = toDouble(f1), r.c1 = toDouble(c1), r.w2 = toDouble(f2), r.c2 = toDouble(c2);
+    return kiln::test::transformerReference(r);
+  }
+  /// Pre-norm attention and MLP with residuals, heads split with views.
+  Tensor transformer(const Tensor &x) const {
+    const int64_t Dh = D / H;
+    Tensor h = layer_norm(x, g1, n1);
+    Tensor q = linear(h, wq, bq).reshape({T, H, Dh}).permute({1, 0, 2});
+    Tensor k = linear(h, wk, bk).reshape({T, H, Dh}).permute({1, 2, 0});
+    Tensor v = linear(h, wv, bv).reshape({T, H, Dh}).permute({1, 0, 2});
+    Tensor p = softmax(matmul(q, k) * (1.0f / std::sqrt(float(Dh))), -1);
+    Tensor x1 = linear(matmul(p, v).permute({1, 0, 2}).reshape({T, D}), wo, bo) + x;
+    return linear(gelu(linear(layer_norm(x1, g2, n2), f1, c1)), f2, c2) + x1;
+  }
 };
 
+/// The targets this machine can run: cpu, and vulkan when it has a device.
+std::vector<std::string> targetsHere() {
+  std::vector<std::string> targets = {"cpu"};
+  if (vulkanOrSkip())
+    targets.insert(targets.begin(), "vulkan");
+  return targets;
+}
+
+Device deviceOf(const std::string &target) {
+  return target == "cpu" ? Device::cpu() : *vulkanOrSkip();
+}
+
+/// One .kiln with every target here; loaded on each device, in a process
+/// that only loads, it computes what the JIT computes there, bit for bit.
 TEST(Aot, CompiledProgramsMatchTheJitBitForBit) {
-  std::optional<Device> gpu = vulkanOrSkip();
-  if (!gpu)
-    GTEST_SKIP() << "needs a Vulkan device";
-  Blocks blocks(*gpu);
-  Tensor x = Tensor::randn({4, 16}, *gpu), image = Tensor::randn({2, 3, 8, 8}, *gpu);
-  Program program = compile({blocks.mlp(x), blocks.cnn(image)}, {x, image},
-                            {{"vulkan"}, {"x", "image"}, {"features", "pooled"}});
+  std::vector<std::string> targets = targetsHere();
+  Device first = deviceOf(targets.front());
+  Blocks blocks(first);
+  Tensor x = Tensor::randn({4, 16}, first), image = Tensor::randn({2, 3, 8, 8}, first),
+         tokens = Tensor::randn({Blocks::T, Blocks::D}, first);
+  Program program =
+      compile({blocks.mlp(x), blocks.cnn(image), blocks.transformer(tokens)}, {x, image, tokens},
+              {targets, {"x", "image", "tokens"}, {"features", "pooled", "encoded"}});
   std::string path = tempPath("blocks.kiln");
   program.save(path);
-  Program loaded = load(path, *gpu);
-  EXPECT_EQ(loaded.signature(), "input x: [4, 16] f32\ninput image: [2, 3, 8, 8] f32\n"
-                                "output features: [4, 32] f32\noutput pooled: [2, 8, 1, 1] f32\n");
-  for (int round = 0; round < 2; ++round) {
-    Tensor x2 = Tensor::randn({4, 16}, *gpu), image2 = Tensor::randn({2, 3, 8, 8}, *gpu);
-    std::vector<float> jitMlp = blocks.mlp(x2).to_vector(), jitCnn = blocks.cnn(image2).to_vector();
-    std::vector<Tensor> inMemory = program.run({x2, image2});
-    std::vector<Tensor> fromFile = loaded.run({x2, image2});
-    EXPECT_EQ(inMemory[0].to_vector(), jitMlp);
-    EXPECT_EQ(inMemory[1].to_vector(), jitCnn);
-    EXPECT_EQ(fromFile[0].to_vector(), jitMlp) << "round " << round;
-    EXPECT_EQ(fromFile[1].to_vector(), jitCnn) << "round " << round;
-    EXPECT_EQ(fromFile[0].device(), *gpu);
+  for (const std::string &target : targets) {
+    SCOPED_TRACE(target);
+    Device device = deviceOf(target);
+    Blocks here = blocks.on(device);
+    Program loaded = load(path, device);
+    EXPECT_EQ(loaded.signature(), "input x: [4, 16] f32\ninput image: [2, 3, 8, 8] f32\n"
+                                  "input tokens: [8, 32] f32\noutput features: [4, 32] f32\n"
+                                  "output pooled: [2, 8, 1, 1] f32\n"
+                                  "output encoded: [8, 32] f32\n");
+    for (int round = 0; round < 2; ++round) {
+      Tensor x2 = Tensor::randn({4, 16}, device), image2 = Tensor::randn({2, 3, 8, 8}, device),
+             tokens2 = Tensor::randn({Blocks::T, Blocks::D}, device);
+      std::vector<Tensor> fromFile = loaded.run({x2, image2, tokens2});
+      EXPECT_EQ(fromFile[0].to_vector(), here.mlp(x2).to_vector()) << "round " << round;
+      EXPECT_EQ(fromFile[1].to_vector(), here.cnn(image2).to_vector()) << "round " << round;
+      std::vector<float> jit = here.transformer(tokens2).to_vector();
+      EXPECT_EQ(fromFile[2].to_vector(), jit) << "round " << round;
+      EXPECT_EQ(fromFile[0].device(), device);
+      if (target == targets.front())
+        EXPECT_EQ(program.run({x2, image2, tokens2})[2].to_vector(), jit);
+      // And float64's answer within the usual tolerance.
+      EXPECT_TRUE(kiln::test::allClose(jit, here.reference(tokens2), 1e-4, 1e-5));
+    }
   }
   std::remove(path.c_str());
 }
 
+/// kiln-run (the runtime alone) gives the JIT's results on every device
+/// here: SPIR-V on vulkan, the shared object on cpu.
 TEST(Aot, KilnRunGivesTheJitsResults) {
-  std::optional<Device> gpu = vulkanOrSkip();
-  if (!gpu)
-    GTEST_SKIP() << "needs a Vulkan device";
-  Blocks blocks(*gpu);
-  Tensor x = Tensor::randn({4, 16}, *gpu);
+  std::vector<std::string> targets = targetsHere();
+  Blocks blocks(Device::cpu());
+  Tensor x = Tensor::randn({4, 16}, Device::cpu());
   std::string model = tempPath("mlp.kiln"), in = tempPath("x.npy"), out = tempPath("y.npy");
-  compile({blocks.mlp(x)}, {x}, {{"vulkan"}, {"x"}, {"y"}}).save(model);
+  compile({blocks.mlp(x)}, {x}, {targets, {"x"}, {"y"}}).save(model);
   std::vector<float> xs = x.to_vector();
   rt::NpyArray array;
   array.type = {{4, 16}, rt::ElementType::f32};
   array.data.resize(xs.size() * 4);
   std::memcpy(array.data.data(), xs.data(), array.data.size());
   ASSERT_TRUE(rt::writeNpy(in, array).isOk());
-  std::string command = std::string(KILN_RUN_PATH) + " " + model + " --device " + gpu->name() +
-                        " --input x=" + in + " --output y=" + out + " 2>&1";
-  ASSERT_EQ(std::system(command.c_str()), 0) << command;
-  rt::StatusOr<rt::NpyArray> y = rt::readNpy(out);
-  ASSERT_TRUE(y.isOk()) << y.status().toString();
-  std::vector<float> got(y->data.size() / 4);
-  std::memcpy(got.data(), y->data.data(), y->data.size());
-  EXPECT_EQ(got, blocks.mlp(x).to_vector());
+  for (const std::string &target : targets) {
+    Device device = deviceOf(target);
+    std::string command = std::string(KILN_RUN_PATH) + " " + model + " --device " +
+                          device.name() + " --input x=" + in + " --output y=" + out + " 2>&1";
+    ASSERT_EQ(std::system(command.c_str()), 0) << command;
+    rt::StatusOr<rt::NpyArray> y = rt::readNpy(out);
+    ASSERT_TRUE(y.isOk()) << y.status().toString();
+    std::vector<float> got(y->data.size() / 4);
+    std::memcpy(got.data(), y->data.data(), y->data.size());
+    EXPECT_EQ(got, blocks.on(device).mlp(x.to(device)).to_vector()) << target;
+  }
   // A wrong input file is a clear error, not a crash.
   array.type = {{4, 8}, rt::ElementType::f32};
   array.data.resize(4 * 8 * 4);
@@ -127,8 +202,10 @@ TEST(Aot, MistakesAreClearErrors) {
   Program program = compile({y}, {x}, {{"vulkan", "cpu"}});
   EXPECT_EQ(program.targets(), "vulkan, cpu");
   std::string path = tempPath("both.kiln");
-  std::string cpuSave = kiln::test::messageOf<Error>([&] { program.save(path); });
-  EXPECT_NE(cpuSave.find("cannot hold yet"), std::string::npos) << cpuSave;
+  std::string isa = kiln::test::messageOf<Error>(
+      [&] { compile({blocks.mlp(x)}, {x}, {{"cpu"}, {}, {}, "pentium"}); });
+  EXPECT_NE(isa.find("unknown CPU ISA level 'pentium': use one of host, x86-64, x86-64-v2"),
+            std::string::npos) << isa;
   Program vulkanOnly = compile({blocks.mlp(x)}, {x}, {{"vulkan"}});
   vulkanOnly.save(path);
   std::string noCpu = kiln::test::messageOf<Error>([&] { load(path, Device::cpu()); });
@@ -159,16 +236,52 @@ TEST(Aot, ExportedGraphsCompileLikeTheRecordedOnes) {
   EXPECT_NE(bad.find("bad.mlir:1:"), std::string::npos) << bad;
 }
 
+/// CPU code for an instruction set this CPU lacks: written, kept, and an
+/// error naming the ISA, the missing features and the fix when run.
+TEST(Aot, CpuCodeForAnotherIsaSaysWhatIsMissing) {
+  rt::CpuLibrary::Description library;
+  library.isa = "x86-64-v9";
+  library.features = {"avx2", "kiln-test-feature"};
+#if defined(__x86_64__)
+  Elf64_Ehdr header{};
+  header.e_machine = EM_X86_64;
+  library.bytes.assign(reinterpret_cast<uint8_t *>(&header),
+                       reinterpret_cast<uint8_t *>(&header) + sizeof header);
+#else
+  GTEST_SKIP() << "the ISA levels named here are x86-64's";
+#endif
+  rt::Status status = rt::CpuLibrary::checkCpu(library, "model.kiln");
+  ASSERT_FALSE(status.isOk());
+  EXPECT_NE(status.message().find("compiled for x86-64-v9, which needs kiln-test-feature; "),
+            std::string::npos) << status.message();
+  EXPECT_NE(status.message().find("Compile with --cpu-isa x86-64-v3"), std::string::npos);
+  // A named level compiles, saves and (where the CPU has it) runs.
+  Blocks blocks(Device::cpu());
+  Tensor x = Tensor::randn({4, 16}, Device::cpu());
+  Program v3 = compile({blocks.mlp(x)}, {x}, {{"cpu"}, {}, {}, "x86-64-v3"});
+  EXPECT_NE(v3.describe().find("cpu code: x86-64-v3, "), std::string::npos) << v3.describe();
+  EXPECT_EQ(v3.describe().find("avx512f"), std::string::npos) << v3.describe();
+  if (rt::missingCpuFeatures({"avx2", "fma", "bmi2", "f16c", "movbe", "lzcnt"}).empty())
+    EXPECT_TRUE(kiln::test::allClose(v3.run({x})[0].to_vector(),
+                                     kiln::test::toDouble(blocks.mlp(x)), 1e-5, 1e-5));
+}
+
 /// Every malformed file: an error that says so, never a crash (issue 10's
-/// corpus: empty, wrong identifier, truncated at many offsets, bit flips).
-TEST(Aot, MalformedFilesAreErrors) {
-  std::optional<Device> gpu = vulkanOrSkip();
-  if (!gpu)
+/// corpus: empty, wrong identifier, truncated at many offsets, bit flips),
+/// for SPIR-V and for CPU code (a flipped byte in the shared object fails
+/// its hash before the dynamic loader reads it).
+class MalformedFiles : public ::testing::TestWithParam<const char *> {};
+
+TEST_P(MalformedFiles, AreErrors) {
+  std::string target = GetParam();
+  if (target == "vulkan" && !vulkanOrSkip())
     GTEST_SKIP() << "needs a Vulkan device";
-  Blocks blocks(*gpu);
-  Tensor x = Tensor::randn({4, 16}, *gpu);
-  std::string path = tempPath("good.kiln"), bad = tempPath("bad.kiln");
-  compile({blocks.mlp(x)}, {x}, {{"vulkan"}}).save(path);
+  Device device = deviceOf(target);
+  Blocks blocks(device);
+  Tensor x = Tensor::randn({4, 16}, device);
+  std::optional<Device> gpu = device;
+  std::string path = tempPath("good-" + target + ".kiln"), bad = tempPath("bad-" + target + ".kiln");
+  compile({blocks.mlp(x)}, {x}, {{target}}).save(path);
   std::ifstream file(path, std::ios::binary);
   std::vector<char> good((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
   auto loadBytes = [&](const std::vector<char> &bytes) -> std::string {
@@ -201,4 +314,5 @@ TEST(Aot, MalformedFilesAreErrors) {
   std::remove(path.c_str());
   std::remove(bad.c_str());
 }
+INSTANTIATE_TEST_SUITE_P(Aot, MalformedFiles, ::testing::Values("vulkan", "cpu"));
 } // namespace

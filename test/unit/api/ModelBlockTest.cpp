@@ -3,44 +3,14 @@
 // predict.
 
 #include "TestUtil.h"
+#include "TransformerReference.h"
 
 using namespace kiln;
 using kiln::test::allClose;
 
 namespace {
-using Matrix = std::vector<double>; // row-major
-
-Matrix toDouble(const Tensor &t) {
-  std::vector<float> v = t.to_vector<float>();
-  return {v.begin(), v.end()};
-}
-
-/// [r, k] x [c, k]^T + bias[c]
-Matrix linearRef(const Matrix &x, const Matrix &w, const Matrix &b, int r, int k, int c) {
-  Matrix y(r * c);
-  for (int i = 0; i < r; ++i)
-    for (int j = 0; j < c; ++j) {
-      double acc = b[j];
-      for (int p = 0; p < k; ++p)
-        acc += x[i * k + p] * w[j * k + p];
-      y[i * c + j] = acc;
-    }
-  return y;
-}
-
-Matrix layerNormRef(const Matrix &x, const Matrix &g, const Matrix &b, int r, int c) {
-  Matrix y(r * c);
-  for (int i = 0; i < r; ++i) {
-    double mu = 0, var = 0;
-    for (int j = 0; j < c; ++j)
-      mu += x[i * c + j] / c;
-    for (int j = 0; j < c; ++j)
-      var += (x[i * c + j] - mu) * (x[i * c + j] - mu) / c;
-    for (int j = 0; j < c; ++j)
-      y[i * c + j] = (x[i * c + j] - mu) / std::sqrt(var + 1e-5) * g[j] + b[j];
-  }
-  return y;
-}
+using kiln::test::Matrix;
+using kiln::test::toDouble;
 
 class BlockOnEveryDevice : public kiln::test::OnEveryDevice {};
 
@@ -85,41 +55,13 @@ TEST_P(BlockOnEveryDevice, TransformerBlock) {
   EXPECT_EQ(stats().kernels_dispatched, 11u);
 
   // float64 reference.
-  Matrix X = toDouble(x), Hd = layerNormRef(X, toDouble(g1), toDouble(b1), T, D);
-  Matrix Q = linearRef(Hd, toDouble(wq), toDouble(bq), T, D, D);
-  Matrix K = linearRef(Hd, toDouble(wk), toDouble(bk), T, D, D);
-  Matrix V = linearRef(Hd, toDouble(wv), toDouble(bv), T, D, D);
-  Matrix A(T * D, 0);
-  for (int hh = 0; hh < H; ++hh)
-    for (int i = 0; i < T; ++i) {
-      std::vector<double> s(T);
-      double m = -INFINITY, sum = 0;
-      for (int j = 0; j < T; ++j) {
-        double acc = 0;
-        for (int d = 0; d < Dh; ++d)
-          acc += Q[i * D + hh * Dh + d] * K[j * D + hh * Dh + d];
-        s[j] = acc / std::sqrt(double(Dh));
-        m = std::max(m, s[j]);
-      }
-      for (int j = 0; j < T; ++j)
-        sum += std::exp(s[j] - m);
-      for (int d = 0; d < Dh; ++d) {
-        double acc = 0;
-        for (int j = 0; j < T; ++j)
-          acc += std::exp(s[j] - m) / sum * V[j * D + hh * Dh + d];
-        A[i * D + hh * Dh + d] = acc;
-      }
-    }
-  Matrix X1 = linearRef(A, toDouble(wo), toDouble(bo), T, D, D);
-  for (int i = 0; i < T * D; ++i)
-    X1[i] += X[i];
-  Matrix F1 = linearRef(layerNormRef(X1, toDouble(g2), toDouble(b2), T, D), toDouble(w1),
-                        toDouble(c1), T, D, F);
-  for (double &f : F1)
-    f = 0.5 * f * (1 + std::erf(f / std::sqrt(2.0)));
-  Matrix Y = linearRef(F1, toDouble(w2), toDouble(c2), T, F, D);
-  for (int i = 0; i < T * D; ++i)
-    Y[i] += X1[i];
+  kiln::test::TransformerRef ref{T, D, H, F};
+  ref.x = toDouble(x);
+  ref.g1 = toDouble(g1), ref.b1 = toDouble(b1), ref.g2 = toDouble(g2), ref.b2 = toDouble(b2);
+  ref.wq = toDouble(wq), ref.wk = toDouble(wk), ref.wv = toDouble(wv), ref.wo = toDouble(wo);
+  ref.bq = toDouble(bq), ref.bk = toDouble(bk), ref.bv = toDouble(bv), ref.bo = toDouble(bo);
+  ref.w1 = toDouble(w1), ref.c1 = toDouble(c1), ref.w2 = toDouble(w2), ref.c2 = toDouble(c2);
+  Matrix Y = kiln::test::transformerReference(ref);
   EXPECT_TRUE(allClose(got, Y, 1e-4, 1e-5));
 }
 

@@ -48,7 +48,7 @@ struct Weight {
 
 struct Artifact {
   static constexpr uint16_t kVersionMajor = 0;
-  static constexpr uint16_t kVersionMinor = 1;
+  static constexpr uint16_t kVersionMinor = 2;
   std::vector<Signature> inputs, outputs;
   std::vector<TargetProgram> programs;
   std::vector<Weight> weights;

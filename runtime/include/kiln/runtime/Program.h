@@ -22,6 +22,7 @@
 #define KILN_RUNTIME_PROGRAM_H
 
 #include "kiln/runtime/Cpu.h"
+#include "kiln/runtime/CpuLibrary.h"
 #include "kiln/runtime/Device.h"
 #include "kiln/runtime/Status.h"
 
@@ -64,8 +65,11 @@ struct SpirvCode {
 /// One kernel's machine code for the CPU device.
 struct CpuCode {
   CpuKernelFn fn = nullptr;
-  /// Keeps `fn` alive (the JIT engine that made it).
+  /// Keeps `fn` alive (the JIT engine, or the CpuLibrary, that made it).
   std::shared_ptr<const void> owner;
+  /// Its name in Program::cpuLibrary; empty for JIT code (which a .kiln file
+  /// cannot hold).
+  std::string symbol;
   /// The threads split the outer loop; each of its iterations computes
   /// innerIterations elements.
   int64_t outerIterations = 0;
@@ -120,6 +124,8 @@ struct Program {
   /// splats).
   std::vector<std::vector<uint8_t>> constants;
   std::vector<ProgramKernel> kernels;
+  /// The shared object every ahead-of-time CPU kernel is a symbol of.
+  std::shared_ptr<const CpuLibrary> cpuLibrary;
   /// Intermediates share these buffers (planBuffers()).
   std::vector<ProgramSlot> slots;
   /// The most bytes of intermediates alive at once, and what they would

@@ -1,0 +1,60 @@
+//===- CpuObject.h - CPU kernels as a shared object, ahead of time -*- C++ -*-===//
+//
+// The cpu target of a .kiln file: every kernel lowered as the JIT lowers it,
+// optimized by the same LLVM pipeline for a named ISA level, emitted as an
+// object with one exported packed entry (rt::CpuKernelFn), and all of a
+// program's objects linked by ld.lld into one shared object that the runtime
+// dlopens (runtime/include/kiln/runtime/CpuLibrary.h).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_LIB_API_CPUOBJECT_H
+#define KILN_LIB_API_CPUOBJECT_H
+
+#include "dialects/Kiln/KilnDialect.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace llvm {
+class TargetMachine;
+}
+
+namespace kiln {
+
+/// Emits objects for one ISA level: "host" (this CPU's model and features,
+/// which gives the JIT's code, bit for bit), or "x86-64", "x86-64-v2",
+/// "x86-64-v3", "x86-64-v4".
+class CpuObjectEmitter {
+public:
+  /// Throws Error for an unknown ISA level, listing the known ones.
+  explicit CpuObjectEmitter(const std::string &isa);
+  ~CpuObjectEmitter();
+
+  /// "x86-64-v3", or "host (sapphirerapids)".
+  const std::string &isaName() const { return name_; }
+  /// The features the runtime checks before it loads the code
+  /// (rt::checkableCpuFeatures() that this ISA level has).
+  std::vector<std::string> requiredFeatures() const;
+
+  struct Object {
+    std::vector<uint8_t> bytes;
+    int64_t outerIterations = 0, innerIterations = 1;
+  };
+  /// `kernel` as an object exporting `symbol`. Throws CompileError.
+  Object emit(KernelOp kernel, const std::string &symbol);
+
+private:
+  std::string name_;
+  std::unique_ptr<llvm::TargetMachine> machine_;
+};
+
+/// Links objects into one shared object with ld.lld. Throws CompileError
+/// (naming the package to install when ld.lld is missing).
+std::vector<uint8_t> linkSharedObject(const std::vector<std::vector<uint8_t>> &objects);
+
+} // namespace kiln
+
+#endif // KILN_LIB_API_CPUOBJECT_H
