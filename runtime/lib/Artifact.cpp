@@ -2,10 +2,13 @@
 
 #include "kiln/runtime/Artifact.h"
 
+#include "kiln/runtime/Vulkan.h"
+
 #include "FileIO.h"
 #include "SpirvCheck.h"
 #include "kiln_generated.h"
 
+#include <cstdlib>
 #include <set>
 
 using namespace kiln::rt;
@@ -506,6 +509,31 @@ StatusOr<RunResult> Model::run(const std::vector<ProgramInput> &inputs, const Ru
                                      std::to_string(a.inputs[i].type.bytes()) + " bytes, got " +
                                      std::to_string(inputs[i].buffer->size()));
   const Program &program = *program_->program;
+  const char *replayEnv = std::getenv("KILN_REPLAY");
+  bool replayable = device_->api() == "vulkan" && !options.poisonResults && !options.constants &&
+                    !(replayEnv && std::string(replayEnv) == "0");
+  if (replayable) {
+    std::lock_guard<std::mutex> lock(replayMutex_);
+    if (!replayTried_) {
+      if (Status s = uploadWeights(options); !s.isOk())
+        return s;
+      std::vector<std::shared_ptr<Buffer>> fixed;
+      for (const InputSource &source : program_->sources)
+        fixed.push_back(source.weight ? weights_[source.index] : nullptr);
+      StatusOr<std::unique_ptr<ProgramReplay>> replay = ProgramReplay::create(
+          program, static_cast<VulkanDevice &>(*device_), fixed, options);
+      if (!replay.isOk())
+        return replay.status();
+      replay_ = std::move(*replay);
+      replayTried_ = true;
+    }
+    if (replay_) {
+      std::vector<ProgramInput> bound;
+      for (const InputSource &source : program_->sources)
+        bound.push_back(source.weight ? ProgramInput{} : inputs[source.index]);
+      return replay_->run(bound, options);
+    }
+  }
   std::vector<ProgramInput> bound;
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -532,4 +560,23 @@ StatusOr<RunResult> Model::run(const std::vector<ProgramInput> &inputs, const Ru
     if (program_->sources[i].weight && result->uploaded[i])
       weights_[program_->sources[i].index] = result->uploaded[i];
   return result;
+}
+
+Status Model::uploadWeights(const RunOptions &options) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const InputSource &source : program_->sources) {
+    if (!source.weight || weights_[source.index])
+      continue;
+    const Weight &weight = artifact_->weights[source.index];
+    StatusOr<std::shared_ptr<Buffer>> buffer =
+        options.allocate ? options.allocate(*device_, weight.data.size(), "uploading a weight")
+                         : device_->allocate(weight.data.size());
+    if (!buffer.isOk())
+      return buffer.status();
+    if (!weight.data.empty())
+      if (Status s = device_->upload(**buffer, weight.data.data(), weight.data.size()); !s.isOk())
+        return s;
+    weights_[source.index] = *buffer;
+  }
+  return device_->flush();
 }

@@ -55,18 +55,28 @@ CommandStream::~CommandStream() {
     vkDestroyCommandPool(device_, pool_, nullptr);
 }
 
+Status CommandStream::begin() {
+  if (!broken_.isOk())
+    return broken_;
+  if (recording_)
+    return Status::ok();
+  VkCommandBufferBeginInfo begin{};
+  begin.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO;
+  begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+  if (VkResult result = vkBeginCommandBuffer(commandBuffer_, &begin);
+      result != VK_SUCCESS)
+    return vkFailure(result, "vkBeginCommandBuffer on " + label_);
+  recording_ = true;
+  ++serial_;
+  return Status::ok();
+}
+
 StatusOr<VkCommandBuffer> CommandStream::record(const CommandUse &use) {
   if (!broken_.isOk())
     return broken_;
   if (!recording_) {
-    VkCommandBufferBeginInfo begin{};
-    begin.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO;
-    begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
-    if (VkResult result = vkBeginCommandBuffer(commandBuffer_, &begin);
-        result != VK_SUCCESS)
-      return vkFailure(result, "vkBeginCommandBuffer on " + label_);
-    recording_ = true;
-    ++serial_;
+    if (Status s = begin(); !s.isOk())
+      return s;
   } else if (pendingStages_) {
     VkMemoryBarrier barrier{};
     barrier.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER;
@@ -90,14 +100,16 @@ void CommandStream::hostReadBarrier() {
                        0, nullptr);
 }
 
-Status CommandStream::execute() {
+Status CommandStream::execute(const std::vector<VkCommandBuffer> &more) {
   if (VkResult result = vkEndCommandBuffer(commandBuffer_);
       result != VK_SUCCESS)
     return vkFailure(result, "vkEndCommandBuffer on " + label_);
+  std::vector<VkCommandBuffer> buffers = {commandBuffer_};
+  buffers.insert(buffers.end(), more.begin(), more.end());
   VkSubmitInfo submit{};
   submit.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO;
-  submit.commandBufferCount = 1;
-  submit.pCommandBuffers = &commandBuffer_;
+  submit.commandBufferCount = uint32_t(buffers.size());
+  submit.pCommandBuffers = buffers.data();
   if (VkResult result = vkQueueSubmit(queue_, 1, &submit, fence_);
       result != VK_SUCCESS)
     return vkFailure(result, "vkQueueSubmit on " + label_);
@@ -119,13 +131,13 @@ Status CommandStream::execute() {
   return Status::ok();
 }
 
-Status CommandStream::submitAndWait() {
+Status CommandStream::submitAndWait(const std::vector<VkCommandBuffer> &more) {
   if (!recording_)
     return broken_;
   recording_ = false;
   pendingStages_ = 0;
   pendingWrites_ = 0;
-  Status status = execute();
+  Status status = execute(more);
   if (broken_.isOk())
     vkResetCommandPool(device_, pool_, 0);
   return status;

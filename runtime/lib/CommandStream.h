@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace kiln::rt {
 
@@ -66,15 +67,19 @@ public:
   bool hasWork() const { return recording_; }
   /// The serial of the open command buffer; valid while hasWork().
   uint64_t recordingSerial() const { return serial_; }
-  /// Ends, submits and waits for the open command buffer. It is reset
+  /// Begins the command buffer if it is not open (a replay needs a serial
+  /// even when nothing else was recorded).
+  Status begin();
+  /// Ends, submits and waits for the open command buffer, followed in the
+  /// same submit by `more` (command buffers recorded elsewhere). It is reset
   /// whatever the outcome; a lost device fails every later call.
-  Status submitAndWait();
+  Status submitAndWait(const std::vector<VkCommandBuffer> &more = {});
 
 private:
   CommandStream(VkDevice device, VkQueue queue, std::string label)
       : device_(device), queue_(queue), label_(std::move(label)) {}
-  /// Ends, submits and waits for the command buffer.
-  Status execute();
+  /// Ends, submits and waits for the command buffer and `more`.
+  Status execute(const std::vector<VkCommandBuffer> &more);
 
   VkDevice device_;
   VkQueue queue_;

@@ -162,6 +162,7 @@ createDeviceState(const DeviceSetup &setup) {
     return vkFailure(result, "vkCreateDevice for " + state->label);
   }
   vkGetDeviceQueue(state->device, uint32_t(family), 0, &state->queue);
+  state->queueFamily = uint32_t(family);
 
   VkPhysicalDeviceProperties props{};
   vkGetPhysicalDeviceProperties(setup.physical, &props);

@@ -65,6 +65,7 @@ struct VulkanDevice::State {
   VkPhysicalDevice physical = VK_NULL_HANDLE;
   VkDevice device = VK_NULL_HANDLE;
   VkQueue queue = VK_NULL_HANDLE;
+  uint32_t queueFamily = 0;
   uint32_t maxStorageBuffersPerStage = 0;
 
   std::shared_ptr<BufferPool> pool;
@@ -73,7 +74,8 @@ struct VulkanDevice::State {
   std::unique_ptr<CommandStream> stream;
   std::unique_ptr<DescriptorAllocator> descriptors;
   std::unique_ptr<StagingBuffer> staging;
-  std::unordered_map<uint64_t, std::unique_ptr<Pipeline>> pipelines;
+  // Shared: a Recording keeps the pipelines it replays alive.
+  std::unordered_map<uint64_t, std::shared_ptr<Pipeline>> pipelines;
   DeviceStats counters; // all but the pool's and validation counters
   uint64_t validationBaseline = 0;
 };

@@ -79,6 +79,9 @@ public:
 
   /// `inputs` in signature order (buffers on any device, or host bytes);
   /// checked against the signature, then run. Outputs in signature order.
+  /// On a Vulkan device the program is replayed (ProgramReplay: one submit
+  /// and one fence per run); with `options.poisonResults` or
+  /// `options.constants`, or KILN_REPLAY=0, it is interpreted step by step.
   StatusOr<RunResult> run(const std::vector<ProgramInput> &inputs,
                           const RunOptions &options = {});
 
@@ -89,8 +92,14 @@ private:
   std::shared_ptr<const Artifact> artifact_;
   const TargetProgram *program_;
   Device *device_;
+  /// Weights on device_, uploaded once: the replay binds them.
+  Status uploadWeights(const RunOptions &options);
+
   std::mutex mutex_;
   std::vector<std::shared_ptr<Buffer>> weights_; // on device_, by weight index
+  std::mutex replayMutex_;
+  bool replayTried_ = false;
+  std::unique_ptr<ProgramReplay> replay_;
 };
 
 } // namespace kiln::rt

@@ -30,6 +30,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -182,6 +183,48 @@ struct RunResult {
 /// input) leave the inputs untouched.
 StatusOr<RunResult> run(const Program &program, const std::vector<Device *> &devices,
                         const std::vector<ProgramInput> &inputs, const RunOptions &options = {});
+
+class VulkanDevice;
+class Recording;
+
+/// A Program bound to one Vulkan device and replayed: every value gets a
+/// buffer of its own device memory for the life of the replay (the buffer
+/// plan's slots shared as planned), constants are filled once, and all
+/// dispatches are recorded once into one command buffer
+/// (VulkanDevice::record). A run uploads or copies the inputs into place,
+/// then replays the dispatches and copies the outputs into new buffers, in
+/// one submit with one fence: its host cost does not grow with the number
+/// of kernels.
+///
+/// Threading: runs are serialized (they share the buffers).
+class ProgramReplay {
+public:
+  /// Null, without an error, when `program` cannot be replayed on `device`
+  /// (steps on several devices, a kernel without SPIR-V). `fixed[i]`, when
+  /// set, is program input i for every run (a weight already on `device`);
+  /// run() ignores what it is passed for that input.
+  static StatusOr<std::unique_ptr<ProgramReplay>>
+  create(const Program &program, VulkanDevice &device,
+         const std::vector<std::shared_ptr<Buffer>> &fixed, const RunOptions &options = {});
+  ~ProgramReplay();
+
+  /// As rt::run; `options.allocate` allocates the outputs; poisonResults and
+  /// constants are not supported (an error).
+  StatusOr<RunResult> run(const std::vector<ProgramInput> &inputs, const RunOptions &options = {});
+
+private:
+  ProgramReplay(const Program &program, VulkanDevice &device)
+      : program_(program), device_(device) {}
+  const Program &program_;
+  VulkanDevice &device_;
+  std::mutex mutex_;
+  std::vector<std::shared_ptr<Buffer>> values_;      // per program value
+  std::vector<std::shared_ptr<Buffer>> inputs_;      // per program input: where runs put it
+  std::vector<bool> fixed_;                          // per program input
+  std::vector<std::shared_ptr<Buffer>> owned_;       // slots, constants, inputs, results
+  std::shared_ptr<Recording> recording_;
+  uint64_t dispatches_ = 0;
+};
 
 } // namespace kiln::rt
 

@@ -134,6 +134,26 @@ struct KernelBinary {
 /// Owned by its device; valid until the device is destroyed.
 class Pipeline;
 
+/// Dispatches recorded once into a command buffer of their own, with their
+/// descriptor sets written once, and replayed by one submit per run (as CUDA
+/// graphs are). Its buffers are fixed: the caller keeps them alive as long
+/// as the recording and moves data in and out around replays. Holds its
+/// pipelines (a released pipeline lives on while a recording uses it). Must
+/// be destroyed before its device.
+class Recording;
+
+struct RecordedDispatch {
+  Pipeline *pipeline = nullptr;
+  std::vector<Buffer *> bindings; ///< binding i, on this device
+  uint32_t groups[3] = {1, 1, 1};
+};
+
+struct BufferCopy {
+  Buffer *src = nullptr;
+  Buffer *dst = nullptr;
+  size_t bytes = 0;
+};
+
 class VulkanDevice final : public Device {
 public:
   ~VulkanDevice() override;
@@ -170,6 +190,16 @@ public:
                   uint32_t groupsX, uint32_t groupsY, uint32_t groupsZ);
   /// Records a copy of the first `bytes` of `src` into `dst` (same device).
   Status copy(Buffer &src, Buffer &dst, size_t bytes);
+
+  /// Records `dispatches`, each ordered after the one before, into a new
+  /// Recording. Checked as dispatch() checks them; nothing runs.
+  StatusOr<std::shared_ptr<Recording>> record(const std::vector<RecordedDispatch> &dispatches);
+  /// Submits the work recorded so far on this device (uploads, copies into
+  /// the recording's buffers), then the recording, then `after` (copies out
+  /// of its buffers), as one submit, and waits for it: one submit and one
+  /// fence per run, whatever the number of dispatches. Replays are
+  /// serialized by the device.
+  Status replay(Recording &recording, const std::vector<BufferCopy> &after = {});
 
   struct State;
 

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Model latency at batch 1 on a GPU machine without the compiler (the lent
+# H200): kiln-run on .kiln files next to the same blocks in PyTorch.
+#
+# Here (with the compiler):  scripts/aot-gpu-bench.sh dump
+#   compiles bench/aot_blocks.cpp's blocks for the H200's limits into
+#   .dev/aot (with weights and inputs as .npy) and fetches the Vulkan loader
+#   packages into .gl.
+# There (carry .gl, .dev/aot, build/bin/kiln-run):  scripts/aot-gpu-bench.sh run
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+case "${1:-}" in
+dump)
+  rm -rf .dev/aot
+  # The H200's limits (TOOLCHAIN.md); lavapipe only compiles here.
+  KILN_GPU_LIMITS=subgroup=32,invocations=1024,shared=49152,groups=2147483647 \
+    build/bin/kiln-bench-aot-blocks .dev/aot
+  if [ ! -d .gl ]; then
+    mkdir -p .gl /tmp/amd64/partial
+    o='-oAPT::Architecture=amd64 -oAPT::Architectures=amd64 -oDir::State::Lists=/tmp/amd64'
+    apt-get $o update -qq
+    (cd .gl && apt-get $o download libvulkan1 libegl1 libglvnd0 libopengl0 libgl1 libglx0 libgles2)
+  fi
+  ;;
+run)
+  for f in .gl/*.deb; do dpkg -x "$f" /; done
+  ldconfig
+  icd=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+  [ -f "$icd" ] && export VK_DRIVER_FILES=$icd
+  export XDG_CACHE_HOME=/tmp/kiln-cache
+  : > /tmp/kiln-run.log
+  for m in transformer resnet_block; do
+    p=${m%_block}
+    build/bin/kiln-run .dev/aot/$m.kiln --device vulkan:0 --input x=.dev/aot/${p}_x.npy \
+      --output y=/tmp/${p}_y_kiln.npy --benchmark 500 | sed "s|^|$m.kiln: |" | tee -a /tmp/kiln-run.log
+    cp /tmp/${p}_y_kiln.npy .dev/aot/ 2>/dev/null || cp /tmp/${p}_y_kiln.npy /tmp/aot-out-${p}.npy
+  done
+  KILN_REPLAY=0 build/bin/kiln-run .dev/aot/transformer.kiln --device vulkan:0 \
+    --input x=.dev/aot/transformer_x.npy --benchmark 200 | sed 's|^|step by step (KILN_REPLAY=0) transformer: |'
+  python3 bench/torch_blocks_cuda.py .dev/aot /tmp/kiln-run.log
+  ;;
+*)
+  echo "usage: scripts/aot-gpu-bench.sh dump|run" >&2
+  exit 2
+  ;;
+esac
