@@ -14,9 +14,9 @@ case "${1:-}" in
 dump)
   rm -rf .dev/aot
   # The H200's limits (TOOLCHAIN.md); lavapipe only compiles here.
-  KILN_GPU_LIMITS=subgroup=32,invocations=1024,shared=49152,groups=2147483647 \
+  KILN_GPU_LIMITS=subgroup=32,invocations=1024,shared=49152,groups=2147483647,units=132 \
     build/bin/kiln-bench-aot-blocks .dev/aot
-  if [ ! -d .gl ]; then
+  if ! ls .gl/libegl1_*.deb >/dev/null 2>&1; then
     mkdir -p .gl /tmp/amd64/partial
     o='-oAPT::Architecture=amd64 -oAPT::Architectures=amd64 -oDir::State::Lists=/tmp/amd64'
     apt-get $o update -qq
@@ -35,6 +35,10 @@ run)
     build/bin/kiln-run .dev/aot/$m.kiln --device vulkan:0 --input x=.dev/aot/${p}_x.npy \
       --output y=/tmp/${p}_y_kiln.npy --benchmark 500 | sed "s|^|$m.kiln: |" | tee -a /tmp/kiln-run.log
     cp /tmp/${p}_y_kiln.npy .dev/aot/ 2>/dev/null || cp /tmp/${p}_y_kiln.npy /tmp/aot-out-${p}.npy
+  done
+  for m in transformer resnet_block; do
+    p=${m%_block}
+    build/bin/kiln-run .dev/aot/$m.kiln --device vulkan:0 --input x=.dev/aot/${p}_x.npy --profile 50
   done
   KILN_REPLAY=0 build/bin/kiln-run .dev/aot/transformer.kiln --device vulkan:0 \
     --input x=.dev/aot/transformer_x.npy --benchmark 200 | sed 's|^|step by step (KILN_REPLAY=0) transformer: |'

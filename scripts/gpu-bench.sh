@@ -24,7 +24,7 @@ dump)
   KILN_BENCH_SIZES=gpu KILN_DUMP_SPIRV=$root/.dev/kernels/table build/bin/kiln-bench-kernels \
     --benchmark_filter=vulkan:0 --benchmark_min_time=0.001s >/dev/null
   ls .dev/kernels/*.kernel .dev/kernels/table/*.kernel
-  if [ ! -d .gl ]; then
+  if ! ls .gl/libegl1_*.deb >/dev/null 2>&1; then
     mkdir -p .gl /tmp/amd64/partial
     o='-oAPT::Architecture=amd64 -oAPT::Architectures=amd64 -oDir::State::Lists=/tmp/amd64'
     apt-get $o update -qq

@@ -36,7 +36,8 @@ class Model;
 } // namespace rt
 
 struct CompileOptions {
-  /// "vulkan", "cpu"; empty: the default device's kind.
+  /// "vulkan", "cpu", "metal" (MSL, for Apple GPUs: written, not run here);
+  /// empty: the default device's kind.
   std::vector<std::string> targets;
   /// Names in the file (kiln-run --input name=file.npy); default input0,
   /// input1, ... and output0, ...
@@ -64,6 +65,9 @@ public:
   /// The steps, values and buffer plan of the program for `target` (empty:
   /// the one run on device()).
   std::string describe(const std::string &target = "") const;
+  /// The metal target's kernels as MSL, each after a comment line with its
+  /// threadgroup size, grid and buffer map; empty without a metal target.
+  std::string msl() const;
 
 private:
   friend Program compile(const std::vector<Tensor> &, const std::vector<Tensor> &,

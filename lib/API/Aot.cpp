@@ -12,6 +12,7 @@
 
 #include "Compile.h"
 #include "CpuObject.h"
+#include "MslTarget.h"
 #include "Devices.h"
 #include "GraphBuilder.h"
 #include "Session.h"
@@ -25,6 +26,7 @@
 #include "mlir/Pass/PassManager.h"
 
 #include <cstring>
+#include <type_traits>
 
 using namespace kiln;
 
@@ -61,16 +63,45 @@ std::vector<uint8_t> bytesOf(const Node &node) {
   return out;
 }
 
-/// The device a target's code is generated for (and a compiled program
-/// first runs on).
+/// The device a target's graph is placed on (and a compiled program first
+/// runs on). The metal target goes through the Vulkan path, with Apple's
+/// limits, so it places on a Vulkan device too.
 Device deviceFor(const std::string &target) {
   if (target == "cpu")
     return Device::cpu();
   if (target == "vulkan")
     return Device::vulkan(0); // throws DeviceError listing the devices here
+  if (target == "metal") {
+    try {
+      return Device::vulkan(0);
+    } catch (const DeviceError &e) {
+      throw Error(std::string("target 'metal' is made from the Vulkan path's SPIR-V and needs "
+                              "a Vulkan device to place the graph on (lavapipe will do): ") +
+                  e.what());
+    }
+  }
+  throw Error("unknown target '" + target + "': use vulkan, cpu or metal");
+}
+
+/// Compiles a placed, fused graph for `target`.
+template <typename Graph>
+std::shared_ptr<const rt::Program> compileFor(Session &s, Graph &graph,
+                                              const std::string &target,
+                                              const CompileOptions &options) {
+  ProgramTarget how;
+  std::optional<CpuObjectEmitter> objects;
+  if (target == "cpu") {
+    objects.emplace(options.cpu_isa);
+    how.cpuObjects = &*objects;
+  }
   if (target == "metal")
-    throw Error("target 'metal': MSL generation is not built yet; use vulkan or cpu");
-  throw Error("unknown target '" + target + "': use vulkan or cpu");
+    how.gpuProfile = &metalProfile();
+  std::shared_ptr<const rt::Program> program;
+  if constexpr (std::is_same_v<Graph, GraphBuilder>)
+    program = compileProgram(s, graph, nullptr, how);
+  else
+    program = compileProgram(s, graph, how);
+  return target == "metal" ? toMetalProgram(*program) : program;
 }
 
 std::string nameAt(const std::vector<std::string> &names, size_t i, const char *prefix) {
@@ -132,10 +163,7 @@ Program kiln::compile(const std::vector<Tensor> &outputs, const std::vector<Tens
     placeAndFuse(s, graph, RealizeOptions());
     rt::TargetProgram program;
     program.target = target;
-    std::optional<CpuObjectEmitter> objects;
-    if (target == "cpu")
-      objects.emplace(options.cpu_isa);
-    program.program = compileProgram(s, graph, nullptr, objects ? &*objects : nullptr);
+    program.program = compileFor(s, graph, target, options);
     for (Node *node : graph.inputs) {
       auto input = std::find_if(inputs.begin(), inputs.end(),
                                 [&](const Tensor &t) { return t.node().get() == node; });
@@ -221,10 +249,7 @@ Program kiln::compile_graph(const std::string &text, const std::string &name,
       throw CompileError(name + ": fusion failed:\n" + diagnostics);
     rt::TargetProgram program;
     program.target = target;
-    std::optional<CpuObjectEmitter> objects;
-    if (target == "cpu")
-      objects.emplace(options.cpu_isa);
-    program.program = compileProgram(s, func, objects ? &*objects : nullptr);
+    program.program = compileFor(s, func, target, options);
     for (size_t i = 0; i < program.program->inputs.size(); ++i)
       program.sources.push_back({false, static_cast<uint32_t>(i)});
     artifact->programs.push_back(std::move(program));
@@ -323,4 +348,26 @@ std::string Program::describe(const std::string &target) const {
     if (p.target == (target.empty() ? device_.api() : target))
       return p.program->describe();
   return {};
+}
+
+std::string Program::msl() const {
+  std::string text;
+  for (const rt::TargetProgram &p : artifact_->programs) {
+    if (p.target != "metal")
+      continue;
+    for (const rt::ProgramKernel &k : p.program->kernels) {
+      if (!k.msl)
+        continue;
+      const rt::MslCode &m = *k.msl;
+      text += "// " + k.name + ": " + k.summary + "\n// entry " + m.entryPoint +
+              ", threadgroup " + std::to_string(m.threadgroup[0]) + "x" +
+              std::to_string(m.threadgroup[1]) + "x" + std::to_string(m.threadgroup[2]) +
+              ", grid " + std::to_string(m.groups[0]) + "x" + std::to_string(m.groups[1]) +
+              "x" + std::to_string(m.groups[2]) + ", buffers";
+      for (size_t i = 0; i < m.bindingOrder.size(); ++i)
+        text += " " + std::to_string(i) + "=arg" + std::to_string(m.bindingOrder[i]);
+      text += "\n" + m.source + "\n";
+    }
+  }
+  return text;
 }

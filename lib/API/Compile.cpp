@@ -171,8 +171,9 @@ std::vector<uint8_t> splatBytes(ConstantOp constant) {
 class ProgramBuilder {
 public:
   ProgramBuilder(Session &session, func::FuncOp func, std::vector<rt::TensorType> inputs,
-                 std::vector<uint32_t> *constantNodes, CpuObjectEmitter *cpuObjects)
-      : session(session), func(func), constantNodes(constantNodes), cpuObjects(cpuObjects) {
+                 std::vector<uint32_t> *constantNodes, const ProgramTarget &target)
+      : session(session), func(func), constantNodes(constantNodes),
+        cpuObjects(target.cpuObjects), gpuProfile(target.gpuProfile) {
     program->inputs = std::move(inputs);
   }
 
@@ -238,6 +239,11 @@ private:
     rt::ProgramKernel entry;
     entry.name = "kernel " + std::to_string(program->kernels.size()) + " (" + device.name() + ")";
     entry.elements = cast<RankedTensorType>(kernel.getResult(0).getType()).getNumElements();
+    // What it computes, for profiles and listings: "matmul+add+gelu -> [128, 2048] f32".
+    for (Operation &op : kernel.getBody().front().without_terminator())
+      entry.summary += (entry.summary.empty() ? "" : "+") +
+                       op.getName().stripDialect().str();
+    entry.summary += " -> " + programType(kernel.getResult(0).getType()).str();
     if (entry.elements > 0) {
       if (device.api() == "cpu" && cpuObjects) {
         auto code = std::make_shared<rt::CpuCode>();
@@ -256,8 +262,10 @@ private:
         code->innerIterations = compiled.innerIterations;
         entry.cpu = std::move(code);
       } else {
-        auto &gpu = static_cast<rt::VulkanDevice &>(runtimeDevice(device));
-        const CompiledKernel &compiled = compileKernel(session, kernel, gpu.adapter());
+        const rt::AdapterInfo &adapter =
+            gpuProfile ? *gpuProfile
+                       : static_cast<rt::VulkanDevice &>(runtimeDevice(device)).adapter();
+        const CompiledKernel &compiled = compileKernel(session, kernel, adapter);
         auto code = std::make_shared<rt::SpirvCode>();
         code->hash = compiled.hash;
         code->words = compiled.spirv;
@@ -302,6 +310,7 @@ private:
   func::FuncOp func;
   std::vector<uint32_t> *constantNodes;
   CpuObjectEmitter *cpuObjects;
+  const rt::AdapterInfo *gpuProfile;
   std::vector<std::vector<uint8_t>> objects;
   std::shared_ptr<rt::Program> program = std::make_shared<rt::Program>();
   llvm::DenseMap<Value, uint32_t> ids;
@@ -311,12 +320,11 @@ private:
 
 std::shared_ptr<const rt::Program> kiln::compileProgram(Session &session, GraphBuilder &graph,
                                                         std::vector<uint32_t> *constantNodes,
-                                                        CpuObjectEmitter *cpuObjects) {
+                                                        const ProgramTarget &target) {
   std::vector<rt::TensorType> inputs;
   for (Node *input : graph.inputs)
     inputs.push_back(programType(tensorType(graph.ctx, *input)));
-  return ProgramBuilder(session, graph.func, std::move(inputs), constantNodes, cpuObjects)
-      .build();
+  return ProgramBuilder(session, graph.func, std::move(inputs), constantNodes, target).build();
 }
 
 std::vector<rt::TensorType> kiln::inputTypesOf(func::FuncOp func) {
@@ -332,6 +340,6 @@ std::vector<rt::TensorType> kiln::inputTypesOf(func::FuncOp func) {
 rt::TensorType kiln::programTypeOf(Type type) { return programType(type); }
 
 std::shared_ptr<const rt::Program> kiln::compileProgram(Session &session, func::FuncOp func,
-                                                        CpuObjectEmitter *cpuObjects) {
-  return ProgramBuilder(session, func, inputTypesOf(func), nullptr, cpuObjects).build();
+                                                        const ProgramTarget &target) {
+  return ProgramBuilder(session, func, inputTypesOf(func), nullptr, target).build();
 }

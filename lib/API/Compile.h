@@ -18,6 +18,9 @@
 namespace kiln {
 
 class CpuObjectEmitter;
+namespace rt {
+struct AdapterInfo;
+}
 
 /// The transfer policy of a realization: RealizeOptions, then
 /// KILN_TRANSFER_POLICY, then set_transfer_policy.
@@ -31,18 +34,26 @@ void placeAndFuse(Session &session, GraphBuilder &graph, const RealizeOptions &r
 /// The Program of a placed and fused graph: every kernel compiled (from the
 /// session's caches when it can), intermediates planned into shared
 /// buffers. Its inputs are graph.inputs; its outputs the graph's results.
+/// How kernels are made for an ahead-of-time target (the JIT: none set).
+struct ProgramTarget {
+  /// CPU kernels become objects linked into Program::cpuLibrary (what a
+  /// .kiln file stores), else the JIT's code.
+  CpuObjectEmitter *cpuObjects = nullptr;
+  /// GPU kernels are sized for these limits rather than the Vulkan device
+  /// they were placed on (the metal target's metalProfile()).
+  const rt::AdapterInfo *gpuProfile = nullptr;
+};
+
 /// `constantNodes`, when given, receives per Program constant the position
-/// of its node in the graph's topological order. With `cpuObjects`, CPU
-/// kernels are ahead-of-time objects linked into Program::cpuLibrary (what
-/// a .kiln file stores), else the JIT's code.
+/// of its node in the graph's topological order.
 std::shared_ptr<const rt::Program> compileProgram(Session &session, GraphBuilder &graph,
                                                   std::vector<uint32_t> *constantNodes = nullptr,
-                                                  CpuObjectEmitter *cpuObjects = nullptr);
+                                                  const ProgramTarget &target = {});
 
 /// The same for a placed and fused graph function parsed from text: its
 /// inputs are its kiln.input ops, by index.
 std::shared_ptr<const rt::Program> compileProgram(Session &session, mlir::func::FuncOp func,
-                                                  CpuObjectEmitter *cpuObjects = nullptr);
+                                                  const ProgramTarget &target = {});
 std::vector<rt::TensorType> inputTypesOf(mlir::func::FuncOp func);
 rt::TensorType programTypeOf(mlir::Type type);
 

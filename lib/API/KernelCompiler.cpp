@@ -121,6 +121,7 @@ DeviceLimits kiln::limitsOf(const rt::AdapterInfo &adapter) {
   if (adapter.maxSharedMemoryBytes)
     limits.sharedMemoryBytes = adapter.maxSharedMemoryBytes;
   limits.maxLoopIterations = static_cast<int64_t>(adapter.maxLoopIterations);
+  limits.computeUnits = static_cast<int>(adapter.computeUnits);
   // KILN_GPU_LIMITS="subgroup=32,invocations=1024,shared=49152,groups=..."
   // compiles for another GPU than the one that runs the kernels: dumping
   // kernels (KILN_DUMP_SPIRV) here to replay on the lent GPU. The results
@@ -142,9 +143,11 @@ DeviceLimits kiln::limitsOf(const rt::AdapterInfo &adapter) {
         limits.maxWorkgroupCount[0] = v;
       else if (key == "loops")
         limits.maxLoopIterations = v;
+      else if (key == "units")
+        limits.computeUnits = static_cast<int>(v);
       else
         throw Error("KILN_GPU_LIMITS: unknown key '" + key.str() +
-                    "' (subgroup, invocations, shared, groups, loops)");
+                    "' (subgroup, invocations, shared, groups, loops, units)");
     }
   }
   return limits;

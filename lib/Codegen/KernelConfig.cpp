@@ -67,14 +67,35 @@ MatmulConfig MatmulConfig::defaultFor(const DeviceLimits &limits, int64_t m, int
   // At least one full tile: 64x128 tiles, 8x8 results per work item (128
   // work items), the fastest of eight shapes tried on the H200 for 1024^3,
   // 4096^3 and the ResNet convolution (bench/RESULTS.md). Smaller problems
-  // take smaller tiles so that more workgroups share the GPU. (k does not
-  // change the choice yet; the autotuner will weigh it.)
-  MatmulConfig config{64, 128, 16, 8, 8};
-  if (m < 64 || n < 128 || !config.check(limits).empty())
-    config = {64, 64, 16, 4, 4};
-  if (!config.check(limits).empty())
-    config = {32, 32, 8, 4, 4};
+  // take smaller tiles so that more workgroups share the GPU: where the
+  // device reports its compute units, tiles shrink until each unit has two
+  // workgroups (on the H200 a 128x512 result took 61 us as 8 workgroups of
+  // 64x128). (k does not change the choice yet; the autotuner will weigh it.)
   (void)k;
+  const MatmulConfig candidates[] = {
+      {64, 128, 16, 8, 8}, {64, 64, 16, 4, 4}, {32, 64, 16, 4, 4},
+      {32, 32, 16, 4, 4},  {32, 32, 8, 4, 4},  {16, 32, 16, 4, 4},
+  };
+  auto groups = [&](const MatmulConfig &c) {
+    return ((m + c.tileM - 1) / c.tileM) * ((n + c.tileN - 1) / c.tileN);
+  };
+  if (limits.computeUnits > 0) {
+    const MatmulConfig *chosen = nullptr;
+    for (const MatmulConfig &c : candidates) {
+      if (!c.check(limits).empty())
+        continue;
+      chosen = &c;
+      if (groups(c) >= 2 * int64_t(limits.computeUnits))
+        break;
+    }
+    if (chosen)
+      return *chosen;
+  }
+  MatmulConfig config = candidates[0];
+  if (m < 64 || n < 128 || !config.check(limits).empty())
+    config = candidates[1];
+  if (!config.check(limits).empty())
+    config = candidates[4];
   return config;
 }
 

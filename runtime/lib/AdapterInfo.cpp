@@ -6,6 +6,9 @@
 
 #include "AdapterInfo.h"
 
+#include <cstring>
+#include <vector>
+
 #include "VulkanUtil.h"
 
 #include <algorithm>
@@ -63,6 +66,7 @@ AdapterInfo describeAdapter(VkPhysicalDevice physical,
   info.maxWorkgroupInvocations = limits.maxComputeWorkGroupInvocations;
   info.maxSharedMemoryBytes = limits.maxComputeSharedMemorySize;
   info.maxStorageBufferRange = limits.maxStorageBufferRange;
+  info.timestampPeriod = limits.timestampComputeAndGraphics ? limits.timestampPeriod : 0.0f;
   info.maxStorageBuffersPerStage = std::min(limits.maxPerStageDescriptorStorageBuffers,
                                             limits.maxDescriptorSetStorageBuffers);
 
@@ -78,9 +82,34 @@ AdapterInfo describeAdapter(VkPhysicalDevice physical,
     driver.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES;
     bool hasDriver = props.apiVersion >= VK_API_VERSION_1_2;
     subgroup.pNext = hasDriver ? &driver : nullptr;
+    // Compute units, where an extension reports them (NVIDIA's SMs, AMD's
+    // compute units): kernels are sized to give each several workgroups.
+    uint32_t count = 0;
+    vkEnumerateDeviceExtensionProperties(physical, nullptr, &count, nullptr);
+    std::vector<VkExtensionProperties> extensions(count);
+    vkEnumerateDeviceExtensionProperties(physical, nullptr, &count, extensions.data());
+    auto has = [&](const char *name) {
+      for (const VkExtensionProperties &e : extensions)
+        if (std::strcmp(e.extensionName, name) == 0)
+          return true;
+      return false;
+    };
+    VkPhysicalDeviceShaderSMBuiltinsPropertiesNV sms{};
+    sms.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_SM_BUILTINS_PROPERTIES_NV;
+    VkPhysicalDeviceShaderCorePropertiesAMD cores{};
+    cores.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_CORE_PROPERTIES_AMD;
+    void *chain = &subgroup;
+    if (has(VK_NV_SHADER_SM_BUILTINS_EXTENSION_NAME)) {
+      sms.pNext = chain;
+      chain = &sms;
+    }
+    if (has(VK_AMD_SHADER_CORE_PROPERTIES_EXTENSION_NAME)) {
+      cores.pNext = chain;
+      chain = &cores;
+    }
     VkPhysicalDeviceIDProperties ids{};
     ids.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ID_PROPERTIES;
-    ids.pNext = &subgroup;
+    ids.pNext = chain;
     VkPhysicalDeviceProperties2 props2{};
     props2.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2;
     props2.pNext = &ids;
@@ -89,6 +118,9 @@ AdapterInfo describeAdapter(VkPhysicalDevice physical,
       uuid[i] = ids.deviceUUID[i];
     if (subgroup.subgroupSize != 0)
       info.subgroupSize = subgroup.subgroupSize;
+    info.computeUnits = sms.shaderSMCount ? sms.shaderSMCount
+                                          : cores.shaderEngineCount * cores.shaderArraysPerEngineCount *
+                                                cores.computeUnitsPerShaderArray;
     // llvmpipe ends every loop of a shader invocation once 65535 iterations
     // have run in all (Mesa's LP_MAX_TGSI_LOOP_ITERATIONS), without a word;
     // no Vulkan limit reports it.

@@ -8,6 +8,7 @@
 #include "SpirvCheck.h"
 #include "kiln_generated.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <set>
 
@@ -62,7 +63,17 @@ StatusOr<Offset<fbs::Program>> writeProgram(FlatBufferBuilder &b, const TargetPr
                                    b.CreateString(k.spirv->entryPoint),
                                    b.CreateVector(k.spirv->bindingOrder), &groups);
     }
-    kernels.push_back(fbs::CreateKernel(b, b.CreateString(k.name), k.elements, spirv, cpu));
+    Offset<fbs::MslCode> msl = 0;
+    if (k.msl) {
+      fbs::Groups threadgroup(k.msl->threadgroup[0], k.msl->threadgroup[1],
+                              k.msl->threadgroup[2]);
+      fbs::Groups groups(k.msl->groups[0], k.msl->groups[1], k.msl->groups[2]);
+      msl = fbs::CreateMslCode(b, b.CreateString(k.msl->source),
+                               b.CreateString(k.msl->entryPoint),
+                               b.CreateVector(k.msl->bindingOrder), &threadgroup, &groups);
+    }
+    kernels.push_back(fbs::CreateKernel(b, b.CreateString(k.name), k.elements, spirv, cpu,
+                                        b.CreateString(k.summary), msl));
   }
   Offset<fbs::CpuLibrary> library = 0;
   if (p.cpuLibrary) {
@@ -163,7 +174,7 @@ Status Reader::program(const fbs::Program *in, size_t index, const Artifact &art
   std::string at = "program " + std::to_string(index);
   auto p = std::make_shared<Program>();
   out.target = in->target() ? in->target()->str() : "";
-  if (out.target != "vulkan" && out.target != "cpu")
+  if (out.target != "vulkan" && out.target != "cpu" && out.target != "metal")
     return fail(at, "unknown target '" + out.target + "'");
   if (!in->devices() || in->devices()->size() == 0)
     return fail(at, "no devices");
@@ -233,6 +244,7 @@ Status Reader::program(const fbs::Program *in, size_t index, const Artifact &art
       ProgramKernel kernel;
       kernel.name = k->name() ? k->name()->str() : "kernel " + std::to_string(i);
       kernel.elements = k->elements();
+      kernel.summary = k->summary() ? k->summary()->str() : "";
       std::string kat = at + " " + kernel.name;
       if (kernel.elements < 0)
         return fail(kat, "a negative element count");
@@ -251,6 +263,26 @@ Status Reader::program(const fbs::Program *in, size_t index, const Artifact &art
         if (Status s = checkSpirv(spirv->words, spirv->entryPoint); !s.isOk())
           return fail(kat, "its SPIR-V is malformed: " + s.message());
         kernel.spirv = std::move(spirv);
+      } else if (const fbs::MslCode *code = k->msl()) {
+        auto msl = std::make_shared<MslCode>();
+        msl->source = code->source() ? code->source()->str() : "";
+        msl->entryPoint = code->entry_point() ? code->entry_point()->str() : "";
+        msl->bindingOrder = vec(code->binding_order());
+        if (!code->threadgroup() || !code->groups() || msl->source.empty() ||
+            msl->entryPoint.empty())
+          return fail(kat, "MSL without source, entry point or sizes");
+        msl->threadgroup = {code->threadgroup()->x(), code->threadgroup()->y(),
+                            code->threadgroup()->z()};
+        msl->groups = {code->groups()->x(), code->groups()->y(), code->groups()->z()};
+        uint64_t threads = 1;
+        for (int d = 0; d < 3; ++d) {
+          if (msl->threadgroup[d] == 0 || msl->groups[d] == 0)
+            return fail(kat, "a zero threadgroup size or count");
+          threads *= msl->threadgroup[d];
+        }
+        if (threads > 1024)
+          return fail(kat, "a threadgroup of " + std::to_string(threads) + " threads");
+        kernel.msl = std::move(msl);
       } else if (const fbs::CpuCode *code = k->cpu()) {
         auto cpu = std::make_shared<CpuCode>();
         cpu->symbol = code->symbol() ? code->symbol()->str() : "";
@@ -317,15 +349,16 @@ Status Reader::program(const fbs::Program *in, size_t index, const Artifact &art
       if (step.index >= p->kernels.size() || step.results.empty())
         return fail(sat, "a dispatch of a kernel that does not exist");
       const ProgramKernel &kernel = p->kernels[step.index];
-      if (kernel.spirv) {
+      const std::vector<uint32_t> *order = kernel.spirv ? &kernel.spirv->bindingOrder
+                                           : kernel.msl ? &kernel.msl->bindingOrder
+                                                        : nullptr;
+      if (order) {
         // The bindings are a permutation of the step's arguments.
         size_t args = step.operands.size() + step.results.size();
-        std::set<uint32_t> seen(kernel.spirv->bindingOrder.begin(),
-                                kernel.spirv->bindingOrder.end());
-        if (kernel.spirv->bindingOrder.size() != args || seen.size() != args ||
+        std::set<uint32_t> seen(order->begin(), order->end());
+        if (order->size() != args || seen.size() != args ||
             (!seen.empty() && *seen.rbegin() >= args))
-          return fail(sat, kernel.name + " binds " +
-                               std::to_string(kernel.spirv->bindingOrder.size()) +
+          return fail(sat, kernel.name + " binds " + std::to_string(order->size()) +
                                " buffers; the step passes " + std::to_string(args));
       }
       break;
@@ -560,6 +593,48 @@ StatusOr<RunResult> Model::run(const std::vector<ProgramInput> &inputs, const Ru
     if (program_->sources[i].weight && result->uploaded[i])
       weights_[program_->sources[i].index] = result->uploaded[i];
   return result;
+}
+
+StatusOr<std::vector<KernelTime>> Model::profile(const std::vector<ProgramInput> &inputs,
+                                                 int runs) {
+  if (device_->api() != "vulkan")
+    return Status::unavailable("profiles time Vulkan kernels; " + device_->name() +
+                               " is not a Vulkan device");
+  if (Status s = uploadWeights({}); !s.isOk())
+    return s;
+  const Program &program = *program_->program;
+  std::vector<std::shared_ptr<Buffer>> fixed;
+  std::vector<ProgramInput> bound;
+  for (const InputSource &source : program_->sources) {
+    fixed.push_back(source.weight ? weights_[source.index] : nullptr);
+    bound.push_back(source.weight ? ProgramInput{} : inputs.at(source.index));
+  }
+  StatusOr<std::unique_ptr<ProgramReplay>> replay = ProgramReplay::create(
+      program, static_cast<VulkanDevice &>(*device_), fixed, {}, /*timed=*/true);
+  if (!replay.isOk())
+    return replay.status();
+  if (!*replay)
+    return Status::unavailable("this program cannot be replayed on " + device_->name());
+  std::vector<std::vector<double>> samples;
+  std::vector<uint32_t> kernels;
+  for (int r = 0; r < std::max(1, runs); ++r) {
+    StatusOr<RunResult> result = (*replay)->run(bound);
+    if (!result.isOk())
+      return result.status();
+    std::vector<std::pair<uint32_t, double>> times = (*replay)->kernelNanoseconds();
+    samples.resize(times.size());
+    kernels.clear();
+    for (size_t d = 0; d < times.size(); ++d) {
+      kernels.push_back(times[d].first);
+      samples[d].push_back(times[d].second);
+    }
+  }
+  std::vector<KernelTime> out;
+  for (size_t d = 0; d < samples.size(); ++d) {
+    std::sort(samples[d].begin(), samples[d].end());
+    out.push_back({kernels[d], samples[d][samples[d].size() / 2]});
+  }
+  return out;
 }
 
 Status Model::uploadWeights(const RunOptions &options) {

@@ -13,7 +13,7 @@ ProgramReplay::~ProgramReplay() = default;
 StatusOr<std::unique_ptr<ProgramReplay>>
 ProgramReplay::create(const Program &program, VulkanDevice &device,
                       const std::vector<std::shared_ptr<Buffer>> &fixed,
-                      const RunOptions &options) {
+                      const RunOptions &options, bool timed) {
   for (const ProgramKernel &kernel : program.kernels)
     if (kernel.elements > 0 && !kernel.spirv)
       return std::unique_ptr<ProgramReplay>();
@@ -113,6 +113,7 @@ ProgramReplay::create(const Program &program, VulkanDevice &device,
         dispatch.bindings.push_back(args[arg]);
       std::copy(code.groups.begin(), code.groups.end(), dispatch.groups);
       dispatches.push_back(std::move(dispatch));
+      replay->dispatchKernels_.push_back(step.index);
       break;
     }
     }
@@ -120,11 +121,12 @@ ProgramReplay::create(const Program &program, VulkanDevice &device,
   // The constants' uploads finish before anything is recorded over them.
   if (Status s = device.flush(); !s.isOk())
     return s;
-  StatusOr<std::shared_ptr<Recording>> recording = device.record(dispatches);
+  StatusOr<std::shared_ptr<Recording>> recording = device.record(dispatches, timed);
   if (!recording.isOk())
     return recording.status();
   replay->recording_ = *recording;
   replay->dispatches_ = dispatches.size();
+  replay->timed_ = timed;
   return replay;
 }
 
@@ -183,8 +185,15 @@ StatusOr<RunResult> ProgramReplay::run(const std::vector<ProgramInput> &inputs,
     result.outputs.push_back(*out);
     copies.push_back({values_[v].get(), out->get(), bytes});
   }
-  if (Status s = device_.replay(*recording_, copies); !s.isOk())
+  if (Status s = device_.replay(*recording_, copies, timed_ ? &nanoseconds_ : nullptr); !s.isOk())
     return s;
   result.counters.dispatches = dispatches_;
   return result;
+}
+
+std::vector<std::pair<uint32_t, double>> ProgramReplay::kernelNanoseconds() const {
+  std::vector<std::pair<uint32_t, double>> out;
+  for (size_t d = 0; d < nanoseconds_.size() && d < dispatchKernels_.size(); ++d)
+    out.push_back({dispatchKernels_[d], nanoseconds_[d]});
+  return out;
 }

@@ -16,6 +16,8 @@
 
 #include "VulkanUtil.h"
 
+#include <algorithm>
+
 namespace kiln::rt {
 
 class Recording {
@@ -24,6 +26,8 @@ public:
   ~Recording() {
     if (descriptorPool_)
       vkDestroyDescriptorPool(device_, descriptorPool_, nullptr);
+    if (queries_)
+      vkDestroyQueryPool(device_, queries_, nullptr);
     if (commandPool_)
       vkDestroyCommandPool(device_, commandPool_, nullptr);
   }
@@ -36,6 +40,7 @@ public:
   VkCommandBuffer dispatches_ = VK_NULL_HANDLE;
   VkCommandBuffer epilogue_ = VK_NULL_HANDLE;
   VkDescriptorPool descriptorPool_ = VK_NULL_HANDLE;
+  VkQueryPool queries_ = VK_NULL_HANDLE; // two timestamps per dispatch, when timed
   std::vector<std::shared_ptr<Pipeline>> pipelines_;
   std::vector<VulkanBuffer *> buffers_; // every buffer bound, for the pool's serials
 };
@@ -57,7 +62,7 @@ constexpr VkAccessFlags kAnyAccess = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADE
 } // namespace
 
 StatusOr<std::shared_ptr<Recording>>
-VulkanDevice::record(const std::vector<RecordedDispatch> &dispatches) {
+VulkanDevice::record(const std::vector<RecordedDispatch> &dispatches, bool timed) {
   State &s = *state_;
   std::lock_guard<std::mutex> lock(s.mutex);
   auto recording = std::make_shared<Recording>(s.device, &s);
@@ -149,6 +154,17 @@ VulkanDevice::record(const std::vector<RecordedDispatch> &dispatches) {
     }
   }
 
+  if (timed) {
+    if (s.adapter.timestampPeriod <= 0)
+      return Status::unavailable(s.name + " cannot time compute work (no timestamps)");
+    VkQueryPoolCreateInfo info{};
+    info.sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO;
+    info.queryType = VK_QUERY_TYPE_TIMESTAMP;
+    info.queryCount = uint32_t(2 * std::max<size_t>(1, dispatches.size()));
+    if (VkResult r = vkCreateQueryPool(s.device, &info, nullptr, &recording->queries_);
+        r != VK_SUCCESS)
+      return vkFailure(r, "vkCreateQueryPool for a recording on " + s.label);
+  }
   VkCommandBuffer cmd = recording->dispatches_;
   VkCommandBufferBeginInfo begin{};
   begin.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO;
@@ -157,6 +173,8 @@ VulkanDevice::record(const std::vector<RecordedDispatch> &dispatches) {
   globalBarrier(cmd, kComputeOrTransfer, VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
                 VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
                 VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT);
+  if (recording->queries_)
+    vkCmdResetQueryPool(cmd, recording->queries_, 0, uint32_t(2 * dispatches.size()));
   for (size_t d = 0; d < dispatches.size(); ++d) {
     const RecordedDispatch &dispatch = dispatches[d];
     if (d > 0)
@@ -167,7 +185,13 @@ VulkanDevice::record(const std::vector<RecordedDispatch> &dispatches) {
     if (sets[d])
       vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, dispatch.pipeline->layout(),
                               0, 1, &sets[d], 0, nullptr);
+    if (recording->queries_)
+      vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, recording->queries_,
+                          uint32_t(2 * d));
     vkCmdDispatch(cmd, dispatch.groups[0], dispatch.groups[1], dispatch.groups[2]);
+    if (recording->queries_)
+      vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, recording->queries_,
+                          uint32_t(2 * d + 1));
   }
   globalBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
                 kComputeOrTransfer | VK_PIPELINE_STAGE_HOST_BIT,
@@ -177,7 +201,8 @@ VulkanDevice::record(const std::vector<RecordedDispatch> &dispatches) {
   return recording;
 }
 
-Status VulkanDevice::replay(Recording &recording, const std::vector<BufferCopy> &after) {
+Status VulkanDevice::replay(Recording &recording, const std::vector<BufferCopy> &after,
+                            std::vector<double> *nanoseconds) {
   State &s = *state_;
   std::lock_guard<std::mutex> lock(s.mutex);
   if (recording.owner_ != &s)
@@ -229,6 +254,21 @@ Status VulkanDevice::replay(Recording &recording, const std::vector<BufferCopy> 
     return status;
   s.pool->retire(serial);
   s.counters.dispatches += recording.pipelines_.size();
+  if (nanoseconds) {
+    nanoseconds->clear();
+    size_t n = recording.pipelines_.size();
+    if (recording.queries_ && n > 0) {
+      std::vector<uint64_t> ticks(2 * n);
+      if (VkResult r = vkGetQueryPoolResults(s.device, recording.queries_, 0, uint32_t(2 * n),
+                                             ticks.size() * 8, ticks.data(), 8,
+                                             VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT);
+          r != VK_SUCCESS)
+        return vkFailure(r, "vkGetQueryPoolResults on " + s.label);
+      for (size_t d = 0; d < n; ++d)
+        nanoseconds->push_back(double(ticks[2 * d + 1] - ticks[2 * d]) *
+                               s.adapter.timestampPeriod);
+    }
+  }
   if (!after.empty())
     vkResetCommandBuffer(recording.epilogue_, 0);
   return Status::ok();

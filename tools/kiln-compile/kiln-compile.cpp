@@ -1,11 +1,12 @@
 //===- kiln-compile.cpp - a kiln graph (.mlir) to a .kiln file ------------===//
 //
-//   kiln-compile graph.mlir -o model.kiln [--target vulkan,cpu] [--cpu-isa host]
+//   kiln-compile graph.mlir -o model.kiln [--target vulkan,cpu,metal] [--cpu-isa host]
 //                [--describe]
 //
 // The graph is a func.func of kiln ops whose inputs are kiln.input ops (what
 // kiln-opt reads); it goes through the pipeline every realize uses.
 // --describe prints each target's program: steps, values, buffer plan.
+// --msl prints the metal target's kernels as MSL.
 // --cpu-isa names the instruction set of the cpu target's code: host (this
 // CPU), x86-64-v2, x86-64-v3 or x86-64-v4.
 //
@@ -22,8 +23,8 @@ namespace {
 int usage(const char *why) {
   std::fprintf(stderr,
                "kiln-compile: %s\n"
-               "usage: kiln-compile graph.mlir [-o model.kiln] [--target vulkan,cpu] "
-               "[--cpu-isa host|x86-64-v3|x86-64-v4] [--describe]\n",
+               "usage: kiln-compile graph.mlir [-o model.kiln] [--target vulkan,cpu,metal] "
+               "[--cpu-isa host|x86-64-v3|x86-64-v4] [--describe] [--msl]\n",
                why);
   return 2;
 }
@@ -31,7 +32,7 @@ int usage(const char *why) {
 
 int main(int argc, char **argv) {
   std::string input, output;
-  bool describe = false;
+  bool describe = false, msl = false;
   kiln::CompileOptions options;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
@@ -50,6 +51,8 @@ int main(int argc, char **argv) {
       }
     } else if (arg == "--describe") {
       describe = true;
+    } else if (arg == "--msl") {
+      msl = true;
     } else if (!arg.empty() && arg[0] == '-') {
       return usage(("unknown option " + arg).c_str());
     } else if (input.empty()) {
@@ -78,6 +81,8 @@ int main(int argc, char **argv) {
         std::printf("%s", program.describe(target).c_str());
       }
     }
+    if (msl)
+      std::printf("%s", program.msl().c_str());
     if (!output.empty())
       program.save(output);
   } catch (const kiln::Error &e) {

@@ -28,7 +28,7 @@ int usage(const char *why) {
   std::fprintf(stderr,
                "kiln-run: %s\n"
                "usage: kiln-run model.kiln [--device cpu:0|vulkan:N] --input NAME=FILE.npy ...\n"
-               "                [--output NAME=FILE.npy ...] [--benchmark N] [--describe]\n",
+               "                [--output NAME=FILE.npy ...] [--benchmark N] [--profile N] [--describe]\n",
                why);
   return 2;
 }
@@ -91,6 +91,7 @@ int main(int argc, char **argv) {
   std::string modelPath, deviceName;
   std::vector<std::pair<std::string, std::string>> inputArgs, outputArgs;
   int benchmark = 0;
+  int profile = 0;
   bool describe = false;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
@@ -110,6 +111,11 @@ int main(int argc, char **argv) {
       if (!v || std::atoi(v) < 1)
         return usage("--benchmark needs a number of runs");
       benchmark = std::atoi(v);
+    } else if (arg == "--profile") {
+      const char *v = value();
+      if (!v || std::atoi(v) < 1)
+        return usage("--profile needs a number of runs");
+      profile = std::atoi(v);
     } else if (arg == "--describe") {
       describe = true;
     } else if (!arg.empty() && arg[0] == '-') {
@@ -211,6 +217,27 @@ int main(int argc, char **argv) {
                 benchmark, (*device)->name().c_str(), times[times.size() / 2], times.front(),
                 total / benchmark, (unsigned long long)stats.submits,
                 (unsigned long long)stats.dispatches);
+  }
+  if (profile > 0) {
+    StatusOr<std::vector<KernelTime>> times = (*model)->profile(inputs, profile);
+    if (!times.isOk())
+      return fail(times.status().message());
+    const Program *program = nullptr;
+    for (const TargetProgram &p : artifact->programs)
+      if (p.target == (*device)->api())
+        program = p.program.get();
+    double total = 0;
+    for (const KernelTime &t : *times)
+      total += t.nanoseconds;
+    std::printf("GPU time per kernel on %s (median of %d runs; %.1f us in all):\n",
+                (*device)->name().c_str(), profile, total / 1e3);
+    for (const KernelTime &t : *times) {
+      const ProgramKernel &k = program->kernels[t.kernel];
+      const auto &g = k.spirv->groups;
+      std::printf("  %9.1f us %5.1f%%  %s  groups %ux%ux%u  %s\n", t.nanoseconds / 1e3,
+                  100.0 * t.nanoseconds / std::max(total, 1.0), k.name.c_str(), g[0], g[1], g[2],
+                  k.summary.c_str());
+    }
   }
   for (size_t k = 0; k < outputArgs.size(); ++k) {
     auto [name, path] = outputArgs[k];

@@ -28,6 +28,9 @@ struct DeviceLimits {
   /// after 65535 iterations in total (Mesa's LP_MAX_TGSI_LOOP_ITERATIONS),
   /// silently, so kernels for it must stay below.
   int64_t maxLoopIterations = 0;
+  /// Compute units (SMs) the device runs workgroups on, 0 when unknown:
+  /// GEMM tiles shrink until every unit has a few workgroups.
+  int computeUnits = 0;
 };
 
 /// A kernel of reductions sharing one iteration space (softmax, layer norm,

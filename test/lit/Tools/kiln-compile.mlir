@@ -1,7 +1,7 @@
 // RUN: kiln-compile %s --target cpu --describe | FileCheck %s
 // RUN: kiln-compile %s --target cpu --cpu-isa x86-64-v3 --describe | FileCheck %s --check-prefix=V3
 // RUN: not kiln-compile %s --target cpu --cpu-isa pentium 2>&1 | FileCheck %s --check-prefix=ISA
-// RUN: not kiln-compile %s --target metal 2>&1 | FileCheck %s --check-prefix=METAL
+// RUN: not kiln-compile %s --target opencl 2>&1 | FileCheck %s --check-prefix=METAL
 // kiln-compile: a graph through the pipeline every realize uses, to a
 // Program. Committed inputs move to the target's device; the two matmuls
 // are separate kernels, the relu fused into the first; the first result is
@@ -33,4 +33,4 @@ func.func @graph() -> tensor<4x8xf32> {
 // V3: cpu code: x86-64-v3, {{[0-9]+}} bytes, needs sse3 ssse3 sse4.1 sse4.2 popcnt avx avx2 fma f16c bmi bmi2 lzcnt movbe{{$}}
 // ISA: unknown CPU ISA level 'pentium': use one of host, x86-64, x86-64-v2, x86-64-v3, x86-64-v4
 
-// METAL: target 'metal': MSL generation is not built yet
+// METAL: unknown target 'opencl': use vulkan, cpu or metal

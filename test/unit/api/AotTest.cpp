@@ -288,6 +288,33 @@ TEST(Aot, ExportedGraphsCompileLikeTheRecordedOnes) {
   EXPECT_NE(bad.find("bad.mlir:1:"), std::string::npos) << bad;
 }
 
+/// The metal target: MSL in the file (SPIRV-Cross from the Vulkan path's
+/// SPIR-V, sized for Apple GPUs); no device here runs it, and loading it for
+/// one says what the file holds.
+TEST(Aot, MetalTargetHoldsMsl) {
+  std::optional<Device> gpu = vulkanOrSkip();
+  if (!gpu)
+    GTEST_SKIP() << "the metal target is placed through a Vulkan device";
+  Blocks blocks(*gpu);
+  Tensor tokens = Tensor::randn({Blocks::T, Blocks::D}, *gpu);
+  Program metal = compile({blocks.transformer(tokens)}, {tokens}, {{"metal", "cpu"}});
+  EXPECT_EQ(metal.targets(), "metal, cpu");
+  std::string msl = metal.msl();
+  EXPECT_NE(msl.find("#include <metal_stdlib>"), std::string::npos);
+  EXPECT_NE(msl.find("kernel void"), std::string::npos);
+  EXPECT_NE(msl.find("[[buffer(0)]]"), std::string::npos);
+  EXPECT_NE(msl.find("simd_shuffle_xor"), std::string::npos); // softmax, layer norm
+  std::string path = tempPath("metal.kiln");
+  metal.save(path);
+  Program back = load(path, Device::cpu());
+  EXPECT_EQ(back.msl(), msl);
+  EXPECT_EQ(back.run({tokens.to(Device::cpu())})[0].to_vector(),
+            blocks.on(Device::cpu()).transformer(tokens.to(Device::cpu())).to_vector());
+  std::string noVulkan = kiln::test::messageOf<Error>([&] { load(path, *gpu); });
+  EXPECT_NE(noVulkan.find("compiled for: metal, cpu"), std::string::npos) << noVulkan;
+  std::remove(path.c_str());
+}
+
 /// CPU code for an instruction set this CPU lacks: written, kept, and an
 /// error naming the ISA, the missing features and the fix when run.
 TEST(Aot, CpuCodeForAnotherIsaSaysWhatIsMissing) {

@@ -3,6 +3,7 @@
 // views, and the elementwise epilogue fused into the same kernel.
 
 #include "TestUtil.h"
+#include "kiln/Codegen/KernelConfig.h"
 
 #include <random>
 
@@ -127,3 +128,28 @@ TEST_P(MatmulOnEveryDevice, AnEmptyInnerDimensionGivesZeros) {
   EXPECT_EQ(linear(Tensor::rand({2, 0}, *device), w, bias).to_vector<float>(),
             std::vector<float>(6, 2.0f));
 }
+
+namespace {
+/// Where the device reports its compute units, GEMM tiles shrink until each
+/// unit has two workgroups (the H200, 132 SMs: a 128x512 result took 61 us
+/// as 8 workgroups of 64x128); unknown units keep the large tiles.
+TEST(MatmulConfigChoice, ShrinksTilesUntilEveryComputeUnitHasWork) {
+  kiln::DeviceLimits h200;
+  h200.subgroupSize = 32;
+  h200.maxWorkgroupInvocations = 1024;
+  h200.sharedMemoryBytes = 49152;
+  kiln::MatmulConfig big = kiln::MatmulConfig::defaultFor(h200, 4096, 4096, 4096);
+  EXPECT_EQ(big.tileM, 64);
+  EXPECT_EQ(big.tileN, 128);
+  kiln::MatmulConfig unknown = kiln::MatmulConfig::defaultFor(h200, 128, 512, 512);
+  EXPECT_EQ(unknown.tileM * unknown.tileN, 64 * 128);
+  h200.computeUnits = 132;
+  EXPECT_EQ(kiln::MatmulConfig::defaultFor(h200, 4096, 4096, 4096).tileN, 128);
+  kiln::MatmulConfig small = kiln::MatmulConfig::defaultFor(h200, 128, 512, 512);
+  EXPECT_TRUE(small.check(h200).empty());
+  EXPECT_EQ(small.tileM, 16);
+  EXPECT_EQ(small.tileN, 32);
+  kiln::MatmulConfig conv = kiln::MatmulConfig::defaultFor(h200, 64, 3136, 576);
+  EXPECT_GE(((64 + conv.tileM - 1) / conv.tileM) * ((3136 + conv.tileN - 1) / conv.tileN), 264);
+}
+} // namespace

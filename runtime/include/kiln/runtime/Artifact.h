@@ -65,6 +65,11 @@ StatusOr<Artifact> parseArtifact(const uint8_t *data, size_t size, const std::st
 Status saveArtifact(const Artifact &artifact, const std::string &path);
 StatusOr<Artifact> loadArtifact(const std::string &path);
 
+struct KernelTime {
+  uint32_t kernel = 0; ///< index into Program::kernels
+  double nanoseconds = 0;
+};
+
 /// An artifact bound to one device: the program for its api, every program
 /// device mapped to it, weights uploaded on the first run and kept.
 class Model {
@@ -84,6 +89,10 @@ public:
   /// `options.constants`, or KILN_REPLAY=0, it is interpreted step by step.
   StatusOr<RunResult> run(const std::vector<ProgramInput> &inputs,
                           const RunOptions &options = {});
+
+  /// Runs `runs` times with every dispatch timed on the GPU (Vulkan
+  /// timestamps): per dispatch, in order, its kernel and median nanoseconds.
+  StatusOr<std::vector<KernelTime>> profile(const std::vector<ProgramInput> &inputs, int runs);
 
 private:
   Model(std::shared_ptr<const Artifact> artifact, const TargetProgram &program, Device &device)

@@ -63,6 +63,19 @@ struct SpirvCode {
   std::array<uint32_t, 3> groups = {1, 1, 1};
 };
 
+/// One kernel as Metal Shading Language (made from its SPIR-V by
+/// SPIRV-Cross): a Metal runtime compiles `source`, binds the kernel's
+/// argument bindingOrder[i] at [[buffer(i)]], and dispatches `groups`
+/// threadgroups of `threadgroup` threads. No runtime here runs it (Metal
+/// exists only on Apple systems).
+struct MslCode {
+  std::string source;
+  std::string entryPoint;
+  std::vector<uint32_t> bindingOrder;
+  std::array<uint32_t, 3> threadgroup = {1, 1, 1};
+  std::array<uint32_t, 3> groups = {1, 1, 1};
+};
+
 /// One kernel's machine code for the CPU device.
 struct CpuCode {
   CpuKernelFn fn = nullptr;
@@ -79,9 +92,11 @@ struct CpuCode {
 
 struct ProgramKernel {
   std::string name; // for messages: "kernel 3 (vulkan:0)"
+  std::string summary; // its ops and result: "matmul+add+gelu -> [128, 2048] f32"
   /// Exactly one is set, the one for the device the kernel runs on.
   std::shared_ptr<const SpirvCode> spirv;
   std::shared_ptr<const CpuCode> cpu;
+  std::shared_ptr<const MslCode> msl;
   /// Elements in its first result: a kernel with none is not dispatched.
   int64_t elements = 0;
 };
@@ -203,14 +218,20 @@ public:
   /// (steps on several devices, a kernel without SPIR-V). `fixed[i]`, when
   /// set, is program input i for every run (a weight already on `device`);
   /// run() ignores what it is passed for that input.
+  /// `timed`: every dispatch is timed on the GPU (kernelNanoseconds()).
   static StatusOr<std::unique_ptr<ProgramReplay>>
   create(const Program &program, VulkanDevice &device,
-         const std::vector<std::shared_ptr<Buffer>> &fixed, const RunOptions &options = {});
+         const std::vector<std::shared_ptr<Buffer>> &fixed, const RunOptions &options = {},
+         bool timed = false);
   ~ProgramReplay();
 
   /// As rt::run; `options.allocate` allocates the outputs; poisonResults and
   /// constants are not supported (an error).
   StatusOr<RunResult> run(const std::vector<ProgramInput> &inputs, const RunOptions &options = {});
+
+  /// For a timed replay: per dispatch step with work, in program order, its
+  /// kernel index and GPU time in the last run.
+  std::vector<std::pair<uint32_t, double>> kernelNanoseconds() const;
 
 private:
   ProgramReplay(const Program &program, VulkanDevice &device)
@@ -224,6 +245,9 @@ private:
   std::vector<std::shared_ptr<Buffer>> owned_;       // slots, constants, inputs, results
   std::shared_ptr<Recording> recording_;
   uint64_t dispatches_ = 0;
+  bool timed_ = false;
+  std::vector<uint32_t> dispatchKernels_; // kernel index per recorded dispatch
+  std::vector<double> nanoseconds_;
 };
 
 } // namespace kiln::rt

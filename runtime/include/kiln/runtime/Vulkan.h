@@ -59,6 +59,11 @@ struct AdapterInfo {
   uint32_t maxStorageBuffersPerStage = 0;
   /// Loop iterations a kernel invocation may run in all; 0: no known limit.
   uint64_t maxLoopIterations = 0;
+  /// Streaming multiprocessors or compute units, where the driver reports
+  /// them (VK_NV_shader_sm_builtins, VK_AMD_shader_core_properties); else 0.
+  uint32_t computeUnits = 0;
+  /// Nanoseconds per timestamp tick; 0 when compute queues cannot time.
+  float timestampPeriod = 0;
 };
 
 struct ContextOptions {
@@ -193,13 +198,18 @@ public:
 
   /// Records `dispatches`, each ordered after the one before, into a new
   /// Recording. Checked as dispatch() checks them; nothing runs.
-  StatusOr<std::shared_ptr<Recording>> record(const std::vector<RecordedDispatch> &dispatches);
+  /// With `timed`, each dispatch is bracketed by timestamps (the adapter
+  /// must have a timestampPeriod) and replay() can report its GPU time.
+  StatusOr<std::shared_ptr<Recording>> record(const std::vector<RecordedDispatch> &dispatches,
+                                              bool timed = false);
   /// Submits the work recorded so far on this device (uploads, copies into
   /// the recording's buffers), then the recording, then `after` (copies out
   /// of its buffers), as one submit, and waits for it: one submit and one
   /// fence per run, whatever the number of dispatches. Replays are
   /// serialized by the device.
-  Status replay(Recording &recording, const std::vector<BufferCopy> &after = {});
+  /// `nanoseconds`, for a timed recording, receives each dispatch's GPU time.
+  Status replay(Recording &recording, const std::vector<BufferCopy> &after = {},
+                std::vector<double> *nanoseconds = nullptr);
 
   struct State;
 

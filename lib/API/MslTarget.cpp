@@ -1,0 +1,100 @@
+//===- MslTarget.cpp - the metal target: MSL from Kiln's SPIR-V -----------===//
+
+#include "MslTarget.h"
+
+#include "kiln/Errors.h"
+
+#include <spirv_cross/spirv_cross_c.h>
+
+using namespace kiln;
+
+const rt::AdapterInfo &kiln::metalProfile() {
+  static const rt::AdapterInfo profile = [] {
+    rt::AdapterInfo info;
+    info.name = "Apple GPU (Metal profile)";
+    info.subgroupSize = 32;
+    info.maxWorkgroupInvocations = 1024;
+    info.maxSharedMemoryBytes = 32768;
+    for (int i = 0; i < 3; ++i) {
+      info.maxWorkgroupCount[i] = 65535;
+      info.maxWorkgroupSize[i] = 1024;
+    }
+    info.maxStorageBufferRange = uint64_t(1) << 32;
+    info.maxStorageBuffersPerStage = 31;
+    return info;
+  }();
+  return profile;
+}
+
+namespace {
+/// Owns a SPIRV-Cross context (and everything made from it).
+struct Context {
+  spvc_context ctx = nullptr;
+  Context() {
+    if (spvc_context_create(&ctx) != SPVC_SUCCESS)
+      throw CompileError("SPIRV-Cross: cannot create a context");
+  }
+  ~Context() { spvc_context_destroy(ctx); }
+  [[noreturn]] void fail(const char *what) const {
+    throw CompileError(std::string("SPIRV-Cross: ") + what + ": " +
+                       spvc_context_get_last_error_string(ctx));
+  }
+};
+} // namespace
+
+rt::MslCode kiln::translateToMsl(const rt::SpirvCode &code) {
+  Context c;
+  spvc_parsed_ir ir = nullptr;
+  if (spvc_context_parse_spirv(c.ctx, code.words.data(), code.words.size(), &ir) != SPVC_SUCCESS)
+    c.fail("parsing a kernel");
+  spvc_compiler compiler = nullptr;
+  if (spvc_context_create_compiler(c.ctx, SPVC_BACKEND_MSL, ir, SPVC_CAPTURE_MODE_TAKE_OWNERSHIP,
+                                   &compiler) != SPVC_SUCCESS)
+    c.fail("creating the MSL compiler");
+  spvc_compiler_options options = nullptr;
+  if (spvc_compiler_create_compiler_options(compiler, &options) != SPVC_SUCCESS ||
+      spvc_compiler_options_set_uint(options, SPVC_COMPILER_OPTION_MSL_VERSION,
+                                     SPVC_MAKE_MSL_VERSION(2, 1, 0)) != SPVC_SUCCESS ||
+      spvc_compiler_install_compiler_options(compiler, options) != SPVC_SUCCESS)
+    c.fail("setting MSL 2.1");
+  // Binding b of descriptor set 0 is [[buffer(b)]]: the order the runtime
+  // binds the kernel's arguments in (bindingOrder).
+  for (uint32_t b = 0; b < code.bindingOrder.size(); ++b) {
+    spvc_msl_resource_binding binding;
+    spvc_msl_resource_binding_init(&binding);
+    binding.stage = SpvExecutionModelGLCompute;
+    binding.desc_set = 0;
+    binding.binding = b;
+    binding.msl_buffer = b;
+    if (spvc_compiler_msl_add_resource_binding(compiler, &binding) != SPVC_SUCCESS)
+      c.fail("mapping a buffer");
+  }
+  const char *source = nullptr;
+  if (spvc_compiler_compile(compiler, &source) != SPVC_SUCCESS)
+    c.fail("translating a kernel to MSL");
+  rt::MslCode msl;
+  msl.source = source;
+  msl.entryPoint = spvc_compiler_get_cleansed_entry_point_name(
+      compiler, code.entryPoint.c_str(), SpvExecutionModelGLCompute);
+  for (unsigned i = 0; i < 3; ++i)
+    msl.threadgroup[i] =
+        spvc_compiler_get_execution_mode_argument_by_index(compiler, SpvExecutionModeLocalSize, i);
+  msl.groups = code.groups;
+  msl.bindingOrder = code.bindingOrder;
+  return msl;
+}
+
+std::shared_ptr<rt::Program> kiln::toMetalProgram(const rt::Program &vulkan) {
+  auto metal = std::make_shared<rt::Program>(vulkan);
+  for (std::string &device : metal->devices)
+    if (device.rfind("vulkan:", 0) == 0)
+      device = "metal:" + device.substr(7);
+  for (rt::ProgramKernel &kernel : metal->kernels) {
+    if (size_t at = kernel.name.find("vulkan:"); at != std::string::npos)
+      kernel.name.replace(at, 7, "metal:");
+    if (kernel.spirv)
+      kernel.msl = std::make_shared<rt::MslCode>(translateToMsl(*kernel.spirv));
+    kernel.spirv.reset();
+  }
+  return metal;
+}
