@@ -437,7 +437,7 @@ StatusOr<std::vector<uint8_t>> kiln::rt::serializeArtifact(const Artifact &artif
     // FlatBuffers aligns to at most FLATBUFFERS_MAX_ALIGNMENT (32 bytes):
     // enough for the widest vector loads when the file is mapped.
     b.ForceVectorAlignment(w.data.size(), 1, FLATBUFFERS_MAX_ALIGNMENT);
-    auto data = b.CreateVector(w.data);
+    auto data = b.CreateVector(w.data.data(), w.data.size());
     weights.push_back(fbs::CreateWeight(b, b.CreateString(w.name), writeType(b, w.type), data));
   }
   auto inputs = writeSignatures(b, artifact.inputs);
@@ -450,7 +450,8 @@ StatusOr<std::vector<uint8_t>> kiln::rt::serializeArtifact(const Artifact &artif
 }
 
 StatusOr<Artifact> kiln::rt::parseArtifact(const uint8_t *data, size_t size,
-                                           const std::string &what) {
+                                           const std::string &what,
+                                           std::shared_ptr<const void> keepAlive) {
   if (size < 8 || !flatbuffers::BufferHasIdentifier(data, fbs::ArtifactIdentifier()))
     return Status::invalidArgument(what + ": not a .kiln file (no KILN identifier)");
   flatbuffers::Verifier verifier(data, size, /*max_depth=*/64, /*max_tables=*/10000000);
@@ -480,7 +481,13 @@ StatusOr<Artifact> kiln::rt::parseArtifact(const uint8_t *data, size_t size,
       std::string at = "weight " + std::to_string(i);
       if (Status s = reader.type(w->type(), at, weight.type); !s.isOk())
         return s;
-      weight.data = vec(w->data());
+      if (!w->data()) {
+        weight.data = Bytes();
+      } else if (keepAlive) {
+        weight.data = Bytes(w->data()->data(), w->data()->size(), keepAlive);
+      } else {
+        weight.data = Bytes(vec(w->data()));
+      }
       if (weight.data.size() != weight.type.bytes())
         return reader.fail(at, "holds " + std::to_string(weight.data.size()) +
                                    " bytes; its shape needs " +
@@ -506,10 +513,11 @@ Status kiln::rt::saveArtifact(const Artifact &artifact, const std::string &path)
 }
 
 StatusOr<Artifact> kiln::rt::loadArtifact(const std::string &path) {
-  StatusOr<std::vector<uint8_t>> bytes = readFile(path);
-  if (!bytes.isOk())
-    return bytes.status();
-  return parseArtifact(bytes->data(), bytes->size(), path);
+  StatusOr<std::shared_ptr<const MappedFile>> mapped = mapFile(path);
+  if (!mapped.isOk())
+    return mapped.status();
+  const MappedFile &file = **mapped;
+  return parseArtifact(file.data(), file.size(), path, *mapped);
 }
 
 StatusOr<std::unique_ptr<Model>> Model::create(std::shared_ptr<const Artifact> artifact,
@@ -543,7 +551,8 @@ StatusOr<RunResult> Model::run(const std::vector<ProgramInput> &inputs, const Ru
                                      std::to_string(inputs[i].buffer->size()));
   const Program &program = *program_->program;
   const char *replayEnv = std::getenv("KILN_REPLAY");
-  bool replayable = device_->api() == "vulkan" && !options.poisonResults && !options.constants &&
+  VulkanDevice *replayDevice = device_->replayDevice();
+  bool replayable = replayDevice && !options.poisonResults && !options.constants &&
                     !(replayEnv && std::string(replayEnv) == "0");
   if (replayable) {
     std::lock_guard<std::mutex> lock(replayMutex_);
@@ -553,8 +562,8 @@ StatusOr<RunResult> Model::run(const std::vector<ProgramInput> &inputs, const Ru
       std::vector<std::shared_ptr<Buffer>> fixed;
       for (const InputSource &source : program_->sources)
         fixed.push_back(source.weight ? weights_[source.index] : nullptr);
-      StatusOr<std::unique_ptr<ProgramReplay>> replay = ProgramReplay::create(
-          program, static_cast<VulkanDevice &>(*device_), fixed, options);
+      StatusOr<std::unique_ptr<ProgramReplay>> replay =
+          ProgramReplay::create(program, *replayDevice, fixed, options);
       if (!replay.isOk())
         return replay.status();
       replay_ = std::move(*replay);
@@ -597,7 +606,8 @@ StatusOr<RunResult> Model::run(const std::vector<ProgramInput> &inputs, const Ru
 
 StatusOr<std::vector<KernelTime>> Model::profile(const std::vector<ProgramInput> &inputs,
                                                  int runs) {
-  if (device_->api() != "vulkan")
+  VulkanDevice *replayDevice = device_->replayDevice();
+  if (!replayDevice)
     return Status::unavailable("profiles time Vulkan kernels; " + device_->name() +
                                " is not a Vulkan device");
   if (Status s = uploadWeights({}); !s.isOk())
@@ -609,8 +619,8 @@ StatusOr<std::vector<KernelTime>> Model::profile(const std::vector<ProgramInput>
     fixed.push_back(source.weight ? weights_[source.index] : nullptr);
     bound.push_back(source.weight ? ProgramInput{} : inputs.at(source.index));
   }
-  StatusOr<std::unique_ptr<ProgramReplay>> replay = ProgramReplay::create(
-      program, static_cast<VulkanDevice &>(*device_), fixed, {}, /*timed=*/true);
+  StatusOr<std::unique_ptr<ProgramReplay>> replay =
+      ProgramReplay::create(program, *replayDevice, fixed, {}, /*timed=*/true);
   if (!replay.isOk())
     return replay.status();
   if (!*replay)

@@ -2,7 +2,14 @@
 
 #include "FileIO.h"
 
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fcntl.h>
 #include <fstream>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <iterator>
 
 using namespace kiln::rt;
@@ -16,12 +23,52 @@ StatusOr<std::vector<uint8_t>> kiln::rt::readFile(const std::string &path) {
 }
 
 Status kiln::rt::writeFile(const std::string &path, const std::vector<uint8_t> &bytes) {
-  std::ofstream file(path, std::ios::binary);
-  if (!file)
-    return Status::notFound(path + ": cannot open it for writing");
-  file.write(reinterpret_cast<const char *>(bytes.data()),
-             static_cast<std::streamsize>(bytes.size()));
-  if (!file)
-    return Status::unavailable(path + ": writing failed (disk full?)");
+  std::string temporary = path + ".tmp" + std::to_string(::getpid());
+  {
+    std::ofstream file(temporary, std::ios::binary);
+    if (!file)
+      return Status::notFound(path + ": cannot open it for writing");
+    file.write(reinterpret_cast<const char *>(bytes.data()),
+               static_cast<std::streamsize>(bytes.size()));
+    file.close();
+    if (!file) {
+      std::remove(temporary.c_str());
+      return Status::unavailable(path + ": writing failed (disk full?)");
+    }
+  }
+  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
+    std::string why = std::strerror(errno);
+    std::remove(temporary.c_str());
+    return Status::unavailable(path + ": cannot replace it (" + why + ")");
+  }
   return Status::ok();
+}
+
+MappedFile::~MappedFile() {
+  if (data_ && size_)
+    ::munmap(const_cast<uint8_t *>(data_), size_);
+}
+
+StatusOr<std::shared_ptr<const MappedFile>> kiln::rt::mapFile(const std::string &path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return Status::notFound(path + ": cannot open it for reading");
+  struct stat info;
+  if (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
+    ::close(fd);
+    return Status::invalidArgument(path + ": not a regular file");
+  }
+  size_t size = static_cast<size_t>(info.st_size);
+  const uint8_t *data = nullptr;
+  if (size > 0) {
+    void *mapped = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (mapped == MAP_FAILED) {
+      std::string why = std::strerror(errno);
+      ::close(fd);
+      return Status::unavailable(path + ": cannot map it (" + why + ")");
+    }
+    data = static_cast<const uint8_t *>(mapped);
+  }
+  ::close(fd);
+  return std::shared_ptr<const MappedFile>(new MappedFile(data, size));
 }

@@ -10,13 +10,35 @@
 #include "kiln/runtime/Status.h"
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace kiln::rt {
 
 StatusOr<std::vector<uint8_t>> readFile(const std::string &path);
+/// Writes a temporary file beside `path`, then renames it over `path`: a
+/// reader (or a mapping of the old file) never sees a half-written one.
 Status writeFile(const std::string &path, const std::vector<uint8_t> &bytes);
+
+/// A whole file mapped read-only; unmapped when the last owner lets go.
+/// Files are replaced by rename (writeFile), never truncated in place, so a
+/// mapping stays valid.
+class MappedFile {
+public:
+  ~MappedFile();
+  MappedFile(const MappedFile &) = delete;
+  MappedFile &operator=(const MappedFile &) = delete;
+  const uint8_t *data() const { return data_; }
+  size_t size() const { return size_; }
+
+private:
+  friend StatusOr<std::shared_ptr<const MappedFile>> mapFile(const std::string &path);
+  MappedFile(const uint8_t *data, size_t size) : data_(data), size_(size) {}
+  const uint8_t *data_;
+  size_t size_;
+};
+StatusOr<std::shared_ptr<const MappedFile>> mapFile(const std::string &path);
 
 } // namespace kiln::rt
 

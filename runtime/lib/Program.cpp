@@ -334,39 +334,10 @@ Status Runner::runDispatch(const ProgramStep &step) {
   if (kernel.elements == 0)
     return Status::ok();
   ++result.counters.dispatches;
-  if (kernel.cpu) {
-    if (&device != &CpuDevice::get())
-      return Status::invalidArgument(kernel.name + " has CPU code but runs on " + device.name());
-    const CpuCode &code = *kernel.cpu;
-    if (!code.fn)
-      return Status::invalidArgument(kernel.name + ": its CPU code is not loaded here (" +
-                                     (program.cpuLibrary
-                                          ? "compiled for " + program.cpuLibrary->description().isa
-                                          : std::string("no library")) +
-                                     ")");
-    // Chunks of at least ~16K elements: below that, waking a thread costs
-    // more than it saves. An outer iteration that is itself a loop (a row,
-    // a panel of a matmul) needs no vector-aligned chunk boundaries.
-    int64_t grain = std::max<int64_t>(1, 16384 / code.innerIterations);
-    int64_t alignment = code.innerIterations > 1 ? 1 : ThreadPool::kChunkAlignment;
-    return CpuDevice::get().dispatch(code.fn, bindings, code.outerIterations, grain, alignment);
-  }
-  if (!kernel.spirv || device.api() != "vulkan")
-    return Status::invalidArgument(kernel.name + " has no code for " + device.name());
-  auto &gpu = static_cast<VulkanDevice &>(device);
-  const SpirvCode &code = *kernel.spirv;
-  KernelBinary binary;
-  binary.hash = code.hash;
-  binary.spirv = &code.words;
-  binary.entryPoint = code.entryPoint;
-  binary.numBindings = static_cast<uint32_t>(code.bindingOrder.size());
-  StatusOr<Pipeline *> pipeline = gpu.pipeline(binary);
-  if (!pipeline.isOk())
-    return pipeline.status();
-  std::vector<Buffer *> ordered;
-  for (uint32_t arg : code.bindingOrder)
-    ordered.push_back(bindings[arg]);
-  return gpu.dispatch(*pipeline, ordered, code.groups[0], code.groups[1], code.groups[2]);
+  StatusOr<std::shared_ptr<Executable>> executable = device.prepare(kernel);
+  if (!executable.isOk())
+    return executable.status();
+  return device.dispatch(**executable, bindings);
 }
 
 StatusOr<RunResult> Runner::run() {

@@ -11,6 +11,7 @@
 
 #include "kiln/runtime/Artifact.h"
 #include "kiln/runtime/Npy.h"
+#include "kiln/runtime/Registry.h"
 #include "kiln/runtime/Vulkan.h"
 
 #include <algorithm>
@@ -40,32 +41,9 @@ int fail(const std::string &message) {
 
 /// "cpu:0" or "vulkan:N" (default: the first Vulkan device, else the CPU).
 StatusOr<Device *> deviceNamed(const std::string &name) {
-  if (name == "cpu" || name == "cpu:0")
-    return static_cast<Device *>(&CpuDevice::get());
-  StatusOr<VulkanContext *> context = VulkanContext::get();
-  if (name.empty()) {
-    if (context.isOk() && (*context)->numDevices() > 0) {
-      StatusOr<VulkanDevice *> device = (*context)->device(0);
-      if (device.isOk())
-        return static_cast<Device *>(*device);
-    }
-    return static_cast<Device *>(&CpuDevice::get());
-  }
-  size_t ordinal = 0;
-  if (name == "vulkan")
-    ordinal = 0;
-  else if (name.rfind("vulkan:", 0) == 0 && name.size() > 7 &&
-           name.find_first_not_of("0123456789", 7) == std::string::npos)
-    ordinal = std::stoul(name.substr(7));
-  else
-    return Status::invalidArgument("unknown device '" + name + "': use cpu:0 or vulkan:N");
-  if (!context.isOk())
-    return Status::unavailable("no Vulkan here (" + context.status().message() +
-                               "): use --device cpu:0");
-  StatusOr<VulkanDevice *> device = (*context)->device(ordinal);
-  if (!device.isOk())
-    return device.status();
-  return static_cast<Device *>(*device);
+  if (name.empty())
+    return &defaultDevice();
+  return findDevice(name);
 }
 
 /// The signature entry `name` names (the k-th one when unnamed), else

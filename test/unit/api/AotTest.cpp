@@ -288,6 +288,24 @@ TEST(Aot, ExportedGraphsCompileLikeTheRecordedOnes) {
   EXPECT_NE(bad.find("bad.mlir:1:"), std::string::npos) << bad;
 }
 
+/// A loaded file is mapped, its weights read from the mapping when they
+/// are uploaded: saving another model over the same path (a rename, never a
+/// truncation) leaves the loaded one intact.
+TEST(Aot, SavingOverALoadedFileKeepsItRunning) {
+  Device cpu = Device::cpu();
+  Blocks blocks(cpu);
+  Tensor x = Tensor::randn({4, 16}, cpu);
+  std::string path = tempPath("overwritten.kiln");
+  compile({blocks.mlp(x)}, {x}, {{"cpu"}}).save(path);
+  Program first = load(path, cpu);
+  Tensor other = Tensor::randn({2, 3, 8, 8}, cpu);
+  compile({blocks.cnn(other)}, {other}, {{"cpu"}}).save(path);
+  EXPECT_EQ(first.run({x})[0].to_vector(), blocks.mlp(x).to_vector());
+  EXPECT_EQ(load(path, cpu).signature(),
+            "input input0: [2, 3, 8, 8] f32\noutput output0: [2, 8, 1, 1] f32\n");
+  std::remove(path.c_str());
+}
+
 /// The metal target: MSL in the file (SPIRV-Cross from the Vulkan path's
 /// SPIR-V, sized for Apple GPUs); no device here runs it, and loading it for
 /// one says what the file holds.

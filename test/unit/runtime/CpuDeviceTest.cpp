@@ -135,6 +135,12 @@ public:
   Status flush() override { return Status::ok(); }
   DeviceStats stats() const override { return {}; }
   void resetStats() override {}
+  StatusOr<std::shared_ptr<Executable>> prepare(const ProgramKernel &) override {
+    return Status::notFound("other:0 runs no kernels");
+  }
+  Status dispatch(Executable &, const std::vector<Buffer *> &) override {
+    return Status::notFound("other:0 runs no kernels");
+  }
 
 private:
   std::string name_ = "other:0";

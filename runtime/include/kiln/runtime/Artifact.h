@@ -40,10 +40,35 @@ struct TargetProgram {
   std::vector<InputSource> sources; ///< one per program input
 };
 
+/// Read-only bytes kept alive by `owner`: a weight in a mapped .kiln file,
+/// or bytes of its own.
+class Bytes {
+public:
+  Bytes() = default;
+  /// Takes the bytes.
+  Bytes(std::vector<uint8_t> bytes) {
+    auto held = std::make_shared<const std::vector<uint8_t>>(std::move(bytes));
+    data_ = held->data();
+    size_ = held->size();
+    owner_ = std::move(held);
+  }
+  /// Refers to bytes that `owner` keeps alive (a file mapping).
+  Bytes(const uint8_t *data, size_t size, std::shared_ptr<const void> owner)
+      : data_(data), size_(size), owner_(std::move(owner)) {}
+  const uint8_t *data() const { return data_; }
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+
+private:
+  const uint8_t *data_ = nullptr;
+  size_t size_ = 0;
+  std::shared_ptr<const void> owner_;
+};
+
 struct Weight {
   std::string name;
   TensorType type;
-  std::vector<uint8_t> data;
+  Bytes data;
 };
 
 struct Artifact {
@@ -60,9 +85,15 @@ struct Artifact {
 /// The file's bytes. Fails for a program that holds code this format cannot
 /// store yet (CPU machine code from the JIT).
 StatusOr<std::vector<uint8_t>> serializeArtifact(const Artifact &artifact);
-/// Every check above; `what` names the file in errors.
-StatusOr<Artifact> parseArtifact(const uint8_t *data, size_t size, const std::string &what);
+/// Every check above; `what` names the file in errors. With `keepAlive`
+/// (the owner of `data`, such as a file mapping), weights refer to `data`
+/// rather than copy it.
+StatusOr<Artifact> parseArtifact(const uint8_t *data, size_t size, const std::string &what,
+                                 std::shared_ptr<const void> keepAlive = nullptr);
 Status saveArtifact(const Artifact &artifact, const std::string &path);
+/// Maps the file read-only (its weights are 32-byte aligned in it) and
+/// parses it: weights are read from the mapping when they are uploaded,
+/// never copied in memory first.
 StatusOr<Artifact> loadArtifact(const std::string &path);
 
 struct KernelTime {

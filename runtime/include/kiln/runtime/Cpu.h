@@ -71,6 +71,10 @@ public:
   /// the other fields stay 0.
   DeviceStats stats() const override;
   void resetStats() override;
+  /// The kernel's CPU entry (JIT or loaded ahead-of-time code).
+  StatusOr<std::shared_ptr<Executable>> prepare(const ProgramKernel &kernel) override;
+  /// Splits the kernel's outer loop over the thread pool.
+  Status dispatch(Executable &executable, const std::vector<Buffer *> &arguments) override;
 
   /// The host address of a buffer of this device (nullptr for others').
   static void *data(Buffer &buffer);

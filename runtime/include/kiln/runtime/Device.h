@@ -10,8 +10,15 @@
 // context is destroyed (a device destroyed earlier leaks its memory with a
 // warning rather than crash).
 //
+// Kernels run in two steps, the same for every backend: prepare() makes a
+// kernel of a Program runnable on the device (a Vulkan pipeline, a CPU
+// entry point) as an Executable, and dispatch() runs an executable over
+// the dispatch step's arguments. Devices are found by name through the
+// registry (Registry.h), not by comparing API strings.
+//
 // Threading: every Device method may be called from any thread; a device
-// serializes its own calls. A buffer may be released from any thread.
+// serializes its own calls. A buffer may be released from any thread. An
+// Executable is immutable and may be dispatched from several threads.
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,6 +31,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace kiln::rt {
 
@@ -42,6 +50,8 @@ struct DeviceStats {
 };
 
 class Device;
+class VulkanDevice;
+struct ProgramKernel;
 
 /// Device memory of a fixed byte size.
 class Buffer {
@@ -62,9 +72,36 @@ private:
   size_t size_;
 };
 
+/// A kernel made runnable on one device by Device::prepare().
+class Executable {
+public:
+  virtual ~Executable();
+  Executable(const Executable &) = delete;
+  Executable &operator=(const Executable &) = delete;
+  Device &device() const { return *device_; }
+
+protected:
+  explicit Executable(Device &device) : device_(&device) {}
+
+private:
+  Device *device_;
+};
+
 class Device {
 public:
   virtual ~Device();
+
+  /// `kernel` made runnable here; NotFound, naming the kernel and this
+  /// device, when it has no code for this device's kind; the device's own
+  /// error when its code is rejected (malformed SPIR-V).
+  virtual StatusOr<std::shared_ptr<Executable>> prepare(const ProgramKernel &kernel) = 0;
+  /// Runs an executable prepared here over `arguments`: the dispatch step's
+  /// operands, then its results, all buffers of this device. Ordered after
+  /// earlier work on the device.
+  virtual Status dispatch(Executable &executable, const std::vector<Buffer *> &arguments) = 0;
+  /// This device, when it can record and replay programs (Vulkan); else
+  /// null.
+  virtual VulkanDevice *replayDevice() { return nullptr; }
 
   /// "vulkan:0".
   virtual const std::string &name() const = 0;

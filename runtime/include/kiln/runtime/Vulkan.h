@@ -173,6 +173,12 @@ public:
   Status flush() override;
   DeviceStats stats() const override;
   void resetStats() override;
+  /// The kernel's pipeline (created, or from the device's cache).
+  StatusOr<std::shared_ptr<Executable>> prepare(const ProgramKernel &kernel) override;
+  /// Binds the arguments in the SPIR-V's binding order and records the
+  /// dispatch of the kernel's workgroups.
+  Status dispatch(Executable &executable, const std::vector<Buffer *> &arguments) override;
+  VulkanDevice *replayDevice() override { return this; }
 
   const AdapterInfo &adapter() const;
   size_t ordinal() const;
