@@ -154,7 +154,7 @@ Status CpuLibrary::checkCpu(const Description &d, const std::string &what) {
 }
 
 std::shared_ptr<CpuLibrary> CpuLibrary::unloaded(Description description) {
-  return std::shared_ptr<CpuLibrary>(new CpuLibrary(std::move(description), nullptr));
+  return std::shared_ptr<CpuLibrary>(new CpuLibrary(std::move(description), nullptr, -1));
 }
 
 StatusOr<std::shared_ptr<CpuLibrary>> CpuLibrary::load(Description d, const std::string &what) {
@@ -174,20 +174,27 @@ StatusOr<std::shared_ptr<CpuLibrary>> CpuLibrary::load(Description d, const std:
     }
     written += static_cast<size_t>(n);
   }
+  // The dynamic loader knows a loaded object by its path: were this fd
+  // closed, a later library's memfd could get the same number, and dlopen
+  // of the same "/proc/self/fd/N" would hand back this library instead
+  // (another model's kernels under the same symbol names). The fd stays
+  // open as long as the library is loaded.
   std::string path = "/proc/self/fd/" + std::to_string(fd);
   void *handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  ::close(fd); // the mapping keeps the memory
   if (!handle) {
+    ::close(fd);
     const char *error = dlerror();
     return Status::invalidArgument(what + ": CPU code: the dynamic loader refused it: " +
                                    (error ? error : "?"));
   }
-  return std::shared_ptr<CpuLibrary>(new CpuLibrary(std::move(d), handle));
+  return std::shared_ptr<CpuLibrary>(new CpuLibrary(std::move(d), handle, fd));
 }
 
 CpuLibrary::~CpuLibrary() {
   if (handle_)
     dlclose(handle_);
+  if (fd_ >= 0)
+    ::close(fd_);
 }
 
 CpuKernelFn CpuLibrary::lookup(const std::string &symbol) const {

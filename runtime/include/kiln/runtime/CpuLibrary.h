@@ -76,10 +76,11 @@ public:
   CpuKernelFn lookup(const std::string &symbol) const;
 
 private:
-  CpuLibrary(Description description, void *handle)
-      : description_(std::move(description)), handle_(handle) {}
+  CpuLibrary(Description description, void *handle, int fd)
+      : description_(std::move(description)), handle_(handle), fd_(fd) {}
   Description description_;
   void *handle_;
+  int fd_; // the memfd it was loaded from, open while it is loaded
 };
 
 } // namespace kiln::rt
