@@ -4,7 +4,7 @@
 // for kiln-run on a GPU machine without the compiler, next to the same
 // blocks in PyTorch (bench/torch_blocks_cuda.py reads the same weights).
 //
-//   build/bin/kiln-bench-aot-blocks OUTDIR [--target vulkan|cpu,...]
+//   build/bin/kiln-bench-aot-blocks OUTDIR [--target vulkan|cpu,...] [--cpu-isa LEVEL]
 //
 // Compile for another GPU's limits with KILN_GPU_LIMITS (scripts/aot-gpu-bench.sh).
 
@@ -51,11 +51,19 @@ int main(int argc, char **argv) {
   std::filesystem::create_directories(out);
   CompileOptions options;
   options.targets = {"vulkan"};
-  if (argc >= 4 && std::string(argv[2]) == "--target") {
-    options.targets.clear();
-    std::stringstream list(argv[3]);
-    for (std::string item; std::getline(list, item, ',');)
-      options.targets.push_back(item);
+  for (int i = 2; i + 1 < argc; i += 2) {
+    std::string flag = argv[i];
+    if (flag == "--target") {
+      options.targets.clear();
+      std::stringstream list(argv[i + 1]);
+      for (std::string item; std::getline(list, item, ',');)
+        options.targets.push_back(item);
+    } else if (flag == "--cpu-isa") {
+      options.cpu_isa = argv[i + 1];
+    } else {
+      std::fprintf(stderr, "unknown option %s\n", flag.c_str());
+      return 2;
+    }
   }
   manual_seed(11);
 

@@ -16,6 +16,13 @@ dump)
   # The H200's limits (TOOLCHAIN.md); lavapipe only compiles here.
   KILN_GPU_LIMITS=subgroup=32,invocations=1024,shared=49152,groups=2147483647,units=132 \
     build/bin/kiln-bench-aot-blocks .dev/aot
+  # The ResNet block's CPU code, for the host CPU there: x86-64-v3 (runs on
+  # any AVX2 machine) and this machine's own ISA (refused where it lacks a
+  # feature, with the reason).
+  for isa in x86-64-v3 host; do
+    build/bin/kiln-bench-aot-blocks /tmp/aot-cpu-$isa --target cpu --cpu-isa $isa >/dev/null
+    cp /tmp/aot-cpu-$isa/resnet_block.kiln .dev/aot/resnet_block_cpu_$isa.kiln
+  done
   if ! ls .gl/libegl1_*.deb >/dev/null 2>&1; then
     mkdir -p .gl /tmp/amd64/partial
     o='-oAPT::Architecture=amd64 -oAPT::Architectures=amd64 -oDir::State::Lists=/tmp/amd64'
@@ -39,6 +46,11 @@ run)
   for m in transformer resnet_block; do
     p=${m%_block}
     build/bin/kiln-run .dev/aot/$m.kiln --device vulkan:0 --input x=.dev/aot/${p}_x.npy --profile 50
+  done
+  for isa in x86-64-v3 host; do
+    build/bin/kiln-run .dev/aot/resnet_block_cpu_$isa.kiln --device cpu:0 \
+      --input x=.dev/aot/resnet_x.npy --output y=/tmp/resnet_y_cpu.npy --benchmark 20 2>&1 |
+      sed "s|^|resnet_block cpu code ($isa) on $(nproc) threads: |" || true
   done
   KILN_REPLAY=0 build/bin/kiln-run .dev/aot/transformer.kiln --device vulkan:0 \
     --input x=.dev/aot/transformer_x.npy --benchmark 200 | sed 's|^|step by step (KILN_REPLAY=0) transformer: |'
