@@ -301,13 +301,28 @@ std::vector<Tensor> Program::run(const std::vector<Tensor> &inputs) const {
       throw Error("input '" + a.inputs[i].name + "' is " + got.str() +
                   "; the program was compiled for " + a.inputs[i].type.str());
   }
-  realize(inputs);
+  // Computed inputs are realized first; a tensor made from host data is
+  // passed as its bytes (the program uploads it): no graph is built for it.
+  std::vector<Tensor> computed;
+  for (const Tensor &input : inputs)
+    if (!input.node()->realized() && input.node()->kind != OpKind::Input)
+      computed.push_back(input);
+  if (!computed.empty())
+    realize(computed);
   std::vector<rt::ProgramInput> bound;
+  std::vector<std::vector<uint8_t>> hostData(inputs.size());
   {
     Session &s = session();
     std::lock_guard<std::mutex> lock(s.mutex);
-    for (const Tensor &input : inputs)
-      bound.push_back({input.node()->buffer, nullptr});
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const Node &node = *inputs[i].node();
+      if (node.realized()) {
+        bound.push_back({node.buffer, nullptr});
+      } else {
+        hostData[i] = hostBytes(node);
+        bound.push_back({nullptr, hostData[i].data()});
+      }
+    }
   }
   rt::RunOptions options;
   options.allocate = [](rt::Device &device, size_t bytes,

@@ -12,15 +12,11 @@
 
 #include "kiln/Codegen/KernelToLinalg.h"
 #include "kiln/Codegen/Pipelines.h"
+#include "kiln/Codegen/SpirvKernel.h"
 #include "kiln/Errors.h"
 
-#include "mlir/Dialect/GPU/IR/GPUDialect.h"
-#include "mlir/Dialect/SPIRV/IR/SPIRVOps.h"
-#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
-#include "mlir/Pass/PassManager.h"
-#include "mlir/Target/SPIRV/Serialization.h"
 #include "llvm/ADT/StringExtras.h"
 
 #include "spirv-tools/libspirv.hpp"
@@ -195,8 +191,7 @@ const CompiledKernel &kiln::compileKernel(Session &session, KernelOp kernel,
   MLIRContext *ctx = kernel.getContext();
   DeviceLimits limits = limitsOf(adapter);
   // 16-byte accesses where the shapes allow: needed for GPU bandwidth.
-  KernelModule km = buildKernelModule(
-      kernel, supportsVector4(kernel) ? KernelLayout::Vector4 : KernelLayout::Flat, &limits);
+  KernelModule km = buildKernelModule(kernel, gpuLayoutFor(kernel), &limits);
   OwningOpRef<ModuleOp> &module = km.module;
   func::FuncOp *fn = &km.fn;
   int64_t iterations = km.outerIterations;
@@ -235,19 +230,15 @@ const CompiledKernel &kiln::compileKernel(Session &session, KernelOp kernel,
                          std::to_string(limits.maxLoopIterations) +
                          " per invocation: reduce in two steps or run it on the CPU device");
   }
-  // Loop-form kernels are tiled over one grid dimension here; the kernel
+  // Loop-form kernels are tiled over one grid dimension; the kernel
   // builders size their own gpu.launch (row kernels, tiled GEMM).
-  bool ownLaunch = false;
-  fn->walk([&](gpu::LaunchOp) { ownLaunch = true; });
-  if (!ownLaunch) {
-    FailureOr<int> threads = workgroupSizeFor(iterations, options.maxWorkgroupInvocations,
-                                              limits.maxWorkgroupCount[0]);
-    if (failed(threads))
-      throw CompileError("a kernel over " + std::to_string(iterations) +
-                         " elements needs more workgroups than " + adapter.name +
-                         " allows; split the tensor");
+  FailureOr<int> threads = loopKernelThreads(*fn, iterations, limits);
+  if (failed(threads))
+    throw CompileError("a kernel over " + std::to_string(iterations) +
+                       " elements needs more workgroups than " + adapter.name +
+                       " allows; split the tensor");
+  if (*threads > 0)
     options.threads = *threads;
-  }
 
   std::string key = km.text;
   {
@@ -263,48 +254,18 @@ const CompiledKernel &kiln::compileKernel(Session &session, KernelOp kernel,
     return *hit;
   }
 
-  PassManager pm(ctx, ModuleOp::getOperationName());
-  if (failed(populateLinalgToSPIRVPipeline(pm, options)) ||
-      failed(pm.run(*module)))
-    throw CompileError("lowering a kernel to SPIR-V failed: " + diagnostics);
-
+  std::string error;
+  FailureOr<SpirvKernel> lowered = lowerToSpirv(*module, *fn, options, error);
+  if (failed(lowered))
+    throw CompileError(error + ": " + diagnostics);
   CompiledKernel compiled;
   compiled.hash = std::hash<std::string>()(key);
-  compiled.numBindings = (*fn).getNumArguments();
-  spirv::ModuleOp spirvModule;
-  module->walk([&](spirv::ModuleOp m) { spirvModule = m; });
-  module->walk([&](spirv::EntryPointOp entry) {
-    compiled.entryPoint = entry.getFn().str();
-  });
-  bool unboundOperand = false;
-  module->walk([&](gpu::LaunchFuncOp launch) {
-    // gpu-kernel-outlining orders the kernel's arguments by first use in
-    // the launch body, not as the host function declares them: bind by the
-    // launch's operands.
-    compiled.bindingOrder.clear();
-    for (Value operand : launch.getKernelOperands()) {
-      auto arg = dyn_cast<BlockArgument>(operand);
-      if (!arg || arg.getOwner()->getParentOp() != *fn) {
-        unboundOperand = true;
-        continue;
-      }
-      compiled.bindingOrder.push_back(arg.getArgNumber());
-    }
-    compiled.numBindings = static_cast<uint32_t>(compiled.bindingOrder.size());
-    Value sizes[3] = {launch.getGridSizeX(), launch.getGridSizeY(),
-                      launch.getGridSizeZ()};
-    for (int i = 0; i < 3; ++i)
-      compiled.groups[i] =
-          static_cast<uint32_t>(getConstantIntValue(sizes[i]).value_or(0));
-  });
-  if (unboundOperand)
-    throw CompileError("internal error: a kernel operand is not a buffer of the kernel");
-  SmallVector<uint32_t> words;
-  if (!spirvModule || compiled.entryPoint.empty() ||
-      failed(spirv::serialize(spirvModule, words)))
-    throw CompileError("kernel produced no serializable spirv.module: " +
-                       diagnostics);
-  compiled.spirv.assign(words.begin(), words.end());
+  compiled.spirv = std::move(lowered->words);
+  compiled.entryPoint = lowered->entryPoint;
+  compiled.bindingOrder = lowered->bindingOrder;
+  compiled.numBindings = static_cast<uint32_t>(compiled.bindingOrder.size());
+  for (int i = 0; i < 3; ++i)
+    compiled.groups[i] = lowered->groups[i];
   if (std::string errors = validateSPIRV(compiled.spirv); !errors.empty())
     throw CompileError("generated SPIR-V failed validation (a Kiln bug): " +
                        errors);

@@ -80,6 +80,11 @@ struct VulkanDevice::State {
   uint64_t validationBaseline = 0;
 };
 
+/// Submits the open command stream (begun), followed by `more`, waits, and
+/// recycles what the work used (descriptors, staging, pooled buffers).
+/// Under the device mutex.
+Status submitLocked(VulkanDevice::State &s, const std::vector<VkCommandBuffer> &more = {});
+
 /// Creates the VkDevice and everything a VulkanDevice needs.
 StatusOr<std::unique_ptr<VulkanDevice::State>>
 createDeviceState(const DeviceSetup &setup);

@@ -38,16 +38,19 @@ Status noCode(const ProgramKernel &kernel, const Device &device) {
 }
 } // namespace
 
-StatusOr<std::shared_ptr<Executable>> VulkanDevice::prepare(const ProgramKernel &kernel) {
-  if (!kernel.spirv)
-    return noCode(kernel, *this);
-  const SpirvCode &code = *kernel.spirv;
+StatusOr<Pipeline *> VulkanDevice::pipeline(const SpirvCode &code) {
   KernelBinary binary;
   binary.hash = code.hash;
   binary.spirv = &code.words;
   binary.entryPoint = code.entryPoint;
   binary.numBindings = static_cast<uint32_t>(code.bindingOrder.size());
-  StatusOr<Pipeline *> pipeline = this->pipeline(binary);
+  return pipeline(binary);
+}
+
+StatusOr<std::shared_ptr<Executable>> VulkanDevice::prepare(const ProgramKernel &kernel) {
+  if (!kernel.spirv)
+    return noCode(kernel, *this);
+  StatusOr<Pipeline *> pipeline = this->pipeline(*kernel.spirv);
   if (!pipeline.isOk())
     return pipeline.status();
   return std::shared_ptr<Executable>(

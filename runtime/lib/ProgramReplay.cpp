@@ -95,12 +95,7 @@ ProgramReplay::create(const Program &program, VulkanDevice &device,
       if (kernel.elements == 0)
         break;
       const SpirvCode &code = *kernel.spirv;
-      KernelBinary binary;
-      binary.hash = code.hash;
-      binary.spirv = &code.words;
-      binary.entryPoint = code.entryPoint;
-      binary.numBindings = static_cast<uint32_t>(code.bindingOrder.size());
-      StatusOr<Pipeline *> pipeline = device.pipeline(binary);
+      StatusOr<Pipeline *> pipeline = device.pipeline(code);
       if (!pipeline.isOk())
         return pipeline.status();
       std::vector<Buffer *> args;

@@ -64,8 +64,12 @@ static Status flushLocked(VulkanDevice::State &s) {
     s.staging->reset();
     return Status::ok();
   }
+  return submitLocked(s);
+}
+
+Status submitLocked(VulkanDevice::State &s, const std::vector<VkCommandBuffer> &more) {
   uint64_t serial = s.stream->recordingSerial();
-  Status status = s.stream->submitAndWait();
+  Status status = s.stream->submitAndWait(more);
   ++s.counters.submits;
   // After a failed submit the work is abandoned; recycle either way so
   // staging never fills with space nothing will release.

@@ -246,13 +246,8 @@ Status VulkanDevice::replay(Recording &recording, const std::vector<BufferCopy> 
     static_cast<VulkanBuffer *>(copy.src)->markUsed(serial);
     static_cast<VulkanBuffer *>(copy.dst)->markUsed(serial);
   }
-  Status status = s.stream->submitAndWait(submit);
-  ++s.counters.submits;
-  s.descriptors->reset();
-  s.staging->reset();
-  if (!status.isOk())
+  if (Status status = submitLocked(s, submit); !status.isOk())
     return status;
-  s.pool->retire(serial);
   s.counters.dispatches += recording.pipelines_.size();
   if (nanoseconds) {
     nanoseconds->clear();

@@ -201,32 +201,74 @@ TEST(Aot, VulkanRunsAreOneSubmit) {
   std::remove(path.c_str());
 }
 
-/// kiln-run (the runtime alone) gives the JIT's results on every device
-/// here: SPIR-V on vulkan, the shared object on cpu.
+/// The transformer, CNN and MLP blocks in one .kiln with vulkan and cpu
+/// code, run by kiln-run (the runtime alone) and by kiln::load in a process
+/// that builds no graph, on every device here: the JIT's results, bit for
+/// bit.
 TEST(Aot, KilnRunGivesTheJitsResults) {
   std::vector<std::string> targets = targetsHere();
-  Blocks blocks(Device::cpu());
-  Tensor x = Tensor::randn({4, 16}, Device::cpu());
-  std::string model = tempPath("mlp.kiln"), in = tempPath("x.npy"), out = tempPath("y.npy");
-  compile({blocks.mlp(x)}, {x}, {targets, {"x"}, {"y"}}).save(model);
-  std::vector<float> xs = x.to_vector();
-  rt::NpyArray array;
-  array.type = {{4, 16}, rt::ElementType::f32};
-  array.data.resize(xs.size() * 4);
-  std::memcpy(array.data.data(), xs.data(), array.data.size());
-  ASSERT_TRUE(rt::writeNpy(in, array).isOk());
+  Device cpu = Device::cpu();
+  Blocks blocks(cpu);
+  Tensor x = Tensor::randn({4, 16}, cpu), image = Tensor::randn({2, 3, 8, 8}, cpu),
+         tokens = Tensor::randn({Blocks::T, Blocks::D}, cpu);
+  std::string model = tempPath("blocks-run.kiln");
+  compile({blocks.mlp(x), blocks.cnn(image), blocks.transformer(tokens)}, {x, image, tokens},
+          {targets, {"x", "image", "tokens"}, {"features", "pooled", "encoded"}})
+      .save(model);
+  auto writeInput = [&](const Tensor &t, const std::string &name) {
+    std::vector<float> values = t.to_vector();
+    rt::NpyArray array;
+    array.type = {t.shape(), rt::ElementType::f32};
+    array.data.resize(values.size() * 4);
+    std::memcpy(array.data.data(), values.data(), array.data.size());
+    std::string path = tempPath(name + ".npy");
+    EXPECT_TRUE(rt::writeNpy(path, array).isOk());
+    return path;
+  };
+  std::string xs = writeInput(x, "x"), images = writeInput(image, "image"),
+              tokenss = writeInput(tokens, "tokens");
+  auto readOutput = [](const std::string &path) {
+    rt::StatusOr<rt::NpyArray> y = rt::readNpy(path);
+    EXPECT_TRUE(y.isOk()) << y.status().toString();
+    std::vector<float> got(y.isOk() ? y->data.size() / 4 : 0);
+    if (y.isOk())
+      std::memcpy(got.data(), y->data.data(), y->data.size());
+    return got;
+  };
+  std::vector<std::string> outs = {tempPath("y0.npy"), tempPath("y1.npy"), tempPath("y2.npy")};
   for (const std::string &target : targets) {
+    SCOPED_TRACE(target);
     Device device = deviceOf(target);
-    std::string command = std::string(KILN_RUN_PATH) + " " + model + " --device " +
-                          device.name() + " --input x=" + in + " --output y=" + out + " 2>&1";
-    ASSERT_EQ(std::system(command.c_str()), 0) << command;
-    rt::StatusOr<rt::NpyArray> y = rt::readNpy(out);
-    ASSERT_TRUE(y.isOk()) << y.status().toString();
-    std::vector<float> got(y->data.size() / 4);
-    std::memcpy(got.data(), y->data.data(), y->data.size());
-    EXPECT_EQ(got, blocks.on(device).mlp(x.to(device)).to_vector()) << target;
+    Blocks here = blocks.on(device);
+    std::vector<std::vector<float>> jit = {here.mlp(x.to(device)).to_vector(),
+                                           here.cnn(image.to(device)).to_vector(),
+                                           here.transformer(tokens.to(device)).to_vector()};
+    std::string run = std::string(KILN_RUN_PATH) + " " + model + " --device " + device.name() +
+                      " --input x=" + xs + " --input image=" + images + " --input tokens=" +
+                      tokenss + " --output features=" + outs[0] + " --output pooled=" +
+                      outs[1] + " --output encoded=" + outs[2] + " 2>&1";
+    ASSERT_EQ(std::system(run.c_str()), 0) << run;
+    for (int o = 0; o < 3; ++o)
+      EXPECT_EQ(readOutput(outs[o]), jit[o]) << "kiln-run output " << o;
+    std::string load = std::string(KILN_LOAD_AND_RUN_PATH) + " " + model + " " + device.name() +
+                       " " + xs + " " + images + " " + tokenss + " -- " + outs[0] + " " +
+                       outs[1] + " " + outs[2] + " 2>&1";
+    FILE *pipe = popen(load.c_str(), "r");
+    std::string said;
+    char line[512];
+    while (fgets(line, sizeof line, pipe))
+      said += line;
+    ASSERT_EQ(pclose(pipe), 0) << said;
+    EXPECT_NE(said.find("graphs compiled in this process: 0, kernels compiled: 0"),
+              std::string::npos) << said;
+    for (int o = 0; o < 3; ++o)
+      EXPECT_EQ(readOutput(outs[o]), jit[o]) << "kiln::load output " << o;
   }
+  for (const std::string &p : {xs, images, tokenss, outs[0], outs[1], outs[2]})
+    std::remove(p.c_str());
   // A wrong input file is a clear error, not a crash.
+  rt::NpyArray array;
+  std::string in = xs, out = outs[0];
   array.type = {{4, 8}, rt::ElementType::f32};
   array.data.resize(4 * 8 * 4);
   ASSERT_TRUE(rt::writeNpy(in, array).isOk());

@@ -146,6 +146,7 @@ class Pipeline;
 /// pipelines (a released pipeline lives on while a recording uses it). Must
 /// be destroyed before its device.
 class Recording;
+struct SpirvCode;
 
 struct RecordedDispatch {
   Pipeline *pipeline = nullptr;
@@ -188,6 +189,8 @@ public:
   /// Cached by `kernel.hash`: a hit counts pipelineCacheHits, a creation
   /// pipelinesCreated. Malformed SPIR-V is an error, never a crash.
   StatusOr<Pipeline *> pipeline(const KernelBinary &kernel);
+  /// The pipeline of a Program kernel's SPIR-V (as pipeline(KernelBinary)).
+  StatusOr<Pipeline *> pipeline(const SpirvCode &code);
   /// Destroys the pipeline built from kernel `hash` (if there is one) once
   /// the work recorded so far has finished: a bounded kernel cache evicts
   /// through this. A later pipeline() with the hash creates it again.

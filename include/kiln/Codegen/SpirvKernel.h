@@ -1,0 +1,57 @@
+//===- SpirvKernel.h - a kernel module to SPIR-V, with its launch -*- C++ -*-===//
+//
+// The GPU code generation decisions that a runtime needs recorded: the
+// memory layout a kernel is built in, the workgroup size of loop-form
+// kernels, and, after lowering, the order of its buffer bindings and its
+// grid. The Tensor API, kiln-compile and the tests all take them from here.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_CODEGEN_SPIRVKERNEL_H
+#define KILN_CODEGEN_SPIRVKERNEL_H
+
+#include "dialects/Kiln/KilnDialect.h"
+#include "kiln/Codegen/KernelToLinalg.h"
+#include "kiln/Codegen/Pipelines.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace kiln {
+
+/// 16-byte accesses where the kernel's shapes allow (needed for GPU
+/// bandwidth), else one scalar per access.
+KernelLayout gpuLayoutFor(KernelOp kernel);
+
+/// The workgroup size of a loop-form kernel function over `iterations`
+/// elements (one grid dimension), or 0 for a kernel that sizes its own
+/// gpu.launch (row kernels, tiled GEMM). Fails when the device allows too
+/// few workgroups.
+mlir::FailureOr<int> loopKernelThreads(mlir::func::FuncOp fn, int64_t iterations,
+                                       const DeviceLimits &limits);
+
+struct SpirvKernel {
+  std::vector<uint32_t> words;
+  std::string entryPoint;
+  /// Binding i is the kernel function's argument bindingOrder[i] (inputs,
+  /// then outputs): gpu-kernel-outlining orders a kernel's arguments by
+  /// first use, not as the function declares them.
+  std::vector<uint32_t> bindingOrder;
+  std::array<uint32_t, 3> groups = {1, 1, 1};
+};
+
+/// Lowers `module` (holding kernel function `fn`) to SPIR-V with `options`
+/// and reads off its entry point, binding order and grid. On failure,
+/// `error` says why (the pass diagnostics are the caller's).
+mlir::FailureOr<SpirvKernel> lowerToSpirv(mlir::ModuleOp module, mlir::func::FuncOp fn,
+                                          const SPIRVPipelineOptions &options,
+                                          std::string &error);
+
+} // namespace kiln
+
+#endif // KILN_CODEGEN_SPIRVKERNEL_H
