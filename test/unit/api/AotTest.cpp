@@ -16,6 +16,7 @@
 #include <unistd.h>
 #include <cstdlib>
 #include <fstream>
+#include <thread>
 
 using namespace kiln;
 
@@ -328,6 +329,50 @@ TEST(Aot, ExportedGraphsCompileLikeTheRecordedOnes) {
   std::string bad = kiln::test::messageOf<CompileError>(
       [] { compile_graph("func.func @g() { %x = kiln.bogus }", "bad.mlir"); });
   EXPECT_NE(bad.find("bad.mlir:1:"), std::string::npos) << bad;
+}
+
+/// A loaded model run from several threads at once (as a server would):
+/// each run gets its own outputs and the JIT's answer for its own input, on
+/// every device here (Vulkan runs share one replay and take turns).
+TEST(Aot, OneModelRunsFromSeveralThreads) {
+  std::vector<std::string> targets = targetsHere();
+  Device cpu = Device::cpu();
+  Blocks blocks(cpu);
+  Tensor tokens = Tensor::randn({Blocks::T, Blocks::D}, cpu);
+  std::string path = tempPath("threads.kiln");
+  compile({blocks.transformer(tokens)}, {tokens}, {targets}).save(path);
+  for (const std::string &target : targets) {
+    SCOPED_TRACE(target);
+    Device device = deviceOf(target);
+    Program program = load(path, device);
+    Blocks here = blocks.on(device);
+    constexpr int kThreads = 4, kRuns = 5;
+    std::vector<std::vector<Tensor>> inputs(kThreads);
+    std::vector<std::vector<std::vector<float>>> want(kThreads), got(kThreads);
+    for (int t = 0; t < kThreads; ++t)
+      for (int r = 0; r < kRuns; ++r) {
+        inputs[t].push_back(Tensor::randn({Blocks::T, Blocks::D}, device));
+        want[t].push_back(here.transformer(inputs[t][r]).to_vector());
+      }
+    std::vector<std::thread> threads;
+    std::vector<std::string> errors(kThreads);
+    for (int t = 0; t < kThreads; ++t)
+      threads.emplace_back([&, t] {
+        try {
+          for (int r = 0; r < kRuns; ++r)
+            got[t].push_back(program.run({inputs[t][r]})[0].to_vector());
+        } catch (const Error &e) {
+          errors[t] = e.what();
+        }
+      });
+    for (std::thread &thread : threads)
+      thread.join();
+    for (int t = 0; t < kThreads; ++t) {
+      EXPECT_EQ(errors[t], "");
+      EXPECT_EQ(got[t], want[t]) << "thread " << t;
+    }
+  }
+  std::remove(path.c_str());
 }
 
 /// A loaded file is mapped, its weights read from the mapping when they
