@@ -11,13 +11,26 @@
 
 #include "kiln/runtime/Vulkan.h"
 
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+
 namespace kiln::rt {
+
+std::chrono::microseconds CommandStream::defaultSpin(bool cpuAdapter) {
+  // A CPU implementation (lavapipe) runs the work on the host's cores: a
+  // polling thread would take one from it.
+  if (const char *text = std::getenv("KILN_FENCE_SPIN_US"); text && *text)
+    return std::chrono::microseconds(std::clamp(std::strtol(text, nullptr, 10), 0L, 100000L));
+  return std::chrono::microseconds(cpuAdapter ? 0 : 200);
+}
 
 StatusOr<std::unique_ptr<CommandStream>>
 CommandStream::create(VkDevice device, VkQueue queue, uint32_t queueFamily,
-                      std::string label) {
+                      std::string label, std::chrono::microseconds spin) {
   std::unique_ptr<CommandStream> stream(
       new CommandStream(device, queue, std::move(label)));
+  stream->spin_ = spin;
 
   VkCommandPoolCreateInfo poolInfo{};
   poolInfo.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO;
@@ -113,10 +126,18 @@ Status CommandStream::execute(const std::vector<VkCommandBuffer> &more) {
   if (VkResult result = vkQueueSubmit(queue_, 1, &submit, fence_);
       result != VK_SUCCESS)
     return vkFailure(result, "vkQueueSubmit on " + label_);
+  // Short work is waited for by polling the fence first (spin_); past that
+  // the thread sleeps in the driver.
+  VkResult polled = VK_NOT_READY;
+  auto spinUntil = std::chrono::steady_clock::now() + spin_;
+  while ((polled = vkGetFenceStatus(device_, fence_)) == VK_NOT_READY &&
+         std::chrono::steady_clock::now() < spinUntil) {
+  }
   // A failed wait leaves the work possibly in flight: nothing it uses may be
   // reused, so the stream refuses all later work.
-  if (VkResult result =
-          vkWaitForFences(device_, 1, &fence_, VK_TRUE, UINT64_MAX);
+  if (VkResult result = polled == VK_SUCCESS
+                            ? VK_SUCCESS
+                            : vkWaitForFences(device_, 1, &fence_, VK_TRUE, UINT64_MAX);
       result != VK_SUCCESS) {
     broken_ = Status::unavailable(
         label_ + " is unusable after " + vkResultName(result) +

@@ -21,6 +21,7 @@
 
 #include <vulkan/vulkan.h>
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -48,10 +49,16 @@ struct CommandUse {
 
 class CommandStream {
 public:
-  static StatusOr<std::unique_ptr<CommandStream>> create(VkDevice device,
-                                                         VkQueue queue,
-                                                         uint32_t queueFamily,
-                                                         std::string label);
+  /// `spin`: how long a submit polls its fence before sleeping in the
+  /// driver (a blocking wait wakes tens of microseconds late, most of a
+  /// small model's run; CUDA spins before it yields too).
+  static StatusOr<std::unique_ptr<CommandStream>>
+  create(VkDevice device, VkQueue queue, uint32_t queueFamily, std::string label,
+         std::chrono::microseconds spin = std::chrono::microseconds(0));
+  /// KILN_FENCE_SPIN_US when set (microseconds, 0 to sleep at once), else
+  /// 200 us on a GPU and none on a CPU implementation, whose work needs the
+  /// host's cores.
+  static std::chrono::microseconds defaultSpin(bool cpuAdapter);
   ~CommandStream();
   CommandStream(const CommandStream &) = delete;
   CommandStream &operator=(const CommandStream &) = delete;
@@ -94,6 +101,7 @@ private:
   VkPipelineStageFlags pendingStages_ = 0;
   VkAccessFlags pendingWrites_ = 0;
   Status broken_ = Status::ok();
+  std::chrono::microseconds spin_{0};
 };
 
 } // namespace kiln::rt

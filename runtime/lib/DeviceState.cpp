@@ -175,7 +175,8 @@ createDeviceState(const DeviceSetup &setup) {
       state->device, memory,
       maxAllocationBytes(setup.physical, apiVersion, memory), state->label);
   StatusOr<std::unique_ptr<CommandStream>> stream = CommandStream::create(
-      state->device, state->queue, uint32_t(family), state->label);
+      state->device, state->queue, uint32_t(family), state->label,
+      CommandStream::defaultSpin(setup.adapter->type == AdapterInfo::Type::Cpu));
   if (!stream.isOk())
     return stream.status();
   state->stream = std::move(*stream);
