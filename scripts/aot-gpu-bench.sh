@@ -10,6 +10,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
+. "$root/scripts/vulkan-loader.sh"
 case "${1:-}" in
 dump)
   rm -rf .dev/aot
@@ -23,18 +24,10 @@ dump)
     build/bin/kiln-bench-aot-blocks /tmp/aot-cpu-$isa --target cpu --cpu-isa $isa >/dev/null
     cp /tmp/aot-cpu-$isa/resnet_block.kiln .dev/aot/resnet_block_cpu_$isa.kiln
   done
-  if ! ls .gl/libegl1_*.deb >/dev/null 2>&1; then
-    mkdir -p .gl /tmp/amd64/partial
-    o='-oAPT::Architecture=amd64 -oAPT::Architectures=amd64 -oDir::State::Lists=/tmp/amd64'
-    apt-get $o update -qq
-    (cd .gl && apt-get $o download libvulkan1 libegl1 libglvnd0 libopengl0 libgl1 libglx0 libgles2)
-  fi
+  fetch_vulkan_loader
   ;;
 run)
-  for f in .gl/*.deb; do dpkg -x "$f" /; done
-  ldconfig
-  icd=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
-  [ -f "$icd" ] && export VK_DRIVER_FILES=$icd
+  install_vulkan_loader
   export XDG_CACHE_HOME=/tmp/kiln-cache
   : > /tmp/kiln-run.log
   for m in transformer resnet_block; do

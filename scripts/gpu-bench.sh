@@ -12,6 +12,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
+. "$root/scripts/vulkan-loader.sh"
 case "${1:-}" in
 dump)
   rm -rf .dev/kernels && mkdir -p .dev/kernels
@@ -24,18 +25,10 @@ dump)
   KILN_BENCH_SIZES=gpu KILN_DUMP_SPIRV=$root/.dev/kernels/table build/bin/kiln-bench-kernels \
     --benchmark_filter=vulkan:0 --benchmark_min_time=0.001s >/dev/null
   ls .dev/kernels/*.kernel .dev/kernels/table/*.kernel
-  if ! ls .gl/libegl1_*.deb >/dev/null 2>&1; then
-    mkdir -p .gl /tmp/amd64/partial
-    o='-oAPT::Architecture=amd64 -oAPT::Architectures=amd64 -oDir::State::Lists=/tmp/amd64'
-    apt-get $o update -qq
-    (cd .gl && apt-get $o download libvulkan1 libegl1 libglvnd0 libopengl0 libgl1 libglx0 libgles2)
-  fi
+  fetch_vulkan_loader
   ;;
 run)
-  for f in .gl/*.deb; do dpkg -x "$f" /; done
-  ldconfig
-  icd=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
-  [ -f "$icd" ] && export VK_DRIVER_FILES=$icd
+  install_vulkan_loader
   # One process per kernel: in one long-lived process later kernels were
   # measured up to 5x slower on the H200 (the same kernel, the same inputs).
   for k in .dev/kernels/*.kernel; do build/bin/kiln-spirv-replay --runs 50 "$k" | tail -n 1; done
