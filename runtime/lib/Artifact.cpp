@@ -550,10 +550,13 @@ StatusOr<RunResult> Model::run(const std::vector<ProgramInput> &inputs, const Ru
                                      std::to_string(a.inputs[i].type.bytes()) + " bytes, got " +
                                      std::to_string(inputs[i].buffer->size()));
   const Program &program = *program_->program;
-  const char *replayEnv = std::getenv("KILN_REPLAY");
+  // Read once: a run is a hot path.
+  static const bool replayOff = [] {
+    const char *text = std::getenv("KILN_REPLAY");
+    return text && std::string(text) == "0";
+  }();
   VulkanDevice *replayDevice = device_->replayDevice();
-  bool replayable = replayDevice && !options.poisonResults && !options.constants &&
-                    !(replayEnv && std::string(replayEnv) == "0");
+  bool replayable = replayDevice && !options.poisonResults && !options.constants && !replayOff;
   if (replayable) {
     std::lock_guard<std::mutex> lock(replayMutex_);
     if (!replayTried_) {

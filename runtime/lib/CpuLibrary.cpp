@@ -114,40 +114,48 @@ uint64_t kiln::rt::libraryHash(const uint8_t *data, size_t size) {
   return hash;
 }
 
+/// "model.kiln: CPU code: <problem>".
+static Status cpuCodeError(const std::string &what, const std::string &problem) {
+  return Status::invalidArgument(what + ": CPU code: " + problem);
+}
+
+/// The ELF header at the start of the bytes, if there are that many.
+static bool readHeader(const CpuLibrary::Description &d, Elf64_Ehdr &header) {
+  if (d.bytes.size() < sizeof(header))
+    return false;
+  std::memcpy(&header, d.bytes.data(), sizeof(header));
+  return true;
+}
+
 Status CpuLibrary::checkBytes(const Description &d, const std::string &what) {
-  auto fail = [&](const std::string &problem) {
-    return Status::invalidArgument(what + ": CPU code: " + problem);
-  };
   // The dynamic loader trusts what it reads: only a well-formed, uncorrupted
   // object for this machine reaches it.
   Elf64_Ehdr header;
-  if (d.bytes.size() < sizeof(header))
-    return fail("shorter than an ELF header (the file is corrupt: compile the model again)");
-  std::memcpy(&header, d.bytes.data(), sizeof(header));
+  if (!readHeader(d, header))
+    return cpuCodeError(what, "shorter than an ELF header (the file is corrupt: compile the "
+                              "model again)");
   if (std::memcmp(header.e_ident, ELFMAG, SELFMAG) != 0 || header.e_ident[EI_CLASS] != ELFCLASS64 ||
       header.e_type != ET_DYN)
-    return fail("not an ELF64 shared object (the file is corrupt: compile the model again)");
+    return cpuCodeError(what, "not an ELF64 shared object (the file is corrupt: compile the "
+                              "model again)");
   if (libraryHash(d.bytes.data(), d.bytes.size()) != d.hash)
-    return fail("its bytes do not match their hash (the file is corrupt: compile the model "
-                "again)");
+    return cpuCodeError(what, "its bytes do not match their hash (the file is corrupt: "
+                              "compile the model again)");
   return Status::ok();
 }
 
 Status CpuLibrary::checkCpu(const Description &d, const std::string &what) {
-  auto fail = [&](const std::string &problem) {
-    return Status::invalidArgument(what + ": CPU code: " + problem);
-  };
   Elf64_Ehdr header;
-  if (d.bytes.size() < sizeof(header))
-    return fail("shorter than an ELF header");
-  std::memcpy(&header, d.bytes.data(), sizeof(header));
+  if (!readHeader(d, header))
+    return cpuCodeError(what, "shorter than an ELF header");
   if (header.e_machine != kMachine)
-    return fail("compiled for ELF machine " + std::to_string(header.e_machine) +
-                ", this machine is " + std::to_string(kMachine) +
-                ": compile the model on (or for) this kind of CPU, or run its vulkan target");
+    return cpuCodeError(what, "compiled for ELF machine " + std::to_string(header.e_machine) +
+                                  ", this machine is " + std::to_string(kMachine) +
+                                  ": compile the model on (or for) this kind of CPU, or run "
+                                  "its vulkan target");
   std::vector<std::string> missing = missingCpuFeatures(d.features);
   if (!missing.empty())
-    return fail("compiled for " + d.isa + ", which needs " + joined(missing) + "; " +
+    return cpuCodeError(what, "compiled for " + d.isa + ", which needs " + joined(missing) + "; " +
                 hostCpuName() + " lacks " + (missing.size() > 1 ? "them" : "it") +
                 ". Compile with --cpu-isa x86-64-v3 (or 'host' on this machine)");
   return Status::ok();

@@ -2,8 +2,6 @@
 
 #include "kiln/runtime/Program.h"
 
-#include "kiln/runtime/ThreadPool.h"
-#include "kiln/runtime/Vulkan.h"
 
 #include <algorithm>
 #include <cstring>
