@@ -136,6 +136,9 @@ int main(int argc, char **argv) {
       return fail("the model has no input '" + (name.empty() ? path : name) +
                   "'; its inputs are: " + (names.empty() ? "none" : names));
     }
+    if (given[index])
+      return fail("input '" + artifact->inputs[index].name +
+                  "' is given twice: pass each input once");
     StatusOr<NpyArray> array = readNpy(path);
     if (!array.isOk())
       return fail(array.status().message());

@@ -265,7 +265,7 @@ TEST(Aot, KilnRunGivesTheJitsResults) {
     for (int o = 0; o < 3; ++o)
       EXPECT_EQ(readOutput(outs[o]), jit[o]) << "kiln::load output " << o;
   }
-  for (const std::string &p : {xs, images, tokenss, outs[0], outs[1], outs[2]})
+  for (const std::string &p : {images, outs[1], outs[2]})
     std::remove(p.c_str());
   // A wrong input file is a clear error, not a crash.
   rt::NpyArray array;
@@ -281,7 +281,16 @@ TEST(Aot, KilnRunGivesTheJitsResults) {
     text += buffer;
   EXPECT_NE(pclose(pipe), 0);
   EXPECT_NE(text.find("holds [4, 8] f32; input 'x' is [4, 16] f32"), std::string::npos) << text;
-  for (const std::string &p : {model, in, out})
+  // The same input twice is refused, not silently the last one.
+  std::string twice = std::string(KILN_RUN_PATH) + " " + model + " --input tokens=" +
+                      tokenss + " --input tokens=" + tokenss + " 2>&1";
+  pipe = popen(twice.c_str(), "r");
+  text.clear();
+  while (fgets(buffer, sizeof buffer, pipe))
+    text += buffer;
+  EXPECT_NE(pclose(pipe), 0);
+  EXPECT_NE(text.find("input 'tokens' is given twice"), std::string::npos) << text;
+  for (const std::string &p : {model, in, out, tokenss})
     std::remove(p.c_str());
 }
 
