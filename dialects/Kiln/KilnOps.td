@@ -415,11 +415,15 @@ def Kiln_KernelOp : Kiln_Op<"kernel", [IsolatedFromAbove, SingleBlock,
     ```
   }];
   let arguments = (ins Variadic<Kiln_AnyTensor>:$inputs,
-                       OptionalAttr<Kiln_DeviceAttr>:$device);
+                       OptionalAttr<Kiln_DeviceAttr>:$device,
+                       OptionalAttr<DictionaryAttr>:$config);
   let results = (outs Variadic<Kiln_AnyTensor>:$results);
   let regions = (region SizedRegion<1>:$body);
+  // `config` (set by kiln-materialize-configs): the form the kernel is
+  // built in and its knobs, e.g. {form = "loop", workgroup_size = 256,
+  // vector_width = 4}; include/kiln/Codegen/KernelConfigAttr.h lists them.
   let assemblyFormat = [{
-    (`on` custom<Device>($device)^)? `(` $inputs `)` attr-dict `:` functional-type($inputs, $results) $body
+    (`on` custom<Device>($device)^)? (`config` $config^)? `(` $inputs `)` attr-dict `:` functional-type($inputs, $results) $body
   }];
   let hasVerifier = 1;
   let skipDefaultBuilders = 1;

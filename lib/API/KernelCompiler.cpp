@@ -10,6 +10,7 @@
 
 #include "Devices.h"
 
+#include "kiln/Codegen/KernelConfigAttr.h"
 #include "kiln/Codegen/KernelToLinalg.h"
 #include "kiln/Codegen/Pipelines.h"
 #include "kiln/Codegen/SpirvKernel.h"
@@ -51,25 +52,8 @@ KernelModule kiln::buildKernelModule(KernelOp kernel, KernelLayout layout,
     diagnostics += diag.str() + "\n";
     return success();
   });
-  // KILN_MATMUL_TILES="tileM,tileN,tileK,threadM,threadN": every GPU matmul
-  // and convolution with this configuration instead of the default (trying
-  // configurations by hand until the autotuner does).
-  KernelConfigOverrides overrides;
-  if (const char *text = std::getenv("KILN_MATMUL_TILES"); gpu && text && *text) {
-    std::vector<int64_t> sizes;
-    for (llvm::StringRef item : llvm::split(llvm::StringRef(text), ',')) {
-      int64_t v = 0;
-      if (item.trim().getAsInteger(10, v))
-        throw Error("KILN_MATMUL_TILES: '" + item.str() + "' is not a number");
-      sizes.push_back(v);
-    }
-    overrides.matmul = MatmulConfig::fromSizes(sizes);
-    if (!overrides.matmul)
-      throw Error("KILN_MATMUL_TILES takes 5 numbers from 1 to 65536: "
-                  "tileM,tileN,tileK,threadM,threadN (got '" + std::string(text) + "')");
-  }
   FailureOr<func::FuncOp> fn =
-      buildKernelFunction(kernel, builder, "kiln_kernel", layout, gpu, &overrides);
+      buildKernelFunction(kernel, builder, "kiln_kernel", layout, gpu);
   if (failed(fn))
     throw CompileError("kernel lowering failed: " + diagnostics);
   result.fn = *fn;
@@ -186,12 +170,25 @@ void kiln::trimKernelCaches(Session &session) {
   }
 }
 
+KernelConfig kiln::configureKernel(Session &session, KernelOp kernel, const DeviceLimits *gpu) {
+  (void)session;
+  std::string diagnostics;
+  ScopedDiagnosticHandler handler(kernel.getContext(), [&](Diagnostic &diag) {
+    diagnostics += diag.str() + "\n";
+    return success();
+  });
+  FailureOr<KernelConfig> config = materializeKernelConfig(kernel, gpu);
+  if (failed(config))
+    throw CompileError("kernel configuration: " + diagnostics);
+  return *config;
+}
+
 const CompiledKernel &kiln::compileKernel(Session &session, KernelOp kernel,
                                           const rt::AdapterInfo &adapter) {
   MLIRContext *ctx = kernel.getContext();
   DeviceLimits limits = limitsOf(adapter);
-  // 16-byte accesses where the shapes allow: needed for GPU bandwidth.
-  KernelModule km = buildKernelModule(kernel, gpuLayoutFor(kernel), &limits);
+  KernelConfig config = configureKernel(session, kernel, &limits);
+  KernelModule km = buildKernelModule(kernel, gpuLayoutFor(config), &limits);
   OwningOpRef<ModuleOp> &module = km.module;
   func::FuncOp *fn = &km.fn;
   int64_t iterations = km.outerIterations;
@@ -232,10 +229,10 @@ const CompiledKernel &kiln::compileKernel(Session &session, KernelOp kernel,
   }
   // Loop-form kernels are tiled over one grid dimension; the kernel
   // builders size their own gpu.launch (row kernels, tiled GEMM).
-  FailureOr<int> threads = loopKernelThreads(*fn, iterations, limits);
+  FailureOr<int> threads = loopKernelThreads(*fn, iterations, limits, config);
   if (failed(threads))
-    throw CompileError("a kernel over " + std::to_string(iterations) +
-                       " elements needs more workgroups than " + adapter.name +
+    throw CompileError("a kernel over " + std::to_string(iterations) + " elements with " +
+                       config.str() + " needs more workgroups than " + adapter.name +
                        " allows; split the tensor");
   if (*threads > 0)
     options.threads = *threads;

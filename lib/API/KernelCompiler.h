@@ -27,11 +27,16 @@ struct KernelModule {
 KernelModule buildKernelModule(KernelOp kernel, KernelLayout layout,
                                const DeviceLimits *gpu = nullptr);
 
-/// The SPIR-V of `kernel` for `adapter`'s limits, from the session cache or
-/// freshly lowered and validated. Throws CompileError.
 /// The limits the kernel builders size GPU kernels by.
 DeviceLimits limitsOf(const rt::AdapterInfo &adapter);
 
+/// The configure step: gives `kernel` its config (for a GPU with `gpu`
+/// limits, else the CPU) unless it has one, and returns it. Throws
+/// CompileError for a config the kernel or device cannot take.
+KernelConfig configureKernel(Session &session, KernelOp kernel, const DeviceLimits *gpu);
+
+/// The SPIR-V of `kernel` for `adapter`'s limits, from the session cache or
+/// freshly lowered and validated. Throws CompileError.
 const CompiledKernel &compileKernel(Session &session, KernelOp kernel,
                                     const rt::AdapterInfo &adapter);
 

@@ -145,6 +145,17 @@ FailureOr<func::FuncOp> buildRowKernelFunction(KernelOp kernel, OpBuilder &build
                                                StringRef name, const DeviceLimits *gpu,
                                                const RowKernelConfig *config = nullptr);
 
+/// The default row configuration of a row kernel on this GPU.
+RowKernelConfig defaultRowKernelConfig(KernelOp kernel, const DeviceLimits &limits);
+
+/// A contraction's GEMM sizes, where the tiled GPU form can build it.
+struct GemmShape {
+  int64_t batch = 1, m = 1, n = 1, k = 1;
+};
+std::optional<GemmShape> tiledGemmShape(KernelOp kernel, Operation *root);
+/// Whether the tiled grid of `config` fits the device's grid limits.
+bool tiledGridFits(const GemmShape &gemm, const MatmulConfig &config, const DeviceLimits &limits);
+
 /// A matmul or conv2d kernel (root `root`) as a shared-memory tiled GEMM
 /// for a GPU (TiledContraction.cpp). A null function when the kernel does
 /// not fit that form (operands behind more than views, depthwise

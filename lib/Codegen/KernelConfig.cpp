@@ -159,3 +159,72 @@ std::optional<CpuMatmulConfig> CpuMatmulConfig::fromSizes(const std::vector<int6
     return std::nullopt;
   return CpuMatmulConfig{int(sizes[0]), int(sizes[1]), int(sizes[2]), int(sizes[3])};
 }
+
+int LoopKernelConfig::defaultWorkgroupSize(const DeviceLimits &limits, int64_t iterations) {
+  // 256: the best of 64..1024 for the H200's elementwise chains, and no
+  // worse on lavapipe; more only when the grid would outrun the device.
+  int64_t size = 256;
+  int64_t maxGroups = std::max<int64_t>(1, limits.maxWorkgroupCount[0]);
+  if ((iterations + size - 1) / size > maxGroups)
+    size = ((iterations + maxGroups - 1) / maxGroups + 31) / 32 * 32;
+  if (size > limits.maxWorkgroupInvocations)
+    return 0;
+  return static_cast<int>(std::min<int64_t>(size, limits.maxWorkgroupInvocations));
+}
+
+std::string LoopKernelConfig::check(const DeviceLimits &limits) const {
+  if (workgroupSize < 1 || workgroupSize > limits.maxWorkgroupInvocations)
+    return "workgroup size " + std::to_string(workgroupSize) + " is outside 1.." +
+           std::to_string(limits.maxWorkgroupInvocations);
+  if (vectorWidth != 1 && vectorWidth != 4)
+    return "vector width " + std::to_string(vectorWidth) + " is not 1 or 4";
+  return "";
+}
+
+const char *KernelConfig::formName(Form form) {
+  switch (form) {
+  case Form::Loop:
+    return "loop";
+  case Form::Row:
+    return "row";
+  case Form::ArgRow:
+    return "arg_row";
+  case Form::Gemm:
+    return "gemm";
+  case Form::Cpu:
+    return "cpu";
+  case Form::CpuGemm:
+    return "cpu_gemm";
+  }
+  return "?";
+}
+
+std::string KernelConfig::str() const {
+  std::string s = formName(form);
+  auto add = [&](const char *key, int64_t v) { s += std::string(" ") + key + "=" + std::to_string(v); };
+  switch (form) {
+  case Form::Loop:
+    add("workgroup_size", loop.workgroupSize);
+    add("vector_width", loop.vectorWidth);
+    break;
+  case Form::Row:
+    add("workgroup_per_row", row.workgroupPerRow);
+    add("workgroup_size", row.workgroupSize);
+    break;
+  case Form::Gemm:
+    s += " tile=" + std::to_string(gemm.tileM) + "x" + std::to_string(gemm.tileN) + "x" +
+         std::to_string(gemm.tileK) + " thread=" + std::to_string(gemm.threadM) + "x" +
+         std::to_string(gemm.threadN);
+    break;
+  case Form::CpuGemm:
+    add("rows", cpuGemm.rows);
+    add("lanes", cpuGemm.lanes);
+    add("vectors", cpuGemm.vectors);
+    add("panel", cpuGemm.panelColumns);
+    break;
+  case Form::ArgRow:
+  case Form::Cpu:
+    break;
+  }
+  return s;
+}

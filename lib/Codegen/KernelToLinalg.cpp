@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "kiln/Codegen/KernelToLinalg.h"
+#include "kiln/Codegen/KernelConfigAttr.h"
 #include "KernelBuilding.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
@@ -455,11 +456,11 @@ FailureOr<func::FuncOp> kiln::buildKernelFunction(KernelOp kernel,
                                                    OpBuilder &builder,
                                                    StringRef name,
                                                    KernelLayout layout,
-                                                   const DeviceLimits *gpu,
-                                                   const KernelConfigOverrides *overrides) {
-  KernelConfigOverrides none;
-  if (!overrides)
-    overrides = &none;
+                                                   const DeviceLimits *gpu) {
+  // The kernel's own config, else the device's default (now recorded on it).
+  FailureOr<KernelConfig> config = materializeKernelConfig(kernel, gpu);
+  if (failed(config))
+    return failure();
   MLIRContext *ctx = builder.getContext();
   Location loc = kernel.getLoc();
   ArrayRef<int64_t> space =
@@ -469,8 +470,7 @@ FailureOr<func::FuncOp> kiln::buildKernelFunction(KernelOp kernel,
     iterations *= d;
 
   if (isRowKernel(kernel))
-    return buildRowKernelFunction(kernel, builder, name, gpu,
-                                  overrides->row ? &*overrides->row : nullptr);
+    return buildRowKernelFunction(kernel, builder, name, gpu, &config->row);
   if (gpu && isLongArgReduction(kernel, *gpu))
     return buildArgRowKernelFunction(kernel, builder, name, *gpu);
 
@@ -480,16 +480,16 @@ FailureOr<func::FuncOp> kiln::buildKernelFunction(KernelOp kernel,
     if (op.hasTrait<Reduction>() || op.hasTrait<Contraction>())
       root = &op;
   // (arg_reduce has the Reduction trait too.)
-  if (root && gpu && isa<MatmulOp, Conv2dOp>(root)) {
+  if (root && gpu && config->form == KernelConfig::Form::Gemm) {
     FailureOr<func::FuncOp> tiled = buildTiledContractionFunction(
-        kernel, root, builder, name, *gpu, overrides->matmul ? &*overrides->matmul : nullptr);
+        kernel, root, builder, name, *gpu, &config->gemm);
     if (failed(tiled) || *tiled)
       return tiled;
   }
-  if (root && !gpu && layout == KernelLayout::Coalesced && isa<MatmulOp, Conv2dOp>(root)) {
-    FailureOr<func::FuncOp> blocked = buildCpuGemmFunction(
-        kernel, root, builder, name,
-        overrides->cpuMatmul ? *overrides->cpuMatmul : CpuMatmulConfig::defaultForHost());
+  if (root && !gpu && layout == KernelLayout::Coalesced &&
+      config->form == KernelConfig::Form::CpuGemm) {
+    FailureOr<func::FuncOp> blocked =
+        buildCpuGemmFunction(kernel, root, builder, name, config->cpuGemm);
     if (failed(blocked) || *blocked)
       return blocked;
   }

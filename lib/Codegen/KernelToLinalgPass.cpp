@@ -1,5 +1,6 @@
 //===- KernelToLinalgPass.cpp - the kiln-kernel-to-linalg pass ------------===//
 
+#include "kiln/Codegen/KernelConfigAttr.h"
 #include "kiln/Codegen/KernelToLinalg.h"
 #include "kiln/Transforms/Passes.h"
 
@@ -26,23 +27,37 @@ struct KernelToLinalgPass
     limits.maxWorkgroupInvocations = maxWorkgroupInvocations;
     limits.sharedMemoryBytes = sharedMemoryBytes;
     limits.maxLoopIterations = maxLoopIterations;
-    KernelConfigOverrides overrides;
+    std::optional<MatmulConfig> matmul;
     if (!matmulTiles.empty())
-      overrides.matmul = MatmulConfig::fromSizes({matmulTiles.begin(), matmulTiles.end()});
-    if (!matmulTiles.empty() && !overrides.matmul) {
+      matmul = MatmulConfig::fromSizes({matmulTiles.begin(), matmulTiles.end()});
+    if (!matmulTiles.empty() && !matmul) {
       module.emitError("matmul-tiles takes 5 numbers from 1 to 65536: tileM, tileN, tileK, threadM, threadN");
       return signalPassFailure();
     }
-    if (rowWorkgroupSize != 0) {
-      overrides.row = RowKernelConfig();
-      overrides.row->workgroupPerRow = rowWorkgroupSize > 0;
-      overrides.row->workgroupSize = rowWorkgroupSize > 0 ? static_cast<int>(rowWorkgroupSize) : 1;
-    }
+    std::optional<CpuMatmulConfig> cpuMatmul;
     if (!cpuMatmulBlock.empty())
-      overrides.cpuMatmul = CpuMatmulConfig::fromSizes({cpuMatmulBlock.begin(), cpuMatmulBlock.end()});
-    if (!cpuMatmulBlock.empty() && !overrides.cpuMatmul) {
+      cpuMatmul = CpuMatmulConfig::fromSizes({cpuMatmulBlock.begin(), cpuMatmulBlock.end()});
+    if (!cpuMatmulBlock.empty() && !cpuMatmul) {
       module.emitError("cpu-matmul-block takes 4 numbers from 1 to 65536: rows, lanes, vectors, panelColumns");
       return signalPassFailure();
+    }
+    // The options edit the default config of kernels that have none (a
+    // shorthand for writing `config` on each); codegen reads the attribute.
+    for (KernelOp kernel : kernels) {
+      if (kernel.getConfigAttr())
+        continue;
+      KernelConfig config = defaultKernelConfig(kernel, gpu ? &limits : nullptr);
+      if (matmul && config.form == KernelConfig::Form::Gemm)
+        config.gemm = *matmul;
+      if (cpuMatmul && config.form == KernelConfig::Form::CpuGemm)
+        config.cpuGemm = *cpuMatmul;
+      if (rowWorkgroupSize != 0 && config.form == KernelConfig::Form::Row) {
+        config.row = RowKernelConfig();
+        config.row.workgroupPerRow = rowWorkgroupSize > 0;
+        config.row.workgroupSize = rowWorkgroupSize > 0 ? static_cast<int>(rowWorkgroupSize) : 1;
+      }
+      if (matmul || cpuMatmul || rowWorkgroupSize != 0)
+        kernel.setConfigAttr(kernelConfigAttr(&getContext(), config));
     }
     for (auto [i, kernel] : llvm::enumerate(kernels)) {
       auto graph = kernel->getParentOfType<func::FuncOp>();
@@ -54,7 +69,7 @@ struct KernelToLinalgPass
           coalesce                               ? KernelLayout::Coalesced
           : vector4 && supportsVector4(kernel) ? KernelLayout::Vector4
                                                  : KernelLayout::Flat,
-          gpu ? &limits : nullptr, &overrides);
+          gpu ? &limits : nullptr);
       if (failed(fn))
         return signalPassFailure();
       kernel->setAttr("kernel", FlatSymbolRefAttr::get(fn->getSymNameAttr()));

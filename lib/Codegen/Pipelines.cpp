@@ -42,16 +42,6 @@ LogicalResult kiln::populateLinalgToSPIRVPipeline(
   return parsePassPipeline(text, pm, llvm::errs());
 }
 
-FailureOr<int> kiln::workgroupSizeFor(int64_t iterations, int maxInvocations,
-                                      int64_t maxGroups) {
-  int64_t size = 256;
-  if ((iterations + size - 1) / size > maxGroups)
-    size = ((iterations + maxGroups - 1) / maxGroups + 31) / 32 * 32;
-  if (size > maxInvocations)
-    return failure();
-  return static_cast<int>(std::min<int64_t>(size, maxInvocations));
-}
-
 LogicalResult kiln::populateLinalgToLLVMPipeline(OpPassManager &pm) {
   // Math first (polynomials in arith), then loops; the range arguments need
   // the loop that convert-linalg-to-loops makes; bare pointers give the

@@ -489,6 +489,25 @@ bool kiln::isRowKernel(KernelOp kernel) {
   return reduce;
 }
 
+/// Passes over a row: one per reduction, one more for full-shape results.
+static int64_t rowPhases(KernelOp kernel, const RowInfo &info) {
+  bool elementResults = llvm::any_of(
+      kernel.getBody().front().getTerminator()->getOperands(),
+      [&](Value v) { return shapeOf(v) == ArrayRef<int64_t>(info.full); });
+  return static_cast<int64_t>(info.reductions.size()) + (elementResults ? 1 : 0);
+}
+
+RowKernelConfig kiln::defaultRowKernelConfig(KernelOp kernel, const DeviceLimits &limits) {
+  // A kernel the row builder will reject gets a config all the same: the
+  // builder's diagnostic says what is wrong, once.
+  RowInfo info;
+  ScopedDiagnosticHandler quiet(kernel.getContext(), [](Diagnostic &) { return success(); });
+  if (failed(analyze(kernel, info)))
+    return RowKernelConfig();
+  return RowKernelConfig::defaultFor(limits, info.rows, info.columns, info.contiguous,
+                                     rowPhases(kernel, info));
+}
+
 FailureOr<func::FuncOp> kiln::buildRowKernelFunction(KernelOp kernel, OpBuilder &builder,
                                                       StringRef name, const DeviceLimits *gpu,
                                                       const RowKernelConfig *config) {
@@ -503,13 +522,10 @@ FailureOr<func::FuncOp> kiln::buildRowKernelFunction(KernelOp kernel, OpBuilder 
   RowEmitter emitter(kernel, info, entry, failedOp);
   emitter.classifyResults();
   RowKernelConfig chosen;
-  // Passes over a row: one per reduction, one more for full-shape results.
-  int64_t phases = static_cast<int64_t>(info.reductions.size()) +
-                   (emitter.elementResults.empty() ? 0 : 1);
   if (gpu)
     chosen = config ? *config
                     : RowKernelConfig::defaultFor(*gpu, info.rows, info.columns, info.contiguous,
-                                                  phases);
+                                                  rowPhases(kernel, info));
   if (gpu && chosen.workgroupPerRow) {
     if (std::string problem = chosen.check(*gpu); !problem.empty()) {
       func.erase();

@@ -11,18 +11,24 @@
 using namespace mlir;
 using namespace kiln;
 
-KernelLayout kiln::gpuLayoutFor(KernelOp kernel) {
-  return supportsVector4(kernel) ? KernelLayout::Vector4 : KernelLayout::Flat;
+KernelLayout kiln::gpuLayoutFor(const KernelConfig &config) {
+  return config.form == KernelConfig::Form::Loop && config.loop.vectorWidth == 4
+             ? KernelLayout::Vector4
+             : KernelLayout::Flat;
 }
 
 FailureOr<int> kiln::loopKernelThreads(func::FuncOp fn, int64_t iterations,
-                                       const DeviceLimits &limits) {
+                                       const DeviceLimits &limits, const KernelConfig &config) {
   bool ownLaunch = false;
   fn->walk([&](gpu::LaunchOp) { ownLaunch = true; });
   if (ownLaunch)
     return 0;
-  return workgroupSizeFor(iterations, limits.maxWorkgroupInvocations,
-                          limits.maxWorkgroupCount[0]);
+  int size = config.form == KernelConfig::Form::Loop
+                 ? config.loop.workgroupSize
+                 : LoopKernelConfig::defaultWorkgroupSize(limits, iterations);
+  if (size <= 0 || (iterations + size - 1) / size > limits.maxWorkgroupCount[0])
+    return failure();
+  return size;
 }
 
 FailureOr<SpirvKernel> kiln::lowerToSpirv(ModuleOp module, func::FuncOp fn,

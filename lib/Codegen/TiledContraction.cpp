@@ -289,6 +289,20 @@ void buildTiledGemm(OpBuilder &b, KernelOp kernel, Operation *root, Block *entry
 
 } // namespace
 
+std::optional<GemmShape> kiln::tiledGemmShape(KernelOp kernel, Operation *root) {
+  std::optional<Gemm> gemm = describeGemm(kernel, root, /*minRowsPerGroup=*/16);
+  if (!gemm)
+    return std::nullopt;
+  return GemmShape{gemm->batch, gemm->m, gemm->n, gemm->k};
+}
+
+bool kiln::tiledGridFits(const GemmShape &gemm, const MatmulConfig &config,
+                         const DeviceLimits &limits) {
+  return gemm.batch <= limits.maxWorkgroupCount[2] &&
+         (gemm.n + config.tileN - 1) / config.tileN <= limits.maxWorkgroupCount[0] &&
+         (gemm.m + config.tileM - 1) / config.tileM <= limits.maxWorkgroupCount[1];
+}
+
 FailureOr<func::FuncOp> kiln::buildTiledContractionFunction(KernelOp kernel, Operation *root,
                                                              OpBuilder &builder, StringRef name,
                                                              const DeviceLimits &limits,
@@ -301,9 +315,7 @@ FailureOr<func::FuncOp> kiln::buildTiledContractionFunction(KernelOp kernel, Ope
                                  : MatmulConfig::defaultFor(limits, gemm.m, gemm.n, gemm.k);
   if (std::string problem = config.check(limits); !problem.empty())
     return root->emitOpError("matmul configuration: ") << problem, failure();
-  if (gemm.batch > limits.maxWorkgroupCount[2] ||
-      (gemm.n + config.tileN - 1) / config.tileN > limits.maxWorkgroupCount[0] ||
-      (gemm.m + config.tileM - 1) / config.tileM > limits.maxWorkgroupCount[1])
+  if (!tiledGridFits({gemm.batch, gemm.m, gemm.n, gemm.k}, config, limits))
     return func::FuncOp(); // the untiled form, one grid dimension over the results
   int64_t results = cast<RankedTensorType>(root->getResult(0).getType()).getNumElements();
   func::FuncOp func =

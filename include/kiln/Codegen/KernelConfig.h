@@ -90,12 +90,41 @@ struct CpuMatmulConfig {
   std::string check() const;
 };
 
-/// Configurations that replace the defaults (an autotuner's choice, or a
-/// test's); each is checked against the device and rejected with the reason.
-struct KernelConfigOverrides {
-  std::optional<RowKernelConfig> row;
-  std::optional<MatmulConfig> matmul;
-  std::optional<CpuMatmulConfig> cpuMatmul;
+/// A GPU kernel of one grid dimension (elementwise chains, pooling,
+/// untiled contractions): `workgroupSize` work items per workgroup, each
+/// taking `vectorWidth` adjacent elements (4: 16-byte accesses).
+struct LoopKernelConfig {
+  int workgroupSize = 256;
+  int vectorWidth = 1;
+
+  /// 256 work items, unless the device's largest grid needs more.
+  /// Zero when even its largest workgroup does not cover `iterations`.
+  static int defaultWorkgroupSize(const DeviceLimits &limits, int64_t iterations);
+  std::string check(const DeviceLimits &limits) const;
+};
+
+/// Every kernel's configuration, as its kiln.kernel's `config` attribute
+/// holds it: the form the kernel is built in and that form's knobs.
+struct KernelConfig {
+  enum class Form {
+    Loop,    // GPU: one grid dimension
+    Row,     // GPU: reductions with their prologue and epilogue
+    ArgRow,  // GPU: a long arg reduction, a workgroup per result (no knobs)
+    Gemm,    // GPU: tiled matmul or implicit-GEMM convolution
+    Cpu,     // CPU: loops split over threads (no knobs)
+    CpuGemm, // CPU: register-blocked matmul or convolution
+  };
+  Form form = Form::Cpu;
+  LoopKernelConfig loop;
+  RowKernelConfig row;
+  MatmulConfig gemm;
+  CpuMatmulConfig cpuGemm;
+
+  /// "loop", "row", "arg_row", "gemm", "cpu", "cpu_gemm".
+  static const char *formName(Form form);
+  /// One line: "gemm tile=64x128x16 thread=8x8".
+  std::string str() const;
+  bool operator==(const KernelConfig &other) const { return str() == other.str(); }
 };
 
 } // namespace kiln

@@ -36,14 +36,14 @@ bool supportsVector4(KernelOp kernel);
 /// `kiln.iteration_size` (all elements) and `kiln.outer_size` (iterations of
 /// the outermost loop). With `gpu` set, kernels that cooperate within a
 /// workgroup (row reductions, tiled matmul and convolution) are built as a
-/// gpu.launch sized from those limits. `overrides` replace the default
-/// configurations. Fails (with a diagnostic) on an op it cannot lower or a
-/// configuration the device cannot run.
+/// gpu.launch sized from those limits. The kernel's `config` says how
+/// (materializeKernelConfig gives it the default first when it has none).
+/// Fails (with a diagnostic) on an op it cannot lower or a configuration
+/// the device cannot run.
 mlir::FailureOr<mlir::func::FuncOp>
 buildKernelFunction(KernelOp kernel, mlir::OpBuilder &builder,
                     llvm::StringRef name, KernelLayout layout = KernelLayout::Flat,
-                    const DeviceLimits *gpu = nullptr,
-                    const KernelConfigOverrides *overrides = nullptr);
+                    const DeviceLimits *gpu = nullptr);
 
 /// The element type a tensor of `elementType` has in device memory.
 mlir::Type storageElementType(mlir::Type elementType);

@@ -23,7 +23,7 @@ void populateGraphPipeline(mlir::OpPassManager &pm,
 struct SPIRVPipelineOptions {
   int subgroupSize = 32;
   int maxWorkgroupInvocations = 1024;
-  /// Work items per workgroup, one element each (see workgroupSizeFor).
+  /// Work items per workgroup, one element each (a loop kernel's config).
   int threads = 256;
 };
 
@@ -36,12 +36,6 @@ mlir::LogicalResult populateLinalgToSPIRVPipeline(
 /// the host: polynomial math (so loops vectorize), loops over a [begin, end)
 /// slice given as the last two arguments, bare-pointer memref arguments.
 mlir::LogicalResult populateLinalgToLLVMPipeline(mlir::OpPassManager &pm);
-
-/// The workgroup size for a kernel of `iterations` elements: 256, raised
-/// (up to maxInvocations) when the grid would exceed `maxGroups` workgroups.
-/// Fails when even the largest workgroup leaves too many groups.
-mlir::FailureOr<int> workgroupSizeFor(int64_t iterations, int maxInvocations,
-                                      int64_t maxGroups);
 
 /// Every dialect and extension the compiler may load.
 void registerKilnDialects(mlir::DialectRegistry &registry);

@@ -24,16 +24,16 @@
 
 namespace kiln {
 
-/// 16-byte accesses where the kernel's shapes allow (needed for GPU
-/// bandwidth), else one scalar per access.
-KernelLayout gpuLayoutFor(KernelOp kernel);
+/// The layout a GPU kernel of `config` is built in: 16-byte accesses for
+/// a loop kernel of vector width 4, else one scalar per access.
+KernelLayout gpuLayoutFor(const KernelConfig &config);
 
 /// The workgroup size of a loop-form kernel function over `iterations`
-/// elements (one grid dimension), or 0 for a kernel that sizes its own
-/// gpu.launch (row kernels, tiled GEMM). Fails when the device allows too
-/// few workgroups.
+/// elements (one grid dimension): the config's. 0 for a kernel that sizes
+/// its own gpu.launch (row kernels, tiled GEMM). Fails when the grid would
+/// need more workgroups than the device allows.
 mlir::FailureOr<int> loopKernelThreads(mlir::func::FuncOp fn, int64_t iterations,
-                                       const DeviceLimits &limits);
+                                       const DeviceLimits &limits, const KernelConfig &config);
 
 struct SpirvKernel {
   std::vector<uint32_t> words;

@@ -124,6 +124,32 @@ def KilnKernelToLinalg : Pass<"kiln-kernel-to-linalg", "mlir::ModuleOp"> {
                            "mlir::gpu::GPUDialect"];
 }
 
+def KilnMaterializeConfigs : Pass<"kiln-materialize-configs", "mlir::ModuleOp"> {
+  let summary = "give every kiln.kernel its configuration (form, tiles, workgroup sizes)";
+  let description = [{
+    Sets the `config` attribute of every `kiln.kernel` that has none: the
+    form the kernel is built in on the target (`loop`, `row`, `arg_row`,
+    `gemm` on a GPU; `cpu`, `cpu_gemm` on the CPU) and that form's default
+    knobs for the device's limits. The JIT and kiln-compile run the same
+    step with tuned configurations from the cache's store where it has
+    them. Codegen (kiln-kernel-to-linalg) reads only this attribute, so any
+    tuned kernel is rebuilt from its IR. A config already present is
+    checked against the kernel and the device.
+  }];
+  let options = [
+    Option<"gpu", "gpu", "bool", "false", "configure for a GPU (else the host CPU)">,
+    Option<"subgroupSize", "subgroup-size", "int", "8", "the GPU's subgroup size">,
+    Option<"maxWorkgroupInvocations", "max-workgroup-invocations", "int", "1024",
+           "the GPU's largest workgroup">,
+    Option<"sharedMemoryBytes", "shared-memory-bytes", "int", "32768",
+           "the GPU's workgroup memory">,
+    Option<"maxLoopIterations", "max-loop-iterations", "int64_t", "0",
+           "loop iterations one GPU kernel invocation may run in all, 0 for no limit">,
+    Option<"computeUnits", "compute-units", "int", "0",
+           "the GPU's compute units (SMs), 0 when unknown">,
+  ];
+}
+
 def KilnApproximateMath : Pass<"kiln-approximate-math"> {
   let summary = "replace math ops the targets lack (erf) with polynomials";
   let description = [{

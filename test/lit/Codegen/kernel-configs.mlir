@@ -28,5 +28,5 @@ func.func @mm(%a: tensor<64x32xf32>, %b: tensor<32x48xf32>) -> tensor<64x48xf32>
 // CPU: attributes {kiln.iteration_size = 98304 : i64, kiln.outer_size = 18 : i64}
 // CPU: memref.alloc() {alignment = 64 : i64} : memref<512xf32>
 // CPU-COUNT-4: vector.fma {{.*}} : vector<8xf32>
-// TOOBIG: error: 'kiln.matmul' op matmul configuration: 256 work items exceed the device's 128
-// UNEVEN: error: 'kiln.matmul' op matmul configuration: the tile must be a whole number of per-thread blocks
+// TOOBIG: error: 'kiln.kernel' op config: 256 work items exceed the device's 128
+// UNEVEN: error: 'kiln.kernel' op config: the tile must be a whole number of per-thread blocks

@@ -48,7 +48,7 @@ func.func @softmax(%x: tensor<3x100xf32>) -> tensor<3x100xf32> {
 // A configured workgroup of 64: 2 columns per work item, 8 subgroups.
 // WIDE: threads({{.*}}) in ({{.*}} = %c64
 // WIDE-COUNT-2: memref.alloc() : memref<8xf32, 3>
-// BAD: error: 'kiln.kernel' op row kernel configuration: workgroup size 12 must be a multiple of the subgroup size 8 and at most 1024
+// BAD: error: 'kiln.kernel' op config: workgroup size 12 must be a multiple of the subgroup size 8 and at most 1024
 // A work item per row on a GPU: the loops, no reassociation flags.
 // ITEMS-NOT: gpu.launch
 // ITEMS: scf.parallel

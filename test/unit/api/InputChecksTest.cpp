@@ -41,18 +41,6 @@ TEST(InputChecks, ConvolutionOfConstantsCompiles) {
     EXPECT_EQ(got[5], 36.0f) << device.name();
   }
 }
-
-TEST(InputChecks, MatmulTilesThatWrapAreRefused) {
-  std::vector<Device> all = kiln::test::availableDevices();
-  if (all.size() < 2)
-    GTEST_SKIP() << "KILN_MATMUL_TILES applies to GPU matmuls; no Vulkan device";
-  setenv("KILN_MATMUL_TILES", "4294967360,64,16,4,4", 1);
-  Tensor a = Tensor::randn({64, 64}, all[1]), b = Tensor::randn({64, 64}, all[1]);
-  std::string text = messageOf([&] { matmul(a, b).to_vector<float>(); });
-  unsetenv("KILN_MATMUL_TILES");
-  EXPECT_NE(text.find("KILN_MATMUL_TILES takes 5 numbers from 1 to 65536"), std::string::npos)
-      << text;
-}
 } // namespace
 
 namespace {

@@ -1,0 +1,339 @@
+//===- KernelConfigAttr.cpp - kernel configurations: defaults, search space, IR ===//
+
+#include "kiln/Codegen/KernelConfigAttr.h"
+
+#include "Gemm.h"
+
+#include "kiln/Codegen/KernelToLinalg.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/Diagnostics.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/ADT/StringSwitch.h"
+#include "llvm/TargetParser/Host.h"
+
+using namespace mlir;
+using namespace kiln;
+
+/// The op the kernel's loop structure comes from: its last reduction or
+/// contraction, as buildKernelFunction picks it.
+static Operation *contractionRoot(KernelOp kernel) {
+  Operation *root = nullptr;
+  for (Operation &op : kernel.getBody().front())
+    if (op.hasTrait<Reduction>() || op.hasTrait<Contraction>())
+      root = &op;
+  return root && isa<MatmulOp, Conv2dOp>(root) ? root : nullptr;
+}
+
+static int64_t resultElements(KernelOp kernel) {
+  return cast<RankedTensorType>(kernel.getResult(0).getType()).getNumElements();
+}
+
+KernelConfig kiln::defaultKernelConfig(KernelOp kernel, const DeviceLimits *gpu) {
+  KernelConfig config;
+  Operation *root = contractionRoot(kernel);
+  if (!gpu) {
+    config.form = KernelConfig::Form::Cpu;
+    if (!isRowKernel(kernel) && root && describeGemm(kernel, root, /*minRowsPerGroup=*/4)) {
+      config.form = KernelConfig::Form::CpuGemm;
+      config.cpuGemm = CpuMatmulConfig::defaultForHost();
+    }
+    return config;
+  }
+  if (isRowKernel(kernel)) {
+    config.form = KernelConfig::Form::Row;
+    config.row = defaultRowKernelConfig(kernel, *gpu);
+    return config;
+  }
+  if (isLongArgReduction(kernel, *gpu)) {
+    config.form = KernelConfig::Form::ArgRow;
+    return config;
+  }
+  if (root) {
+    if (std::optional<GemmShape> gemm = tiledGemmShape(kernel, root)) {
+      MatmulConfig tiles = MatmulConfig::defaultFor(*gpu, gemm->m, gemm->n, gemm->k);
+      if (tiledGridFits(*gemm, tiles, *gpu)) {
+        config.form = KernelConfig::Form::Gemm;
+        config.gemm = tiles;
+        return config;
+      }
+    }
+  }
+  config.form = KernelConfig::Form::Loop;
+  config.loop.vectorWidth = supportsVector4(kernel) ? 4 : 1;
+  config.loop.workgroupSize = LoopKernelConfig::defaultWorkgroupSize(
+      *gpu, resultElements(kernel) / config.loop.vectorWidth);
+  return config;
+}
+
+std::vector<KernelConfig> kiln::candidateKernelConfigs(KernelOp kernel, const DeviceLimits *gpu) {
+  KernelConfig base = defaultKernelConfig(kernel, gpu);
+  std::vector<KernelConfig> out{base};
+  auto add = [&](const KernelConfig &c) {
+    for (const KernelConfig &seen : out)
+      if (seen == c)
+        return;
+    out.push_back(c);
+  };
+  switch (base.form) {
+  case KernelConfig::Form::Loop: {
+    int64_t maxGroups = std::max<int64_t>(1, gpu->maxWorkgroupCount[0]);
+    for (int width : {1, 4}) {
+      if (width == 4 && !supportsVector4(kernel))
+        continue;
+      int64_t iterations = resultElements(kernel) / width;
+      for (int size : {64, 128, 256, 512, 1024}) {
+        KernelConfig c = base;
+        c.loop = {size, width};
+        if (c.loop.check(*gpu).empty() && (iterations + size - 1) / size <= maxGroups)
+          add(c);
+      }
+    }
+    break;
+  }
+  case KernelConfig::Form::Row: {
+    KernelConfig perItem = base;
+    perItem.row = RowKernelConfig();
+    add(perItem);
+    int sg = std::max(1, gpu->subgroupSize);
+    for (int64_t size = sg; size <= 1024; size *= 2) {
+      KernelConfig c = base;
+      c.row.workgroupPerRow = true;
+      c.row.workgroupSize = static_cast<int>(size);
+      if (c.row.check(*gpu).empty())
+        add(c);
+    }
+    break;
+  }
+  case KernelConfig::Form::Gemm: {
+    std::optional<GemmShape> gemm = tiledGemmShape(kernel, contractionRoot(kernel));
+    for (int tm : {16, 32, 64, 128})
+      for (int tn : {32, 64, 128})
+        for (int tk : {8, 16, 32})
+          for (int rm : {4, 8})
+            for (int rn : {4, 8}) {
+              KernelConfig c = base;
+              c.gemm = {tm, tn, tk, rm, rn};
+              if (c.gemm.check(*gpu).empty() && tiledGridFits(*gemm, c.gemm, *gpu))
+                add(c);
+            }
+    break;
+  }
+  case KernelConfig::Form::CpuGemm: {
+    // Accumulators, one vector of B per column block and a broadcast must
+    // stay in the vector registers: 32 with AVX-512, else 16.
+    int registers = base.cpuGemm.lanes >= 16 ? 32 : 16;
+    for (int rows : {4, 6, 8, 12, 14})
+      for (int vectors : {1, 2, 3, 4}) {
+        if (rows * vectors + vectors + 1 > registers)
+          continue;
+        for (int blocks : {1, 2, 4, 8}) {
+          KernelConfig c = base;
+          c.cpuGemm.rows = rows;
+          c.cpuGemm.vectors = vectors;
+          c.cpuGemm.panelColumns = c.cpuGemm.blockColumns() * blocks;
+          if (c.cpuGemm.check().empty())
+            add(c);
+        }
+      }
+    break;
+  }
+  case KernelConfig::Form::ArgRow:
+  case KernelConfig::Form::Cpu:
+    break;
+  }
+  return out;
+}
+
+DictionaryAttr kiln::kernelConfigAttr(MLIRContext *ctx, const KernelConfig &config) {
+  Builder b(ctx);
+  SmallVector<NamedAttribute> entries;
+  auto add = [&](StringRef key, Attribute value) { entries.push_back(b.getNamedAttr(key, value)); };
+  add("form", b.getStringAttr(KernelConfig::formName(config.form)));
+  switch (config.form) {
+  case KernelConfig::Form::Loop:
+    add("workgroup_size", b.getI64IntegerAttr(config.loop.workgroupSize));
+    add("vector_width", b.getI64IntegerAttr(config.loop.vectorWidth));
+    break;
+  case KernelConfig::Form::Row:
+    add("workgroup_per_row", b.getBoolAttr(config.row.workgroupPerRow));
+    add("workgroup_size", b.getI64IntegerAttr(config.row.workgroupSize));
+    break;
+  case KernelConfig::Form::Gemm:
+    add("tile", b.getDenseI64ArrayAttr({config.gemm.tileM, config.gemm.tileN, config.gemm.tileK}));
+    add("thread", b.getDenseI64ArrayAttr({config.gemm.threadM, config.gemm.threadN}));
+    break;
+  case KernelConfig::Form::CpuGemm:
+    add("rows", b.getI64IntegerAttr(config.cpuGemm.rows));
+    add("lanes", b.getI64IntegerAttr(config.cpuGemm.lanes));
+    add("vectors", b.getI64IntegerAttr(config.cpuGemm.vectors));
+    add("panel", b.getI64IntegerAttr(config.cpuGemm.panelColumns));
+    break;
+  case KernelConfig::Form::ArgRow:
+  case KernelConfig::Form::Cpu:
+    break;
+  }
+  return b.getDictionaryAttr(entries);
+}
+
+namespace {
+/// Reads the fields of one config dictionary, naming what is wrong.
+class ConfigReader {
+public:
+  ConfigReader(KernelOp kernel, DictionaryAttr dict) : kernel(kernel), dict(dict) {}
+
+  bool integer(StringRef key, int &out) {
+    seen.insert(key);
+    auto attr = dyn_cast_or_null<IntegerAttr>(dict.get(key));
+    if (!attr || !attr.getType().isInteger() || attr.getInt() < 1 || attr.getInt() > 65536)
+      return fail("'" + key.str() + "' must be an integer from 1 to 65536");
+    out = static_cast<int>(attr.getInt());
+    return true;
+  }
+  bool boolean(StringRef key, bool &out) {
+    seen.insert(key);
+    auto attr = dyn_cast_or_null<BoolAttr>(dict.get(key));
+    if (!attr)
+      return fail("'" + key.str() + "' must be true or false");
+    out = attr.getValue();
+    return true;
+  }
+  bool array(StringRef key, std::initializer_list<int *> out) {
+    seen.insert(key);
+    auto attr = dyn_cast_or_null<DenseI64ArrayAttr>(dict.get(key));
+    if (!attr || attr.size() != static_cast<int64_t>(out.size()))
+      return fail("'" + key.str() + "' must be array<i64: " + std::to_string(out.size()) +
+                  " sizes>");
+    int i = 0;
+    for (int *slot : out) {
+      int64_t v = attr[i++];
+      if (v < 1 || v > 65536)
+        return fail("'" + key.str() + "' sizes must be from 1 to 65536");
+      *slot = static_cast<int>(v);
+    }
+    return true;
+  }
+  /// Every key was read: a misspelt one is an error, not silently the default.
+  bool noOthers() {
+    for (NamedAttribute entry : dict)
+      if (!seen.contains(entry.getName().getValue()))
+        return fail("unknown key '" + entry.getName().getValue().str() + "'");
+    return true;
+  }
+  bool fail(const std::string &why) {
+    kernel.emitOpError("config: ") << why;
+    return false;
+  }
+
+private:
+  KernelOp kernel;
+  DictionaryAttr dict;
+  llvm::StringSet<> seen{"form"};
+};
+} // namespace
+
+FailureOr<std::optional<KernelConfig>> kiln::readKernelConfig(KernelOp kernel) {
+  DictionaryAttr dict = kernel.getConfigAttr();
+  if (!dict)
+    return std::optional<KernelConfig>();
+  ConfigReader read(kernel, dict);
+  auto form = dyn_cast_or_null<StringAttr>(dict.get("form"));
+  using Form = KernelConfig::Form;
+  std::optional<Form> parsed;
+  if (form)
+    parsed = llvm::StringSwitch<std::optional<Form>>(form.getValue())
+                 .Case("loop", Form::Loop)
+                 .Case("row", Form::Row)
+                 .Case("arg_row", Form::ArgRow)
+                 .Case("gemm", Form::Gemm)
+                 .Case("cpu", Form::Cpu)
+                 .Case("cpu_gemm", Form::CpuGemm)
+                 .Default(std::nullopt);
+  if (!parsed) {
+    read.fail("'form' must be one of \"loop\", \"row\", \"arg_row\", \"gemm\", \"cpu\", "
+              "\"cpu_gemm\"");
+    return failure();
+  }
+  KernelConfig config;
+  config.form = *parsed;
+  bool ok = true;
+  switch (config.form) {
+  case Form::Loop:
+    ok = read.integer("workgroup_size", config.loop.workgroupSize) &&
+         read.integer("vector_width", config.loop.vectorWidth);
+    break;
+  case Form::Row:
+    ok = read.boolean("workgroup_per_row", config.row.workgroupPerRow) &&
+         read.integer("workgroup_size", config.row.workgroupSize);
+    break;
+  case Form::Gemm:
+    ok = read.array("tile", {&config.gemm.tileM, &config.gemm.tileN, &config.gemm.tileK}) &&
+         read.array("thread", {&config.gemm.threadM, &config.gemm.threadN});
+    break;
+  case Form::CpuGemm:
+    ok = read.integer("rows", config.cpuGemm.rows) &&
+         read.integer("lanes", config.cpuGemm.lanes) &&
+         read.integer("vectors", config.cpuGemm.vectors) &&
+         read.integer("panel", config.cpuGemm.panelColumns);
+    break;
+  case Form::ArgRow:
+  case Form::Cpu:
+    break;
+  }
+  if (!ok || !read.noOthers())
+    return failure();
+  return std::optional<KernelConfig>(config);
+}
+
+/// Why the device cannot run `config` for `kernel`; empty when it can.
+static std::string configProblem(KernelOp kernel, const DeviceLimits *gpu,
+                                 const KernelConfig &config) {
+  switch (config.form) {
+  case KernelConfig::Form::Loop:
+    if (config.loop.vectorWidth == 4 && !supportsVector4(kernel))
+      return "vector width 4 needs f32 operands and results whose innermost dimension is a "
+             "multiple of 4";
+    return gpu ? config.loop.check(*gpu) : "";
+  case KernelConfig::Form::Row:
+    return gpu ? config.row.check(*gpu) : "";
+  case KernelConfig::Form::Gemm:
+    return gpu ? config.gemm.check(*gpu) : "";
+  case KernelConfig::Form::CpuGemm:
+    return config.cpuGemm.check();
+  case KernelConfig::Form::ArgRow:
+  case KernelConfig::Form::Cpu:
+    return "";
+  }
+  return "";
+}
+
+FailureOr<KernelConfig> kiln::materializeKernelConfig(KernelOp kernel, const DeviceLimits *gpu,
+                                                      const TunedConfigLookup &lookup) {
+  FailureOr<std::optional<KernelConfig>> present = readKernelConfig(kernel);
+  if (failed(present))
+    return failure();
+  KernelConfig fallback = defaultKernelConfig(kernel, gpu);
+  KernelConfig chosen = fallback;
+  if (*present) {
+    chosen = **present;
+  } else if (lookup) {
+    // A stale record (another form, a config this device refuses) is a miss.
+    if (std::optional<KernelConfig> tuned = lookup(kernel);
+        tuned && tuned->form == fallback.form && configProblem(kernel, gpu, *tuned).empty())
+      chosen = *tuned;
+  }
+  if (chosen.form != fallback.form) {
+    kernel.emitOpError("config: form '")
+        << KernelConfig::formName(chosen.form) << "' does not fit this kernel on this "
+        << (gpu ? "GPU" : "CPU") << ", which is built as '"
+        << KernelConfig::formName(fallback.form) << "'";
+    return failure();
+  }
+  if (std::string problem = configProblem(kernel, gpu, chosen); !problem.empty()) {
+    kernel.emitOpError("config: ") << problem;
+    return failure();
+  }
+  if (!*present)
+    kernel.setConfigAttr(kernelConfigAttr(kernel.getContext(), chosen));
+  return chosen;
+}
