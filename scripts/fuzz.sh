@@ -33,7 +33,7 @@ for target in Artifact:kiln Npy:npy; do
   name=${target%%:*}; kind=${target##*:}
   bin="$out/${kind}-fuzzer"
   "$cxx" "${flags[@]}" -fsanitize=fuzzer,address "$root/test/fuzz/${name}Fuzzer.cpp" \
-    "${objects[@]}" -o "$bin" -lvulkan -ldl -lpthread
+    "${objects[@]}" -o "$bin" -lvulkan -lsqlite3 -ldl -lpthread
   corpus="$out/corpus-$kind"
   mkdir -p "$corpus" "$out/crashes-$kind"
   echo "fuzz: $kind for ${seconds}s (seeds: test/fuzz/corpus/$kind)"

@@ -13,6 +13,13 @@ struct Stats {
                                   // a graph of the same structure
   uint64_t kernels_compiled = 0;  // kernels lowered (SPIR-V or CPU JIT)
   uint64_t kernel_cache_hits = 0; // kernels found already compiled
+  uint64_t kernels_loaded = 0;    // kernels read from the cache's store
+                                  // instead of compiled
+  uint64_t tuning_hits = 0;       // kernels configured by a tuned record
+  uint64_t tuning_misses = 0;     // kernels the store had no record for
+  uint64_t kernels_tuned = 0;     // kernels tuned (KILN_AUTOTUNE=on)
+  uint64_t pipeline_cache_hits = 0; // Vulkan pipelines the driver's cache,
+                                    // read from the store, already held
   uint64_t kernels_dispatched = 0;
   uint64_t transfers = 0;         // device-to-device copies executed
   uint64_t bytes_uploaded = 0;

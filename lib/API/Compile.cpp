@@ -254,25 +254,13 @@ private:
         objects.push_back(std::move(object.bytes));
         entry.cpu = std::move(code);
       } else if (device.api() == "cpu") {
-        const CompiledCpuKernel &compiled = compileCpuKernel(session, kernel);
-        auto code = std::make_shared<rt::CpuCode>();
-        code->fn = compiled.fn;
-        code->owner = compiled.engine;
-        code->outerIterations = compiled.outerIterations;
-        code->innerIterations = compiled.innerIterations;
-        entry.cpu = std::move(code);
+        entry.cpu = cpuCodeOf(compileCpuKernel(session, kernel));
       } else {
         const rt::AdapterInfo &adapter =
             gpuProfile ? *gpuProfile
                        : static_cast<rt::VulkanDevice &>(runtimeDevice(device)).adapter();
-        const CompiledKernel &compiled = compileKernel(session, kernel, adapter);
-        auto code = std::make_shared<rt::SpirvCode>();
-        code->hash = compiled.hash;
-        code->words = compiled.spirv;
-        code->entryPoint = compiled.entryPoint;
-        code->bindingOrder = compiled.bindingOrder;
-        code->groups = {compiled.groups[0], compiled.groups[1], compiled.groups[2]};
-        entry.spirv = std::move(code);
+        entry.spirv = spirvCodeOf(compileKernel(session, kernel, adapter,
+                                                gpuProfile ? nullptr : &runtimeDevice(device)));
       }
     }
     program->kernels.push_back(std::move(entry));
@@ -325,6 +313,25 @@ std::shared_ptr<const rt::Program> kiln::compileProgram(Session &session, GraphB
   for (Node *input : graph.inputs)
     inputs.push_back(programType(tensorType(graph.ctx, *input)));
   return ProgramBuilder(session, graph.func, std::move(inputs), constantNodes, target).build();
+}
+
+std::shared_ptr<rt::SpirvCode> kiln::spirvCodeOf(const CompiledKernel &compiled) {
+  auto code = std::make_shared<rt::SpirvCode>();
+  code->hash = compiled.hash;
+  code->words = compiled.spirv;
+  code->entryPoint = compiled.entryPoint;
+  code->bindingOrder = compiled.bindingOrder;
+  code->groups = {compiled.groups[0], compiled.groups[1], compiled.groups[2]};
+  return code;
+}
+
+std::shared_ptr<rt::CpuCode> kiln::cpuCodeOf(const CompiledCpuKernel &compiled) {
+  auto code = std::make_shared<rt::CpuCode>();
+  code->fn = compiled.fn;
+  code->owner = compiled.engine;
+  code->outerIterations = compiled.outerIterations;
+  code->innerIterations = compiled.innerIterations;
+  return code;
 }
 
 std::vector<rt::TensorType> kiln::inputTypesOf(func::FuncOp func) {

@@ -55,6 +55,9 @@ std::shared_ptr<const rt::Program> compileProgram(Session &session, GraphBuilder
 std::shared_ptr<const rt::Program> compileProgram(Session &session, mlir::func::FuncOp func,
                                                   const ProgramTarget &target = {});
 std::vector<rt::TensorType> inputTypesOf(mlir::func::FuncOp func);
+/// A compiled kernel as a Program's code for its device.
+std::shared_ptr<rt::SpirvCode> spirvCodeOf(const CompiledKernel &compiled);
+std::shared_ptr<rt::CpuCode> cpuCodeOf(const CompiledCpuKernel &compiled);
 rt::TensorType programTypeOf(mlir::Type type);
 
 } // namespace kiln

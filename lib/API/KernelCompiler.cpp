@@ -9,6 +9,7 @@
 #include "KernelCompiler.h"
 
 #include "Devices.h"
+#include "Tuning.h"
 
 #include "kiln/Codegen/KernelConfigAttr.h"
 #include "kiln/Codegen/KernelToLinalg.h"
@@ -170,24 +171,12 @@ void kiln::trimKernelCaches(Session &session) {
   }
 }
 
-KernelConfig kiln::configureKernel(Session &session, KernelOp kernel, const DeviceLimits *gpu) {
-  (void)session;
-  std::string diagnostics;
-  ScopedDiagnosticHandler handler(kernel.getContext(), [&](Diagnostic &diag) {
-    diagnostics += diag.str() + "\n";
-    return success();
-  });
-  FailureOr<KernelConfig> config = materializeKernelConfig(kernel, gpu);
-  if (failed(config))
-    throw CompileError("kernel configuration: " + diagnostics);
-  return *config;
-}
-
 const CompiledKernel &kiln::compileKernel(Session &session, KernelOp kernel,
-                                          const rt::AdapterInfo &adapter) {
+                                          const rt::AdapterInfo &adapter, rt::Device *device) {
   MLIRContext *ctx = kernel.getContext();
   DeviceLimits limits = limitsOf(adapter);
-  KernelConfig config = configureKernel(session, kernel, &limits);
+  KernelConfig config =
+      configureKernel(session, kernel, &limits, deviceFingerprint(adapter), device);
   KernelModule km = buildKernelModule(kernel, gpuLayoutFor(config), &limits);
   OwningOpRef<ModuleOp> &module = km.module;
   func::FuncOp *fn = &km.fn;

@@ -30,15 +30,12 @@ KernelModule buildKernelModule(KernelOp kernel, KernelLayout layout,
 /// The limits the kernel builders size GPU kernels by.
 DeviceLimits limitsOf(const rt::AdapterInfo &adapter);
 
-/// The configure step: gives `kernel` its config (for a GPU with `gpu`
-/// limits, else the CPU) unless it has one, and returns it. Throws
-/// CompileError for a config the kernel or device cannot take.
-KernelConfig configureKernel(Session &session, KernelOp kernel, const DeviceLimits *gpu);
-
 /// The SPIR-V of `kernel` for `adapter`'s limits, from the session cache or
-/// freshly lowered and validated. Throws CompileError.
+/// freshly lowered and validated; configured first (Tuning.h), tuned on
+/// `device` when KILN_AUTOTUNE=on. Throws CompileError.
 const CompiledKernel &compileKernel(Session &session, KernelOp kernel,
-                                    const rt::AdapterInfo &adapter);
+                                    const rt::AdapterInfo &adapter,
+                                    rt::Device *device = nullptr);
 
 /// Validates SPIR-V words for Vulkan 1.1; returns the validator's messages,
 /// empty when valid.

@@ -56,6 +56,7 @@ AdapterInfo describeAdapter(VkPhysicalDevice physical,
   info.vendorId = props.vendorID;
   info.deviceId = props.deviceID;
   info.driverVersion = props.driverVersion;
+  std::memcpy(info.pipelineCacheUUID, props.pipelineCacheUUID, sizeof(info.pipelineCacheUUID));
   info.apiVersion = props.apiVersion;
   info.type = adapterType(props.deviceType);
   const VkPhysicalDeviceLimits &limits = props.limits;

@@ -39,6 +39,9 @@ struct AdapterInfo {
   uint32_t apiVersion = 0;
   /// deviceUUID as 8-4-4-4-12 lowercase hex.
   std::string uuid;
+  /// VkPhysicalDeviceProperties::pipelineCacheUUID: pipeline cache data is
+  /// valid only for a driver with the same one.
+  uint8_t pipelineCacheUUID[16] = {};
   enum class Type {
     Discrete,
     Integrated,
