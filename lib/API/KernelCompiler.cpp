@@ -9,6 +9,7 @@
 #include "KernelCompiler.h"
 
 #include "Devices.h"
+#include "KernelStore.h"
 #include "Tuning.h"
 
 #include "kiln/Codegen/KernelConfigAttr.h"
@@ -171,12 +172,55 @@ void kiln::trimKernelCaches(Session &session) {
   }
 }
 
+/// Puts `compiled` in the session's cache, charged the SPIR-V and the key
+/// plus an estimate of a driver's pipeline per device (evicting drops those
+/// pipelines too). A CPU implementation (lavapipe) holds the JIT's machine
+/// code and LLVM state per pipeline: about 180 KiB each, measured
+/// (kiln-bench-graphs, BM_ManyShapes).
+static const CompiledKernel &keepKernel(Session &session, const std::string &key,
+                                        CompiledKernel compiled,
+                                        const rt::AdapterInfo &adapter) {
+  uint64_t pipeline = adapter.type == rt::AdapterInfo::Type::Cpu ? (192 << 10) : (64 << 10);
+  uint64_t bytes = compiled.spirv.size() * 4 + 2 * key.size() + pipeline;
+  CompiledKernel &kept = session.kernels.insert(key, std::move(compiled), bytes);
+  trimKernelCaches(session);
+  return kept;
+}
+
 const CompiledKernel &kiln::compileKernel(Session &session, KernelOp kernel,
                                           const rt::AdapterInfo &adapter, rt::Device *device) {
   MLIRContext *ctx = kernel.getContext();
   DeviceLimits limits = limitsOf(adapter);
   KernelConfig config =
       configureKernel(session, kernel, &limits, deviceFingerprint(adapter), device);
+  // The kernel as configured plus the limits codegen reads: the key in
+  // this session, and (with the target and this compiler build) in the
+  // cache's store, where a later process finds the code.
+  std::string key = kernelText(kernel);
+  {
+    llvm::raw_string_ostream os(key);
+    os << "\nsubgroup=" << limits.subgroupSize << " shared=" << limits.sharedMemoryBytes
+       << " groups=" << limits.maxWorkgroupCount[0] << "," << limits.maxWorkgroupCount[1] << ","
+       << limits.maxWorkgroupCount[2] << " invocations=" << limits.maxWorkgroupInvocations
+       << " loops=" << limits.maxLoopIterations << " units=" << limits.computeUnits;
+  }
+  if (CompiledKernel *hit = session.kernels.find(key)) {
+    ++session.stats.kernel_cache_hits;
+    return *hit;
+  }
+  const char *dumpDir = std::getenv("KILN_DUMP_SPIRV");
+  bool dumping = dumpDir && *dumpDir;
+  rt::Store *store = dumping ? nullptr : rt::Store::process();
+  std::string storeKey =
+      "spirv\n" + key + "\ndevice " + deviceFingerprint(adapter) + "\ncompiler " + compilerBuild();
+  if (store)
+    if (std::optional<std::vector<uint8_t>> bytes = store->findKernel(storeKey))
+      if (std::optional<CompiledKernel> loaded = decodeKernel(*bytes)) {
+        loaded->hash = std::hash<std::string>()(key);
+        ++session.stats.kernels_loaded;
+        return keepKernel(session, key, std::move(*loaded), adapter);
+      }
+
   KernelModule km = buildKernelModule(kernel, gpuLayoutFor(config), &limits);
   OwningOpRef<ModuleOp> &module = km.module;
   func::FuncOp *fn = &km.fn;
@@ -226,20 +270,6 @@ const CompiledKernel &kiln::compileKernel(Session &session, KernelOp kernel,
   if (*threads > 0)
     options.threads = *threads;
 
-  std::string key = km.text;
-  {
-    llvm::raw_string_ostream os(key);
-    os << "\nsubgroup=" << options.subgroupSize << " shared=" << limits.sharedMemoryBytes
-       << " groups=" << limits.maxWorkgroupCount[0] << "," << limits.maxWorkgroupCount[1] << ","
-       << limits.maxWorkgroupCount[2]
-       << " invocations=" << options.maxWorkgroupInvocations
-       << " threads=" << options.threads;
-  }
-  if (CompiledKernel *hit = session.kernels.find(key)) {
-    ++session.stats.kernel_cache_hits;
-    return *hit;
-  }
-
   std::string error;
   FailureOr<SpirvKernel> lowered = lowerToSpirv(*module, *fn, options, error);
   if (failed(lowered))
@@ -256,7 +286,12 @@ const CompiledKernel &kiln::compileKernel(Session &session, KernelOp kernel,
     throw CompileError("generated SPIR-V failed validation (a Kiln bug): " +
                        errors);
   ++session.stats.kernels_compiled;
-  if (const char *dir = std::getenv("KILN_DUMP_SPIRV"); dir && *dir) {
+  if (store) {
+    std::vector<uint8_t> bytes = encodeKernel(compiled);
+    store->putKernel(storeKey, "spirv", bytes.data(), bytes.size());
+  }
+  if (dumping) {
+    const char *dir = dumpDir;
     std::vector<uint64_t> bindingBytes;
     for (uint32_t arg : compiled.bindingOrder) {
       auto memref = cast<MemRefType>(fn->getArgumentTypes()[arg]);
@@ -266,15 +301,7 @@ const CompiledKernel &kiln::compileKernel(Session &session, KernelOp kernel,
                                                   cast<VectorType>(element).getElementTypeBitWidth();
       bindingBytes.push_back(memref.getNumElements() * std::max<int64_t>(1, bits / 8));
     }
-    dumpKernel(dir, compiled, bindingBytes, key);
+    dumpKernel(dir, compiled, bindingBytes, km.text);
   }
-  // The SPIR-V and the key, plus an estimate of a driver's pipeline per
-  // device. Evicting drops those pipelines too. A CPU implementation
-  // (lavapipe) holds the JIT's machine code and LLVM state per pipeline:
-  // about 180 KiB each, measured (kiln-bench-graphs, BM_ManyShapes).
-  uint64_t pipeline = adapter.type == rt::AdapterInfo::Type::Cpu ? (192 << 10) : (64 << 10);
-  uint64_t bytes = compiled.spirv.size() * 4 + 2 * key.size() + pipeline;
-  CompiledKernel &kept = session.kernels.insert(key, std::move(compiled), bytes);
-  trimKernelCaches(session);
-  return kept;
+  return keepKernel(session, key, std::move(compiled), adapter);
 }

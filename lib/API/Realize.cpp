@@ -254,6 +254,10 @@ void realizeLocked(Session &s, const std::vector<std::shared_ptr<Node>> &roots,
   };
   rt::StatusOr<rt::RunResult> result = rt::run(program, compiled.devices, inputs, run);
   check(result.status(), "running the graph");
+  // Pipelines created by this run go to the store for the next process.
+  for (rt::Device *device : compiled.devices)
+    if (rt::VulkanDevice *vulkan = device->replayDevice())
+      vulkan->savePipelineCache();
   const rt::RunCounters &counters = result->counters;
   s.stats.kernels_dispatched += counters.dispatches;
   s.stats.transfers += counters.transfers;

@@ -3,6 +3,7 @@
 #include "Tuning.h"
 
 #include "KernelCompiler.h"
+#include "KernelStore.h"
 
 #include "kiln/Codegen/KernelConfigAttr.h"
 #include "kiln/Errors.h"
@@ -64,10 +65,8 @@ std::string kiln::tuningKey(KernelOp kernel, const std::string &fingerprint) {
   // The kernel as printed without its config: ops, shapes, dtypes, device.
   DictionaryAttr config = kernel.getConfigAttr();
   kernel.removeConfigAttr();
-  std::string key;
+  std::string key = "kernel " + kernelText(kernel);
   llvm::raw_string_ostream os(key);
-  os << "kernel ";
-  kernel->print(os, OpPrintingFlags().useLocalScope().printGenericOpForm());
   os << "\ndevice " << fingerprint << "\ncompiler " << compilerVersion() << "\nsearch space "
      << kSearchSpaceVersion;
   if (config)
@@ -77,14 +76,6 @@ std::string kiln::tuningKey(KernelOp kernel, const std::string &fingerprint) {
 
 std::string kiln::tuningKeyHash(const std::string &key) {
   return llvm::utohexstr(rt::fnv1a64(key.data(), key.size()), /*LowerCase=*/true, 16);
-}
-
-rt::Store *kiln::processStore() {
-  static std::shared_ptr<rt::Store> store = [] {
-    std::string dir = rt::Store::defaultDirectory();
-    return dir.empty() ? nullptr : rt::Store::open(dir);
-  }();
-  return store && store->enabled() ? store.get() : nullptr;
 }
 
 TimingReplay TimingReplay::load(const std::string &path) {
@@ -153,7 +144,7 @@ KernelConfig kiln::configureKernel(Session &session, KernelOp kernel, const Devi
     return success();
   });
   AutotuneMode mode = kernel.getConfigAttr() ? AutotuneMode::Off : autotuneMode();
-  rt::Store *store = mode == AutotuneMode::Off ? nullptr : processStore();
+  rt::Store *store = mode == AutotuneMode::Off ? nullptr : rt::Store::process();
   TunedConfigLookup lookup;
   std::string key;
   if (store) {

@@ -62,10 +62,6 @@ std::string cpuFingerprint();
 /// The tuning key of `kernel` (its config left out) on a device.
 std::string tuningKey(KernelOp kernel, const std::string &fingerprint);
 
-/// The process's store at rt::Store::defaultDirectory(); null when no
-/// cache directory is known (no KILN_CACHE_DIR, XDG_CACHE_HOME or HOME).
-rt::Store *processStore();
-
 /// Recorded timings (KILN_AUTOTUNE_REPLAY): per tuning key's hash (16 hex
 /// digits, tuningKeyHash), per config (KernelConfig::str()), seconds.
 struct TimingReplay {

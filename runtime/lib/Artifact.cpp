@@ -571,6 +571,8 @@ StatusOr<RunResult> Model::run(const std::vector<ProgramInput> &inputs, const Ru
         return replay.status();
       replay_ = std::move(*replay);
       replayTried_ = true;
+      // Its pipelines, for the next process that loads a model here.
+      replayDevice->savePipelineCache();
     }
     if (replay_) {
       std::vector<ProgramInput> bound;

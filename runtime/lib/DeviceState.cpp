@@ -184,6 +184,8 @@ createDeviceState(const DeviceSetup &setup) {
       std::make_unique<DescriptorAllocator>(state->device, state->label);
   state->staging =
       std::make_unique<StagingBuffer>(state->device, memory, state->label);
+  state->driverCache = DriverPipelineCache::create(state->device, state->adapter, state->label);
+  state->creationFeedback = apiVersion >= VK_API_VERSION_1_3;
   return state;
 }
 
@@ -194,6 +196,7 @@ VulkanDevice::State::~State() {
     (void)stream->submitAndWait();
   vkDeviceWaitIdle(device);
   pipelines.clear();
+  driverCache.reset(); // saves what this process added
   descriptors.reset();
   staging.reset();
   stream.reset();

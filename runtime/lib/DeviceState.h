@@ -17,6 +17,7 @@
 #include "CommandStream.h"
 #include "DescriptorAllocator.h"
 #include "Pipeline.h"
+#include "PipelineCache.h"
 #include "StagingBuffer.h"
 
 #include "kiln/runtime/Vulkan.h"
@@ -76,6 +77,9 @@ struct VulkanDevice::State {
   std::unique_ptr<StagingBuffer> staging;
   // Shared: a Recording keeps the pipelines it replays alive.
   std::unordered_map<uint64_t, std::shared_ptr<Pipeline>> pipelines;
+  // The driver's pipeline cache, kept in the store across processes.
+  std::unique_ptr<DriverPipelineCache> driverCache;
+  bool creationFeedback = false; // Vulkan 1.3: cache hits are reported
   DeviceStats counters; // all but the pool's and validation counters
   uint64_t validationBaseline = 0;
 };

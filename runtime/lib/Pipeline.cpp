@@ -17,7 +17,8 @@ namespace kiln::rt {
 
 StatusOr<std::unique_ptr<Pipeline>>
 Pipeline::create(VkDevice device, const void *owner, const KernelBinary &kernel,
-                 uint32_t maxBindings, const std::string &label) {
+                 uint32_t maxBindings, const std::string &label,
+                 VkPipelineCache cache, bool *driverCacheHit) {
   std::string what = "kernel " + formatHash(kernel.hash) + " on " + label;
   if (!kernel.spirv)
     return Status::invalidArgument("no SPIR-V for " + what);
@@ -74,8 +75,21 @@ Pipeline::create(VkDevice device, const void *owner, const KernelBinary &kernel,
   info.stage.module = module;
   info.stage.pName = pipeline->entryPoint_.c_str();
   info.layout = pipeline->layout_;
-  VkResult result = vkCreateComputePipelines(device, VK_NULL_HANDLE, 1, &info,
+  // Vulkan 1.3 drivers say whether the pipeline came from the cache.
+  VkPipelineCreationFeedback feedback{}, stageFeedback{};
+  VkPipelineCreationFeedbackCreateInfo feedbackInfo{};
+  feedbackInfo.sType = VK_STRUCTURE_TYPE_PIPELINE_CREATION_FEEDBACK_CREATE_INFO;
+  feedbackInfo.pPipelineCreationFeedback = &feedback;
+  feedbackInfo.pipelineStageCreationFeedbackCount = 1;
+  feedbackInfo.pPipelineStageCreationFeedbacks = &stageFeedback;
+  if (driverCacheHit)
+    info.pNext = &feedbackInfo;
+  VkResult result = vkCreateComputePipelines(device, cache, 1, &info,
                                              nullptr, &pipeline->pipeline_);
+  if (driverCacheHit)
+    *driverCacheHit =
+        (feedback.flags & VK_PIPELINE_CREATION_FEEDBACK_VALID_BIT) &&
+        (feedback.flags & VK_PIPELINE_CREATION_FEEDBACK_APPLICATION_PIPELINE_CACHE_HIT_BIT);
   vkDestroyShaderModule(device, module, nullptr);
   if (result != VK_SUCCESS)
     return vkFailure(result, "vkCreateComputePipelines for " + what);

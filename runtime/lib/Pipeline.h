@@ -27,7 +27,8 @@ public:
   /// `maxBindings` is its maxPerStageDescriptorStorageBuffers.
   static StatusOr<std::unique_ptr<Pipeline>>
   create(VkDevice device, const void *owner, const KernelBinary &kernel,
-         uint32_t maxBindings, const std::string &label);
+         uint32_t maxBindings, const std::string &label,
+         VkPipelineCache cache = VK_NULL_HANDLE, bool *driverCacheHit = nullptr);
   ~Pipeline();
   Pipeline(const Pipeline &) = delete;
   Pipeline &operator=(const Pipeline &) = delete;

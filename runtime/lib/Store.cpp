@@ -768,4 +768,16 @@ Status Store::verify() {
   }
 }
 
+Store *Store::process() {
+  // Leaked on purpose: static destructors (the Vulkan context's) write to it.
+  static Store *store = [] {
+    const char *env = std::getenv("KILN_CACHE_DIR");
+    if (env && std::string_view(env) == "off")
+      return static_cast<Store *>(nullptr);
+    std::string dir = defaultDirectory();
+    return dir.empty() ? nullptr : (new std::shared_ptr<Store>(open(dir)))->get();
+  }();
+  return store && store->enabled() ? store : nullptr;
+}
+
 } // namespace kiln::rt

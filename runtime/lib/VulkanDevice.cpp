@@ -223,10 +223,17 @@ StatusOr<Pipeline *> VulkanDevice::pipeline(const KernelBinary &kernel) {
     ++s.counters.pipelineCacheHits;
     return cached;
   }
+  bool driverHit = false;
   StatusOr<std::unique_ptr<Pipeline>> created = Pipeline::create(
-      s.device, &s, kernel, s.maxStorageBuffersPerStage, s.label);
+      s.device, &s, kernel, s.maxStorageBuffersPerStage, s.label,
+      s.driverCache ? s.driverCache->handle() : VK_NULL_HANDLE,
+      s.creationFeedback ? &driverHit : nullptr);
   if (!created.isOk())
     return created.status();
+  if (driverHit)
+    ++s.counters.driverCacheHits;
+  else if (s.driverCache)
+    s.driverCache->noteCreated();
   Pipeline *result = created->get();
   s.pipelines.emplace(kernel.hash, std::move(*created));
   ++s.counters.pipelinesCreated;
@@ -244,6 +251,13 @@ Status VulkanDevice::releasePipeline(uint64_t hash) {
     return status;
   s.pipelines.erase(it);
   return Status::ok();
+}
+
+void VulkanDevice::savePipelineCache() {
+  State &s = *state_;
+  Lock lock(s.mutex);
+  if (s.driverCache)
+    s.driverCache->save();
 }
 
 size_t VulkanDevice::pipelineCount() const {

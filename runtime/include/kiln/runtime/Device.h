@@ -41,6 +41,9 @@ struct DeviceStats {
   uint64_t dispatches = 0;
   uint64_t pipelinesCreated = 0;
   uint64_t pipelineCacheHits = 0;
+  /// Pipelines the driver found in its cache (Vulkan 1.3 drivers report
+  /// it): made by an earlier process and kept in the cache's store.
+  uint64_t driverCacheHits = 0;
   uint64_t bytesUploaded = 0;
   uint64_t bytesDownloaded = 0;
   uint64_t submits = 0;

@@ -72,6 +72,11 @@ public:
   /// warning "kiln: cache <path>: <why>; running without it (<what to do>)".
   static std::shared_ptr<Store> open(const std::string &dir, Options options);
   static std::shared_ptr<Store> open(const std::string &dir);
+  /// The process's store at defaultDirectory(), opened on first use and
+  /// never closed (devices save their pipeline caches into it while the
+  /// process exits); null when no directory is known, KILN_CACHE_DIR is
+  /// "off", or the store is disabled.
+  static Store *process();
   ~Store();
   Store(const Store &) = delete;
   Store &operator=(const Store &) = delete;

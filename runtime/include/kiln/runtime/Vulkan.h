@@ -200,6 +200,10 @@ public:
   Status releasePipeline(uint64_t hash);
   /// Pipelines held now.
   size_t pipelineCount() const;
+  /// Writes the driver's pipeline cache to the process's store when
+  /// pipelines were created since the last save (also done when the device
+  /// is destroyed), so the next process creates them from the cache.
+  void savePipelineCache();
   /// Records a dispatch into the current command buffer (started lazily),
   /// ordered after all earlier work on this device by memory barriers.
   /// `bindings[i]` is bound at binding i and must belong to this device.
