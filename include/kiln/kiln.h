@@ -8,5 +8,6 @@
 #include "kiln/Program.h"
 #include "kiln/Stats.h"
 #include "kiln/Tensor.h"
+#include "kiln/Tune.h"
 
 #endif // KILN_KILN_H

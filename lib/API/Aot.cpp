@@ -15,6 +15,7 @@
 #include "MslTarget.h"
 #include "Devices.h"
 #include "GraphBuilder.h"
+#include "GraphFile.h"
 #include "Session.h"
 
 #include "kiln/Transforms/Passes.h"
@@ -187,6 +188,65 @@ Program kiln::compile(const std::vector<Tensor> &outputs, const std::vector<Tens
   return Program(std::move(artifact), deviceFor(targets.front()), /*mustRun=*/false);
 }
 
+mlir::OwningOpRef<mlir::ModuleOp> kiln::parseGraphText(mlir::MLIRContext &ctx,
+                                                        const std::string &text,
+                                                        const std::string &name,
+                                                        std::string &diagnostics) {
+  using namespace mlir;
+  OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(text, ParserConfig(&ctx), name);
+  if (!module)
+    throw CompileError(name + ": not a valid kiln graph:\n" + diagnostics);
+  if (!firstFunc(*module))
+    throw CompileError(name + ": no func.func to compile");
+  return module;
+}
+
+mlir::func::FuncOp kiln::firstFunc(mlir::ModuleOp module) {
+  mlir::func::FuncOp first;
+  module.walk([&](mlir::func::FuncOp f) {
+    if (!first)
+      first = f;
+  });
+  return first;
+}
+
+void kiln::placeAndFuseFor(mlir::ModuleOp module, const Device &device, const std::string &name,
+                           std::string &diagnostics) {
+  using namespace mlir;
+  MLIRContext *ctx = module.getContext();
+  func::FuncOp func = firstFunc(module);
+  DeviceAttr attr = DeviceAttr::get(ctx, device.api(), device.index(), device.adapter_uuid(),
+                                    device.written());
+  // Every committed source moves to the target's device, as compile() does.
+  func.walk([&](PlacedOpInterface op) {
+    if (op.isPlacementSource() && op.getPlacement())
+      op.setPlacement(attr);
+  });
+  PlacementOptions placement;
+  placement.defaultDevice = attr;
+  if (failed(placeDevices(func, placement)))
+    throw CompileError(name + ": placement failed:\n" + diagnostics);
+  PassManager pm(ctx, ModuleOp::getOperationName());
+  pm.nest<func::FuncOp>().addPass(createKilnFuseElementwise());
+  if (failed(pm.run(module)))
+    throw CompileError(name + ": fusion failed:\n" + diagnostics);
+}
+
+std::function<mlir::LogicalResult(mlir::Diagnostic &)>
+kiln::diagnosticCollector(std::string &diagnostics) {
+  using namespace mlir;
+  return [&diagnostics](Diagnostic &diag) {
+    std::string where;
+    if (auto loc = dyn_cast<FileLineColLoc>(diag.getLocation()))
+      where = loc.getFilename().str() + ":" + std::to_string(loc.getLine()) + ":" +
+              std::to_string(loc.getColumn()) + ": ";
+    diagnostics += where + diag.str() + "\n";
+    for (Diagnostic &note : diag.getNotes())
+      diagnostics += "  note: " + note.str() + "\n";
+    return success();
+  };
+}
+
 Program kiln::compile_graph(const std::string &text, const std::string &name,
                             const CompileOptions &options) {
   using namespace mlir;
@@ -197,26 +257,9 @@ Program kiln::compile_graph(const std::string &text, const std::string &name,
   std::lock_guard<std::mutex> lock(s.mutex);
   MLIRContext &ctx = s.contextForGraph();
   std::string diagnostics;
-  ScopedDiagnosticHandler handler(&ctx, [&](Diagnostic &diag) {
-    std::string where;
-    if (auto loc = dyn_cast<FileLineColLoc>(diag.getLocation()))
-      where = loc.getFilename().str() + ":" + std::to_string(loc.getLine()) + ":" +
-              std::to_string(loc.getColumn()) + ": ";
-    diagnostics += where + diag.str() + "\n";
-    for (Diagnostic &note : diag.getNotes())
-      diagnostics += "  note: " + note.str() + "\n";
-    return success();
-  });
-  OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(text, ParserConfig(&ctx), name);
-  if (!module)
-    throw CompileError(name + ": not a valid kiln graph:\n" + diagnostics);
-  func::FuncOp graphFunc;
-  module->walk([&](func::FuncOp f) {
-    if (!graphFunc)
-      graphFunc = f;
-  });
-  if (!graphFunc)
-    throw CompileError(name + ": no func.func to compile");
+  ScopedDiagnosticHandler handler(&ctx, diagnosticCollector(diagnostics));
+  OwningOpRef<ModuleOp> module = parseGraphText(ctx, text, name, diagnostics);
+  func::FuncOp graphFunc = firstFunc(*module);
   auto artifact = std::make_shared<rt::Artifact>();
   std::vector<rt::TensorType> inputs = inputTypesOf(graphFunc);
   for (size_t i = 0; i < inputs.size(); ++i)
@@ -225,30 +268,11 @@ Program kiln::compile_graph(const std::string &text, const std::string &name,
     artifact->outputs.push_back({nameAt(options.output_names, i, "output"),
                                  programTypeOf(graphFunc.getResultTypes()[i])});
   for (const std::string &target : targets) {
-    Device device = deviceFor(target);
     OwningOpRef<ModuleOp> copy = module->clone();
-    func::FuncOp func;
-    copy->walk([&](func::FuncOp f) {
-      if (!func)
-        func = f;
-    });
-    DeviceAttr attr = DeviceAttr::get(&ctx, device.api(), device.index(), device.adapter_uuid(),
-                                      device.written());
-    // Every committed source moves to the target's device, as compile() does.
-    func.walk([&](PlacedOpInterface op) {
-      if (op.isPlacementSource() && op.getPlacement())
-        op.setPlacement(attr);
-    });
-    PlacementOptions placement;
-    placement.defaultDevice = attr;
-    if (failed(placeDevices(func, placement)))
-      throw CompileError(name + ": placement failed:\n" + diagnostics);
-    PassManager pm(&ctx, ModuleOp::getOperationName());
-    pm.nest<func::FuncOp>().addPass(createKilnFuseElementwise());
-    if (failed(pm.run(*copy)))
-      throw CompileError(name + ": fusion failed:\n" + diagnostics);
+    placeAndFuseFor(*copy, deviceFor(target), name, diagnostics);
     rt::TargetProgram program;
     program.target = target;
+    func::FuncOp func = firstFunc(*copy);
     program.program = compileFor(s, func, target, options);
     for (size_t i = 0; i < program.program->inputs.size(); ++i)
       program.sources.push_back({false, static_cast<uint32_t>(i)});

@@ -254,7 +254,7 @@ private:
         objects.push_back(std::move(object.bytes));
         entry.cpu = std::move(code);
       } else if (device.api() == "cpu") {
-        entry.cpu = cpuCodeOf(compileCpuKernel(session, kernel));
+        entry.cpu = cpuCodeOf(compileCpuKernel(session, kernel, &runtimeDevice(device)));
       } else {
         const rt::AdapterInfo &adapter =
             gpuProfile ? *gpuProfile
@@ -328,7 +328,7 @@ std::shared_ptr<rt::SpirvCode> kiln::spirvCodeOf(const CompiledKernel &compiled)
 std::shared_ptr<rt::CpuCode> kiln::cpuCodeOf(const CompiledCpuKernel &compiled) {
   auto code = std::make_shared<rt::CpuCode>();
   code->fn = compiled.fn;
-  code->owner = compiled.engine;
+  code->owner = compiled.owner;
   code->outerIterations = compiled.outerIterations;
   code->innerIterations = compiled.innerIterations;
   return code;

@@ -10,6 +10,8 @@
 
 #include "CpuCompiler.h"
 #include "KernelCompiler.h"
+#include "KernelStore.h"
+#include "Tuning.h"
 
 #include "kiln/Codegen/Pipelines.h"
 #include "kiln/Errors.h"
@@ -18,11 +20,17 @@
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/Pass/PassManager.h"
+#include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
 #include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
+#include "llvm/ExecutionEngine/Orc/LLJIT.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/IR/Module.h"
 #include "llvm/Support/TargetSelect.h"
 
 #include <cstdlib>
+#include <cstring>
+#include <mutex>
 
 using namespace mlir;
 using namespace kiln;
@@ -54,13 +62,166 @@ void kiln::lowerCpuKernel(KernelModule &km) {
     throw CompileError("lowering a kernel to LLVM failed: " + diagnostics);
 }
 
-const CompiledCpuKernel &kiln::compileCpuKernel(Session &session, KernelOp kernel) {
-  KernelModule km = buildKernelModule(kernel, KernelLayout::Coalesced);
-  std::string key = "cpu\n" + km.text;
+namespace {
+/// The object code of a CPU kernel in the store, with what running it needs.
+struct StoredCpuKernel {
+  uint32_t numBindings = 0;
+  int64_t outerIterations = 0, innerIterations = 1;
+  std::vector<uint8_t> object;
+};
+
+constexpr char kCpuMagic[8] = {'K', 'C', 'P', 'U', 'O', 'B', 'J', '1'};
+
+std::vector<uint8_t> encodeCpuKernel(const StoredCpuKernel &kernel) {
+  std::vector<uint8_t> out(kCpuMagic, kCpuMagic + 8);
+  auto put = [&](uint64_t v) {
+    for (int i = 0; i < 8; ++i)
+      out.push_back(static_cast<uint8_t>(v >> (8 * i)));
+  };
+  put(kernel.numBindings);
+  put(static_cast<uint64_t>(kernel.outerIterations));
+  put(static_cast<uint64_t>(kernel.innerIterations));
+  out.insert(out.end(), kernel.object.begin(), kernel.object.end());
+  return out;
+}
+
+std::optional<StoredCpuKernel> decodeCpuKernel(const std::vector<uint8_t> &bytes) {
+  if (bytes.size() < 32 + 64 || std::memcmp(bytes.data(), kCpuMagic, 8))
+    return std::nullopt;
+  auto get = [&](size_t at) {
+    uint64_t v = 0;
+    for (int i = 0; i < 8; ++i)
+      v |= uint64_t(bytes[at + i]) << (8 * i);
+    return v;
+  };
+  StoredCpuKernel kernel;
+  kernel.numBindings = static_cast<uint32_t>(get(8));
+  kernel.outerIterations = static_cast<int64_t>(get(16));
+  kernel.innerIterations = static_cast<int64_t>(get(24));
+  kernel.object.assign(bytes.begin() + 32, bytes.end());
+  // An ELF relocatable object of this machine, or nothing.
+  const uint8_t *elf = kernel.object.data();
+  if (std::memcmp(elf, "\x7f" "ELF", 4) || elf[4] != 2 || kernel.numBindings > 4096 ||
+      kernel.outerIterations < 0 || kernel.innerIterations < 1)
+    return std::nullopt;
+  return kernel;
+}
+
+/// Links stored objects into this process: one JITDylib per kernel (each
+/// defines the same entry) in one LLJIT, kept to the end of the process
+/// like the engines (TOOLCHAIN.md: destroying JIT state during static
+/// destruction crashed).
+class ObjectLoader {
+public:
+  static ObjectLoader *get() {
+    static ObjectLoader *loader = [] {
+      hostTargetMachine(); // initializes the native target
+      auto jit = llvm::orc::LLJITBuilder().create();
+      if (!jit) {
+        llvm::consumeError(jit.takeError());
+        return static_cast<ObjectLoader *>(nullptr);
+      }
+      return new ObjectLoader(std::move(*jit));
+    }();
+    return loader;
+  }
+
+  /// The kernel's packed entry, or null (with `error` set).
+  rt::CpuKernelFn load(const std::vector<uint8_t> &object, std::string &error) {
+    std::lock_guard<std::mutex> lock(mutex);
+    std::string name = "kiln_stored_" + std::to_string(next++);
+    auto dylib = jit->createJITDylib(name);
+    if (!dylib) {
+      error = llvm::toString(dylib.takeError());
+      return nullptr;
+    }
+    auto process = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(
+        jit->getDataLayout().getGlobalPrefix());
+    if (!process) {
+      error = llvm::toString(process.takeError());
+      return nullptr;
+    }
+    dylib->addGenerator(std::move(*process));
+    auto buffer = llvm::MemoryBuffer::getMemBufferCopy(
+        llvm::StringRef(reinterpret_cast<const char *>(object.data()), object.size()), name);
+    if (llvm::Error e = jit->addObjectFile(*dylib, std::move(buffer))) {
+      error = llvm::toString(std::move(e));
+      return nullptr;
+    }
+    auto symbol = jit->lookup(*dylib, "_mlir_kiln_kernel");
+    if (!symbol) {
+      error = llvm::toString(symbol.takeError());
+      return nullptr;
+    }
+    return symbol->toPtr<rt::CpuKernelFn>();
+  }
+
+private:
+  explicit ObjectLoader(std::unique_ptr<llvm::orc::LLJIT> jit) : jit(std::move(jit)) {}
+  std::unique_ptr<llvm::orc::LLJIT> jit;
+  std::mutex mutex;
+  uint64_t next = 0;
+};
+
+/// The compiled object of the engine's module (ExecutionEngine keeps it
+/// when asked to, and writes it only to a file).
+std::vector<uint8_t> engineObject(ExecutionEngine &engine) {
+  llvm::SmallString<128> path;
+  if (llvm::sys::fs::createTemporaryFile("kiln-kernel", "o", path))
+    return {};
+  engine.dumpToObjectFile(path);
+  std::vector<uint8_t> bytes;
+  if (auto buffer = llvm::MemoryBuffer::getFile(path))
+    bytes.assign((*buffer)->getBufferStart(), (*buffer)->getBufferEnd());
+  llvm::sys::fs::remove(path);
+  return bytes;
+}
+
+/// Puts `compiled` in the session's cache. An estimate (no JIT reports its
+/// memory): the engine's own state (measured: a few hundred KiB each) plus
+/// its code, and the key.
+const CompiledCpuKernel &keepCpuKernel(Session &session, const std::string &key,
+                                       CompiledCpuKernel compiled) {
+  uint64_t bytes = (256 << 10) + 32 * compiled.instructions + 2 * key.size();
+  CompiledCpuKernel &kept = session.cpuKernels.insert(key, std::move(compiled), bytes);
+  trimKernelCaches(session);
+  return kept;
+}
+} // namespace
+
+const CompiledCpuKernel &kiln::compileCpuKernel(Session &session, KernelOp kernel,
+                                                rt::Device *device) {
+  configureKernel(session, kernel, nullptr, cpuFingerprint(), device);
+  // The kernel as configured: the key in this session and, with this CPU
+  // and compiler build, in the cache's store.
+  std::string key = "cpu\n" + kernelText(kernel);
   if (CompiledCpuKernel *hit = session.cpuKernels.find(key)) {
     ++session.stats.kernel_cache_hits;
     return *hit;
   }
+  bool capture = session.captureCpuIR || std::getenv("KILN_DUMP_CPU_IR");
+  rt::Store *store = capture ? nullptr : rt::Store::process();
+  std::string storeKey = key + "\ndevice " + cpuFingerprint() + "\ncompiler " + compilerBuild();
+  if (store)
+    if (std::optional<std::vector<uint8_t>> bytes = store->findKernel(storeKey))
+      if (std::optional<StoredCpuKernel> stored = decodeCpuKernel(*bytes))
+        if (ObjectLoader *loader = ObjectLoader::get()) {
+          std::string error;
+          if (rt::CpuKernelFn fn = loader->load(stored->object, error)) {
+            CompiledCpuKernel compiled;
+            compiled.fn = fn;
+            compiled.numBindings = stored->numBindings;
+            compiled.outerIterations = stored->outerIterations;
+            compiled.innerIterations = stored->innerIterations;
+            compiled.instructions = stored->object.size() / 4;
+            ++session.stats.kernels_loaded;
+            return keepCpuKernel(session, key, std::move(compiled));
+          }
+          llvm::errs() << "kiln: warning: a stored CPU kernel did not load (" << error
+                       << "); compiling it again\n";
+        }
+
+  KernelModule km = buildKernelModule(kernel, KernelLayout::Coalesced);
   CompiledCpuKernel compiled;
   compiled.outerIterations = km.outerIterations;
   compiled.innerIterations = km.outerIterations ? km.iterations / km.outerIterations : 1;
@@ -78,7 +239,6 @@ const CompiledCpuKernel &kiln::compileCpuKernel(Session &session, KernelOp kerne
 
   compiled.numBindings = numBindings;
   auto optimize = makeOptimizingTransformer(3, 0, machine);
-  bool capture = session.captureCpuIR || std::getenv("KILN_DUMP_CPU_IR");
   std::string *ir = &compiled.optimizedIR;
   std::function<llvm::Error(llvm::Module *)> transformer =
       [&](llvm::Module *module) -> llvm::Error {
@@ -94,6 +254,7 @@ const CompiledCpuKernel &kiln::compileCpuKernel(Session &session, KernelOp kerne
   ExecutionEngineOptions options;
   options.transformer = transformer;
   options.jitCodeGenOptLevel = llvm::CodeGenOptLevel::Aggressive;
+  options.enableObjectDump = store != nullptr;
   auto engine = ExecutionEngine::create(*km.module, options);
   if (!engine)
     throw CompileError("JIT compilation failed: " + llvm::toString(engine.takeError()) +
@@ -104,12 +265,15 @@ const CompiledCpuKernel &kiln::compileCpuKernel(Session &session, KernelOp kerne
   compiled.fn = reinterpret_cast<rt::CpuKernelFn>(*fn);
   if (capture && std::getenv("KILN_DUMP_CPU_IR"))
     llvm::errs() << "kiln: optimized LLVM IR of a CPU kernel:\n" << compiled.optimizedIR;
-  compiled.engine = std::move(*engine);
+  if (store) {
+    StoredCpuKernel stored{compiled.numBindings, compiled.outerIterations,
+                           compiled.innerIterations, engineObject(**engine)};
+    if (!stored.object.empty()) {
+      std::vector<uint8_t> bytes = encodeCpuKernel(stored);
+      store->putKernel(storeKey, "cpu-object", bytes.data(), bytes.size());
+    }
+  }
+  compiled.owner = std::shared_ptr<ExecutionEngine>(std::move(*engine));
   ++session.stats.kernels_compiled;
-  // An estimate (no JIT reports its memory): the engine's own state
-  // (measured: a few hundred KiB each) plus its code, and the key.
-  uint64_t bytes = (256 << 10) + 32 * compiled.instructions + 2 * key.size();
-  CompiledCpuKernel &kept = session.cpuKernels.insert(key, std::move(compiled), bytes);
-  trimKernelCaches(session);
-  return kept;
+  return keepCpuKernel(session, key, std::move(compiled));
 }

@@ -19,7 +19,10 @@ void lowerCpuKernel(KernelModule &km);
 /// The JIT-compiled host function of `kernel`, from the session cache or
 /// freshly lowered (polynomial math, LLVM O3 for the host CPU, vectorized).
 /// Throws CompileError.
-const CompiledCpuKernel &compileCpuKernel(Session &session, KernelOp kernel);
+/// Configured first (Tuning.h: tuned on `device` when KILN_AUTOTUNE=on);
+/// read from the cache's store instead of compiled where it is there.
+const CompiledCpuKernel &compileCpuKernel(Session &session, KernelOp kernel,
+                                          rt::Device *device = nullptr);
 
 } // namespace kiln
 

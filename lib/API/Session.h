@@ -42,7 +42,9 @@ struct CompiledKernel {
 };
 
 struct CompiledCpuKernel {
-  std::shared_ptr<mlir::ExecutionEngine> engine;
+  /// Keeps `fn` alive: its JIT engine (a kernel loaded from the store
+  /// lives as long as the process).
+  std::shared_ptr<const void> owner;
   rt::CpuKernelFn fn = nullptr;
   uint32_t numBindings = 0;
   /// The threads split the outermost loop; each of its iterations computes

@@ -1,0 +1,112 @@
+//===- kiln-tune.cpp - tune a graph's kernels ahead of time ---------------===//
+//
+//   kiln-tune graph.mlir --device vulkan:0 [--budget SECONDS] [-o model.kiln]
+//             [--record timings.json]
+//
+// Tunes every kernel the cache's store (docs/tuning.md) has no record for,
+// on the device, showing kernel i of n, candidates tried, the best against
+// the default and an ETA; the winners go into the store and, with -o, into
+// a .kiln compiled for that device with them.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/kiln.h"
+
+#include <cstdio>
+#include <fstream>
+#include <iterator>
+#include <unistd.h>
+
+namespace {
+int usage(const char *why) {
+  std::fprintf(stderr,
+               "kiln-tune: %s\n"
+               "usage: kiln-tune graph.mlir [--device vulkan:0|cpu:0] [--budget SECONDS] "
+               "[-o model.kiln] [--record timings.json]\n"
+               "(a .kiln file holds no graph: tune the .mlir it was compiled from)\n",
+               why);
+  return 2;
+}
+
+std::string milliseconds(double seconds) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3f ms", seconds * 1e3);
+  return text;
+}
+} // namespace
+
+int main(int argc, char **argv) {
+  std::string input, output;
+  kiln::TuneGraphOptions options;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "-h" || arg == "--help")
+      return usage("tunes kernels ahead of time"), 0;
+    if (arg == "--device" || arg == "--budget" || arg == "-o" || arg == "--record") {
+      if (i + 1 >= argc)
+        return usage((arg + " needs a value").c_str());
+      std::string value = argv[++i];
+      if (arg == "--device") {
+        options.device = value;
+      } else if (arg == "-o") {
+        output = value;
+      } else if (arg == "--record") {
+        options.record_path = value;
+      } else {
+        char *end = nullptr;
+        options.budget_seconds = std::strtod(value.c_str(), &end);
+        if (value.empty() || *end || !(options.budget_seconds > 0))
+          return usage(("--budget takes a positive number of seconds, not '" + value + "'").c_str());
+      }
+    } else if (!arg.empty() && arg[0] == '-') {
+      return usage(("unknown option " + arg).c_str());
+    } else if (input.empty()) {
+      input = arg;
+    } else {
+      return usage("one graph at a time");
+    }
+  }
+  if (input.empty())
+    return usage("no graph given");
+  if (input.size() > 5 && input.compare(input.size() - 5, 5, ".kiln") == 0)
+    return usage((input + " is a compiled program").c_str());
+  std::ifstream file(input);
+  if (!file)
+    return usage(("cannot read " + input).c_str());
+  std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+
+  bool tty = isatty(STDERR_FILENO);
+  options.progress = [&](const kiln::TuneProgress &p) {
+    std::fprintf(stderr, "%skiln-tune: kernel %d/%d %s: %d/%d candidates, best %s (%.2fx of the "
+                         "default), ETA %.0f s%s",
+                 tty ? "\r\033[K" : "", p.kernel, p.kernels, p.summary.c_str(), p.tried,
+                 p.candidates, milliseconds(p.best_seconds).c_str(),
+                 p.default_seconds > 0 ? p.best_seconds / p.default_seconds : 1.0, p.eta_seconds,
+                 tty ? "" : "\n");
+  };
+  try {
+    kiln::TuneReport report = kiln::tune_graph(text, input, options);
+    if (tty)
+      std::fprintf(stderr, "\n");
+    for (const kiln::TunedKernel &k : report.kernels)
+      std::printf("%-48s %-40s %s -> %s (%.2fx)%s\n", k.summary.c_str(), k.best.c_str(),
+                  milliseconds(k.default_seconds).c_str(), milliseconds(k.best_seconds).c_str(),
+                  k.best_seconds > 0 ? k.default_seconds / k.best_seconds : 1.0,
+                  k.from_cache ? " [cached]" : "");
+    std::printf("%zu kernels; records in %s\n", report.kernels.size(),
+                report.store_path.empty() ? "(no cache directory: set KILN_CACHE_DIR)"
+                                          : report.store_path.c_str());
+    if (!output.empty()) {
+      kiln::CompileOptions compile;
+      std::string device = options.device.empty() ? kiln::Device::default_device().name()
+                                                   : options.device;
+      compile.targets = {device.substr(0, device.find(':'))};
+      kiln::compile_graph(text, input, compile).save(output);
+      std::printf("wrote %s with the tuned configs\n", output.c_str());
+    }
+  } catch (const std::exception &e) {
+    std::fprintf(stderr, "kiln-tune: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
