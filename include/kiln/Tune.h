@@ -37,6 +37,12 @@ struct TuneGraphOptions {
   /// KILN_AUTOTUNE_REPLAY reads).
   std::string record_path;
   std::function<void(const TuneProgress &)> progress;
+  /// Instead of timing here: compiles every candidate of every kernel and
+  /// writes it to this folder for a machine without the compiler to time
+  /// (`<hash>-<i>.spv` and `.kernel` manifests as KILN_DUMP_SPIRV writes them,
+  /// plus `candidates.json`: per kernel, its key and candidate configs).
+  /// Compile for that GPU's limits with KILN_GPU_LIMITS. Vulkan only.
+  std::string emit_candidates_dir;
 };
 
 struct TunedKernel {
@@ -58,6 +64,14 @@ struct TuneReport {
 /// Error for a device that does not exist.
 TuneReport tune_graph(const std::string &mlir, const std::string &name,
                       const TuneGraphOptions &options = {});
+
+/// Stores the records of timings measured elsewhere: a JSON file with
+/// "kernels" (as KILN_AUTOTUNE_REPLAY reads, holding only candidates whose
+/// output was right), "keys" (each kernel's full tuning key, from
+/// candidates.json) and "defaults" (each kernel's default config). The
+/// fastest config of each kernel becomes its record. Returns how many were
+/// stored; throws Error for a malformed file or no usable cache directory.
+int import_tuning(const std::string &path);
 
 } // namespace kiln
 

@@ -12,7 +12,15 @@
 #include "kiln/Codegen/KernelConfigAttr.h"
 #include "kiln/Errors.h"
 
+#include "mlir/IR/Diagnostics.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+#include <algorithm>
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 
 using namespace mlir;
 using namespace kiln;
@@ -24,7 +32,108 @@ std::string summaryOf(KernelOp kernel) {
     summary += (summary.empty() ? "" : "+") + op.getName().stripDialect().str();
   return summary + " -> " + programTypeOf(kernel.getResult(0).getType()).str();
 }
+/// Bytes of each kernel function argument (inputs, then results).
+std::vector<uint64_t> argumentBytes(KernelOp kernel) {
+  std::vector<uint64_t> bytes;
+  auto add = [&](Type type) { bytes.push_back(programTypeOf(type).bytes()); };
+  for (Value v : kernel.getInputs())
+    add(v.getType());
+  for (Value v : kernel.getResults())
+    add(v.getType());
+  return bytes;
+}
+
+std::vector<TunedKernel> emitCandidates(Session &s, const std::vector<KernelOp> &kernels,
+                                        const rt::AdapterInfo &adapter,
+                                        const std::string &fingerprint, const std::string &dir) {
+  std::filesystem::create_directories(dir);
+  DeviceLimits limits = limitsOf(adapter);
+  llvm::json::Object index;
+  std::vector<TunedKernel> listed;
+  for (KernelOp kernel : kernels) {
+    kernel.removeConfigAttr();
+    std::string key = tuningKey(kernel, fingerprint);
+    std::string hash = tuningKeyHash(key);
+    std::vector<KernelConfig> candidates = candidateKernelConfigs(kernel, &limits);
+    std::vector<uint64_t> args = argumentBytes(kernel);
+    size_t inputs = kernel.getInputs().size();
+    llvm::json::Array configs;
+    for (size_t i = 0; i < candidates.size(); ++i) {
+      kernel.setConfigAttr(kernelConfigAttr(kernel.getContext(), candidates[i]));
+      std::optional<CompiledKernel> compiled;
+      try {
+        compiled = compileKernel(s, kernel, adapter);
+      } catch (const CompileError &) {
+        configs.push_back(nullptr); // refused by the builders: not a candidate
+        continue;
+      }
+      kernel.removeConfigAttr();
+      configs.push_back(candidates[i].str());
+      std::string base = dir + "/" + hash + "-" + std::to_string(i);
+      std::ofstream(base + ".spv", std::ios::binary)
+          .write(reinterpret_cast<const char *>(compiled->spirv.data()),
+                 static_cast<std::streamsize>(compiled->spirv.size() * 4));
+      std::ofstream manifest(base + ".kernel");
+      manifest << "spirv " << hash << "-" << i << ".spv\nentry " << compiled->entryPoint
+               << "\ngroups " << compiled->groups[0] << " " << compiled->groups[1] << " "
+               << compiled->groups[2] << "\nbindings";
+      for (uint32_t arg : compiled->bindingOrder)
+        manifest << " " << args[arg];
+      manifest << "\noutputs";
+      for (size_t b = 0; b < compiled->bindingOrder.size(); ++b)
+        if (compiled->bindingOrder[b] >= inputs)
+          manifest << " " << b;
+      manifest << "\n";
+    }
+    kernel.removeConfigAttr();
+    index[hash] = llvm::json::Object{{"key", key},
+                                     {"summary", summaryOf(kernel)},
+                                     {"configs", std::move(configs)}};
+    TunedKernel entry;
+    entry.summary = summaryOf(kernel);
+    entry.default_config = candidates.front().str();
+    entry.candidates = static_cast<int>(candidates.size());
+    listed.push_back(std::move(entry));
+  }
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << llvm::formatv("{0:2}", llvm::json::Value(std::move(index))) << "\n";
+  std::ofstream(dir + "/candidates.json") << text;
+  return listed;
+}
 } // namespace
+
+int kiln::import_tuning(const std::string &path) {
+  auto buffer = llvm::MemoryBuffer::getFile(path);
+  if (!buffer)
+    throw Error("cannot read " + path + ": " + buffer.getError().message());
+  llvm::Expected<llvm::json::Value> parsed = llvm::json::parse((*buffer)->getBuffer());
+  if (!parsed)
+    throw Error(path + " is not JSON: " + llvm::toString(parsed.takeError()));
+  const llvm::json::Object *root = parsed->getAsObject();
+  const llvm::json::Object *keys = root ? root->getObject("keys") : nullptr;
+  const llvm::json::Object *defaults = root ? root->getObject("defaults") : nullptr;
+  if (!keys || !defaults)
+    throw Error(path + " must hold \"kernels\", \"keys\" and \"defaults\" (see docs/tuning.md)");
+  TimingReplay timings = TimingReplay::load(path);
+  rt::Store *store = rt::Store::process();
+  if (!store)
+    throw Error("no usable cache directory to import into: set KILN_CACHE_DIR");
+  int stored = 0;
+  for (const auto &[hash, configs] : timings.seconds) {
+    std::optional<llvm::StringRef> key = keys->getString(hash);
+    std::optional<llvm::StringRef> byDefault = defaults->getString(hash);
+    if (!key || !byDefault || configs.empty())
+      throw Error(path + ": kernel " + hash + " has no key, default or timings");
+    auto best = std::min_element(configs.begin(), configs.end(),
+                                 [](const auto &a, const auto &b) { return a.second < b.second; });
+    auto it = configs.find(byDefault->str());
+    double defaultSeconds = it == configs.end() ? 0 : it->second;
+    stored += store->putTuning(key->str(), {best->first, best->second, defaultSeconds,
+                                            static_cast<int64_t>(configs.size())});
+  }
+  return stored;
+}
 
 TuneReport kiln::tune_graph(const std::string &text, const std::string &name,
                             const TuneGraphOptions &options) {
@@ -50,6 +159,13 @@ TuneReport kiln::tune_graph(const std::string &text, const std::string &name,
     if (cast<RankedTensorType>(kernel.getResult(0).getType()).getNumElements() > 0)
       kernels.push_back(kernel);
   });
+  if (!options.emit_candidates_dir.empty()) {
+    if (!vulkan)
+      throw Error("kiln-tune: candidates are emitted for Vulkan devices, not " + device.name());
+    report.kernels = emitCandidates(s, kernels, vulkan->adapter(), fingerprint,
+                                    options.emit_candidates_dir);
+    return report;
+  }
   TimingReplay recorded;
   auto start = std::chrono::steady_clock::now();
   auto elapsed = [&] {

@@ -43,9 +43,14 @@ std::string kiln::deviceFingerprint(const rt::AdapterInfo &adapter) {
   std::string uuid;
   for (uint8_t byte : adapter.pipelineCacheUUID)
     uuid += llvm::hexdigit(byte >> 4, true), uuid += llvm::hexdigit(byte & 15, true);
-  return "vulkan vendor=" + std::to_string(adapter.vendorId) +
-         " device=" + std::to_string(adapter.deviceId) +
-         " driver=" + std::to_string(adapter.driverVersion) + " cache=" + uuid;
+  std::string fingerprint = "vulkan vendor=" + std::to_string(adapter.vendorId) +
+                            " device=" + std::to_string(adapter.deviceId) +
+                            " driver=" + std::to_string(adapter.driverVersion) + " cache=" + uuid;
+  // Compiling for another GPU's limits (limitsOf): its records and code are
+  // not this device's.
+  if (const char *limits = std::getenv("KILN_GPU_LIMITS"); limits && *limits)
+    fingerprint += std::string(" compiled-for ") + limits;
+  return fingerprint;
 }
 
 std::string kiln::cpuFingerprint() {

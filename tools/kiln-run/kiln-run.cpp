@@ -1,7 +1,11 @@
 //===- kiln-run.cpp - run a .kiln model with the runtime alone ------------===//
 //
 //   kiln-run model.kiln --device vulkan:0 --input x=x.npy --output y=y.npy
-//            [--benchmark N] [--describe]
+//            [--benchmark N] [--describe] [--stats]
+//
+// --stats prints the time from the start of main to the first outputs
+// (load, device, pipelines, one run: the start-up a cache shortens) and
+// the pipelines created, and found in the driver's cache (docs/tuning.md).
 //
 // Links kiln_runtime only: no MLIR, no LLVM (a ctest checks the binary's
 // symbols), so it runs where the compiler is not installed, such as the
@@ -29,7 +33,8 @@ int usage(const char *why) {
   std::fprintf(stderr,
                "kiln-run: %s\n"
                "usage: kiln-run model.kiln [--device cpu:0|vulkan:N] --input NAME=FILE.npy ...\n"
-               "                [--output NAME=FILE.npy ...] [--benchmark N] [--profile N] [--describe]\n",
+               "                [--output NAME=FILE.npy ...] [--benchmark N] [--profile N] [--describe]\n"
+               "                [--stats]\n",
                why);
   return 2;
 }
@@ -66,6 +71,8 @@ std::pair<std::string, std::string> splitNamed(const std::string &arg) {
 } // namespace
 
 int main(int argc, char **argv) {
+  auto started = std::chrono::steady_clock::now();
+  bool printStats = false;
   std::string modelPath, deviceName;
   std::vector<std::pair<std::string, std::string>> inputArgs, outputArgs;
   int benchmark = 0;
@@ -94,6 +101,8 @@ int main(int argc, char **argv) {
       if (!v || std::atoi(v) < 1)
         return usage("--profile needs a number of runs");
       profile = std::atoi(v);
+    } else if (arg == "--stats") {
+      printStats = true;
     } else if (arg == "--describe") {
       describe = true;
     } else if (!arg.empty() && arg[0] == '-') {
@@ -161,6 +170,19 @@ int main(int argc, char **argv) {
   StatusOr<RunResult> result = (*model)->run(inputs);
   if (!result.isOk())
     return fail(result.status().message());
+  if (printStats) {
+    std::vector<uint8_t> first(result->outputs.empty() ? 0 : std::min<size_t>(4, result->outputs[0]->size()));
+    if (!first.empty())
+      if (Status s = (*device)->download(*result->outputs[0], first.data(), first.size()); !s.isOk())
+        return fail(s.message());
+    DeviceStats stats = (*device)->stats();
+    std::printf("start to first outputs: %.1f ms on %s; pipelines: %llu created, %llu of them "
+                "from the driver's cache\n",
+                std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
+                    .count(),
+                (*device)->name().c_str(), (unsigned long long)stats.pipelinesCreated,
+                (unsigned long long)stats.driverCacheHits);
+  }
   if (benchmark > 0) {
     // Inputs resident on the device, as a framework's tensors are: each run
     // is the model alone, outputs waited for.

@@ -2,6 +2,12 @@
 //
 //   kiln-tune graph.mlir --device vulkan:0 [--budget SECONDS] [-o model.kiln]
 //             [--record timings.json]
+//   kiln-tune graph.mlir --device vulkan:0 --emit-candidates DIR
+//   kiln-tune --import timings.json
+//
+// --emit-candidates compiles every candidate for a GPU without the compiler
+// to time (scripts/tune-gpu.sh); --import stores the winners of those
+// timings (docs/tuning.md, "Tuning for another machine").
 //
 // Tunes every kernel the cache's store (docs/tuning.md) has no record for,
 // on the device, showing kernel i of n, candidates tried, the best against
@@ -23,6 +29,8 @@ int usage(const char *why) {
                "kiln-tune: %s\n"
                "usage: kiln-tune graph.mlir [--device vulkan:0|cpu:0] [--budget SECONDS] "
                "[-o model.kiln] [--record timings.json]\n"
+               "       kiln-tune graph.mlir --device vulkan:0 --emit-candidates DIR\n"
+               "       kiln-tune --import timings.json\n"
                "(a .kiln file holds no graph: tune the .mlir it was compiled from)\n",
                why);
   return 2;
@@ -36,13 +44,14 @@ std::string milliseconds(double seconds) {
 } // namespace
 
 int main(int argc, char **argv) {
-  std::string input, output;
+  std::string input, output, importPath;
   kiln::TuneGraphOptions options;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg == "-h" || arg == "--help")
       return usage("tunes kernels ahead of time"), 0;
-    if (arg == "--device" || arg == "--budget" || arg == "-o" || arg == "--record") {
+    if (arg == "--device" || arg == "--budget" || arg == "-o" || arg == "--record" ||
+        arg == "--emit-candidates" || arg == "--import") {
       if (i + 1 >= argc)
         return usage((arg + " needs a value").c_str());
       std::string value = argv[++i];
@@ -52,6 +61,10 @@ int main(int argc, char **argv) {
         output = value;
       } else if (arg == "--record") {
         options.record_path = value;
+      } else if (arg == "--emit-candidates") {
+        options.emit_candidates_dir = value;
+      } else if (arg == "--import") {
+        importPath = value;
       } else {
         char *end = nullptr;
         options.budget_seconds = std::strtod(value.c_str(), &end);
@@ -65,6 +78,18 @@ int main(int argc, char **argv) {
     } else {
       return usage("one graph at a time");
     }
+  }
+  if (!importPath.empty()) {
+    if (!input.empty())
+      return usage("--import takes no graph");
+    try {
+      int stored = kiln::import_tuning(importPath);
+      std::printf("stored %d tuning records from %s\n", stored, importPath.c_str());
+    } catch (const std::exception &e) {
+      std::fprintf(stderr, "kiln-tune: %s\n", e.what());
+      return 1;
+    }
+    return 0;
   }
   if (input.empty())
     return usage("no graph given");
@@ -86,6 +111,14 @@ int main(int argc, char **argv) {
   };
   try {
     kiln::TuneReport report = kiln::tune_graph(text, input, options);
+    if (!options.emit_candidates_dir.empty()) {
+      int total = 0;
+      for (const kiln::TunedKernel &k : report.kernels)
+        total += k.candidates;
+      std::printf("%zu kernels, %d candidates in %s\n", report.kernels.size(), total,
+                  options.emit_candidates_dir.c_str());
+      return 0;
+    }
     if (tty)
       std::fprintf(stderr, "\n");
     for (const kiln::TunedKernel &k : report.kernels)

@@ -23,7 +23,12 @@ public:
 };
 } // namespace
 
+int kilnTuningChild(const char *report); // TuningTest.cpp
+
 int main(int argc, char **argv) {
+  // A child process of the WarmStart tests: runs a block and reports.
+  if (const char *report = std::getenv("KILN_TUNING_CHILD_REPORT"))
+    return kilnTuningChild(report);
   std::string dir = (std::filesystem::temp_directory_path() /
                      ("kiln-api-tests-" + std::to_string(::getpid())))
                         .string();

@@ -255,8 +255,7 @@ struct ChildRun {
 
 /// Runs this test binary's TuningChild.Run in a fresh process with `env`.
 ChildRun runChild(const std::string &env, const std::string &report) {
-  std::string command = env + " KILN_TUNING_CHILD_REPORT=" + report + " " + selfPath() +
-                        " --gtest_also_run_disabled_tests --gtest_filter=TuningChild.DISABLED_Run 2>&1";
+  std::string command = env + " KILN_TUNING_CHILD_REPORT=" + report + " " + selfPath() + " 2>&1";
   ChildRun run;
   FILE *pipe = popen(command.c_str(), "r");
   char buffer[4096];
@@ -274,13 +273,12 @@ ChildRun runChild(const std::string &env, const std::string &report) {
   return run;
 }
 
-/// What the child runs: the transformer block of ModelBlockTest (smaller),
-/// on every device, from fixed inputs; it reports its stats and a hash of
-/// its outputs' bytes.
-TEST(TuningChild, DISABLED_Run) {
-  const char *report = std::getenv("KILN_TUNING_CHILD_REPORT");
-  if (!report)
-    GTEST_SKIP() << "run by the Warm* tests in a process of its own";
+} // namespace
+
+/// What the child process runs instead of the tests (TestMain.cpp): the
+/// transformer block of ModelBlockTest (smaller), on every device, from
+/// fixed inputs; it reports its stats and a hash of its outputs' bytes.
+int kilnTuningChild(const char *report) {
   std::ofstream out(report);
   reset_stats();
   for (const Device &device : test::availableDevices()) {
@@ -309,7 +307,10 @@ TEST(TuningChild, DISABLED_Run) {
   Stats st = stats();
   out << "compiled " << st.kernels_compiled << "\nloaded " << st.kernels_loaded << "\n"
       << "tuning_hits " << st.tuning_hits << "\ntuning_misses " << st.tuning_misses << "\n";
+  return out ? 0 : 1;
 }
+
+namespace {
 
 std::string freshDirectory(const char *name) {
   std::string dir = (std::filesystem::temp_directory_path() /

@@ -1,0 +1,125 @@
+// Cold start against warm start, a fresh process each (issue 12): the
+// transformer encoder block of aot_blocks.cpp through the JIT
+// (kiln-bench-startup-child) and as a .kiln through kiln-run. Cold: an
+// empty cache directory (Kiln's store and Mesa's shader cache both live in
+// it); warm: the directory the previous run filled. The time is the whole
+// process, from exec to exit; `compiled` and `loaded` are the kernels the
+// last process compiled and read from the store.
+//
+//   build/bin/kiln-bench-startup [--benchmark_filter=...]
+
+#include <benchmark/benchmark.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+namespace {
+std::string binDir() {
+  return std::filesystem::read_symlink("/proc/self/exe").parent_path().string();
+}
+
+std::string cacheRoot() {
+  static std::string root = (std::filesystem::temp_directory_path() /
+                             ("kiln-bench-startup-" + std::to_string(::getpid())))
+                                .string();
+  return root;
+}
+
+/// Runs `command` with the cache in `dir`; its stdout, and the seconds it took.
+std::string runIn(const std::string &dir, const std::string &command, double &seconds) {
+  std::string full = "KILN_CACHE_DIR=" + dir + " MESA_SHADER_CACHE_DIR=" + dir +
+                     "/mesa XDG_CACHE_HOME=" + dir + "/xdg " + command + " 2>&1";
+  auto start = std::chrono::steady_clock::now();
+  FILE *pipe = popen(full.c_str(), "r");
+  std::string out;
+  char buffer[1024];
+  while (size_t n = fread(buffer, 1, sizeof buffer, pipe))
+    out.append(buffer, n);
+  int status = pclose(pipe);
+  seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (status != 0)
+    out = "FAILED: " + out;
+  return out;
+}
+
+unsigned long counter(const std::string &out, const std::string &name) {
+  size_t at = out.find(name + " ");
+  return at == std::string::npos ? 0 : std::stoul(out.substr(at + name.size() + 1));
+}
+
+void report(benchmark::State &state, const std::string &out) {
+  if (out.rfind("FAILED", 0) == 0)
+    state.SkipWithError(out.c_str());
+  state.counters["compiled"] = double(counter(out, "compiled"));
+  state.counters["loaded"] = double(counter(out, "loaded"));
+  state.counters["pipelines_from_cache"] = double(counter(out, "of them from"));
+}
+
+void BM_JitStart(benchmark::State &state, const char *device, bool warm) {
+  std::string dir = cacheRoot() + "/jit-" + device + (warm ? "-warm" : "-cold");
+  std::string command = binDir() + "/kiln-bench-startup-child " + device;
+  double seconds = 0;
+  std::filesystem::remove_all(dir);
+  if (warm)
+    runIn(dir, command, seconds);
+  std::string out;
+  for (auto _ : state) {
+    if (!warm)
+      std::filesystem::remove_all(dir);
+    out = runIn(dir, command, seconds);
+    state.SetIterationTime(seconds);
+  }
+  report(state, out);
+}
+
+void BM_KilnRunStart(benchmark::State &state, const char *device, bool warm) {
+  std::string api = std::string(device).substr(0, std::string(device).find(':'));
+  std::string model = cacheRoot() + "/transformer-" + api + ".kiln";
+  double seconds = 0;
+  if (!std::filesystem::exists(model))
+    runIn(cacheRoot() + "/compile", binDir() + "/kiln-bench-startup-child " + device + " " + model,
+          seconds);
+  std::string dir = cacheRoot() + "/run-" + device + (warm ? "-warm" : "-cold");
+  std::string command = binDir() + "/kiln-run " + model + " --device " + device + " --input " +
+                        model + ".npy --stats";
+  std::filesystem::remove_all(dir);
+  if (warm)
+    runIn(dir, command, seconds);
+  std::string out;
+  for (auto _ : state) {
+    if (!warm)
+      std::filesystem::remove_all(dir);
+    out = runIn(dir, command, seconds);
+    state.SetIterationTime(seconds);
+  }
+  report(state, out);
+}
+
+void registerAll() {
+  for (const char *device : {"vulkan:0", "cpu:0"})
+    for (bool warm : {false, true}) {
+      std::string which = std::string(device) + (warm ? "/warm" : "/cold");
+      benchmark::RegisterBenchmark(("BM_JitStart/" + which).c_str(), BM_JitStart, device, warm)
+          ->UseManualTime()
+          ->Unit(benchmark::kMillisecond)
+          ->Iterations(3);
+      benchmark::RegisterBenchmark(("BM_KilnRunStart/" + which).c_str(), BM_KilnRunStart, device,
+                                   warm)
+          ->UseManualTime()
+          ->Unit(benchmark::kMillisecond)
+          ->Iterations(3);
+    }
+}
+} // namespace
+
+int main(int argc, char **argv) {
+  registerAll();
+  benchmark::Initialize(&argc, argv);
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  std::filesystem::remove_all(cacheRoot());
+  return 0;
+}
