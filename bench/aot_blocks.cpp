@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <sstream>
 
@@ -92,6 +93,8 @@ int main(int argc, char **argv) {
     options.input_names = {"x"};
     options.output_names = {"y"};
     compile({block(x)}, {x}, options).save(out + "/transformer.kiln");
+    // The graph, for kiln-tune (scripts/tune-gpu.sh).
+    std::ofstream(out + "/transformer.mlir") << export_graph({block(x)});
     for (auto &[name, t] : w)
       save(t, "transformer_" + name);
     save(x, "transformer_x");
@@ -115,6 +118,7 @@ int main(int argc, char **argv) {
     options.input_names = {"x"};
     options.output_names = {"y"};
     compile({block(x)}, {x}, options).save(out + "/resnet_block.kiln");
+    std::ofstream(out + "/resnet_block.mlir") << export_graph({block(x)});
     for (auto &[name, t] : w)
       save(t, "resnet_" + name);
     save(x, "resnet_x");

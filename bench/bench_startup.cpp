@@ -45,17 +45,28 @@ std::string runIn(const std::string &dir, const std::string &command, double &se
   return out;
 }
 
+/// The number after `name` in the child's output; 0 when absent.
 unsigned long counter(const std::string &out, const std::string &name) {
-  size_t at = out.find(name + " ");
-  return at == std::string::npos ? 0 : std::stoul(out.substr(at + name.size() + 1));
+  size_t at = out.find(name);
+  if (at == std::string::npos)
+    return 0;
+  try {
+    return std::stoul(out.substr(at + name.size()));
+  } catch (const std::exception &) {
+    return 0;
+  }
 }
 
 void report(benchmark::State &state, const std::string &out) {
   if (out.rfind("FAILED", 0) == 0)
     state.SkipWithError(out.c_str());
-  state.counters["compiled"] = double(counter(out, "compiled"));
-  state.counters["loaded"] = double(counter(out, "loaded"));
-  state.counters["pipelines_from_cache"] = double(counter(out, "of them from"));
+  state.counters["compiled"] = double(counter(out, "compiled "));
+  state.counters["loaded"] = double(counter(out, "loaded "));
+  // kiln-run --stats: "pipelines: N created, M of them from the driver's cache".
+  state.counters["pipelines"] = double(counter(out, "pipelines: "));
+  size_t at = out.find(" created, ");
+  state.counters["from_driver_cache"] =
+      at == std::string::npos ? 0 : double(counter(out.substr(at), " created, "));
 }
 
 void BM_JitStart(benchmark::State &state, const char *device, bool warm) {

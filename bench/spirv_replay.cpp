@@ -27,6 +27,9 @@ struct Manifest {
   std::string spirvPath, entry;
   uint32_t groups[3] = {1, 1, 1};
   std::vector<uint64_t> bindings;
+  // Bindings the kernel writes (kiln-tune --emit-candidates lists them);
+  // none listed: the last one.
+  std::vector<size_t> outputs;
   // From KILN_DUMP_LABEL: a name and the work (bytes, FLOP) of one dispatch.
   std::string label, unit;
   double work = 0;
@@ -48,6 +51,9 @@ bool readManifest(const std::string &path, Manifest &m) {
       fields >> m.groups[0] >> m.groups[1] >> m.groups[2];
     } else if (key == "label") {
       fields >> m.label >> m.work >> m.unit;
+    } else if (key == "outputs") {
+      for (size_t b; fields >> b;)
+        m.outputs.push_back(b);
     } else if (key == "bindings") {
       for (uint64_t b; fields >> b;)
         m.bindings.push_back(b);
@@ -147,13 +153,19 @@ int main(int argc, char **argv) {
 
     // Elementwise kernels write their last binding (the manifest lists
     // bindings in kernel order: inputs, then outputs).
-    std::vector<float> out(m.bindings.back() / 4);
-    if (auto s = gpu.download(*buffers.back(), out.data(), out.size() * 4); !s.isOk())
-      return fail(s.message());
+    if (m.outputs.empty())
+      m.outputs.push_back(m.bindings.size() - 1);
     double sum = 0, sumAbs = 0;
-    for (float v : out) {
-      sum += v;
-      sumAbs += std::abs(v);
+    for (size_t b : m.outputs) {
+      if (b >= buffers.size())
+        return fail("output binding " + std::to_string(b) + " out of range in " + file);
+      std::vector<float> out(m.bindings[b] / 4);
+      if (auto s = gpu.download(*buffers[b], out.data(), out.size() * 4); !s.isOk())
+        return fail(s.message());
+      for (float v : out) {
+        sum += v;
+        sumAbs += std::abs(v);
+      }
     }
     if (!m.label.empty() && m.work > 0)
       std::printf("kernel %s %.4f ms %.2f G%s/s (output sum %.6e)\n", m.label.c_str(), t * 1e3,

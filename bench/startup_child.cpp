@@ -62,8 +62,9 @@ int main(int argc, char **argv) {
     }
     float first = y.to_vector<float>()[0];
     Stats s = stats();
-    std::printf("compiled %llu loaded %llu y0 %.6f\n", (unsigned long long)s.kernels_compiled,
-                (unsigned long long)s.kernels_loaded, first);
+    std::printf("compiled %llu loaded %llu y0 %.6f compile_ms %.1f run_ms %.1f\n",
+                (unsigned long long)s.kernels_compiled, (unsigned long long)s.kernels_loaded, first,
+                s.compile_seconds * 1e3, s.run_seconds * 1e3);
   } catch (const std::exception &e) {
     std::fprintf(stderr, "kiln-bench-startup-child: %s\n", e.what());
     return 1;

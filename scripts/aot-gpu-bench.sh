@@ -49,8 +49,27 @@ run)
     --input x=.dev/aot/transformer_x.npy --benchmark 200 | sed 's|^|step by step (KILN_REPLAY=0) transformer: |'
   python3 bench/torch_blocks_cuda.py .dev/aot /tmp/kiln-run.log
   ;;
+startup)
+  # Cold start against warm start, a fresh kiln-run process each: an empty
+  # cache directory, then the one the cold run filled (the driver's
+  # pipeline cache, kept in Kiln's store). Wall time of the whole process,
+  # and kiln-run's own --stats line.
+  install_vulkan_loader
+  for m in transformer resnet_block; do
+    p=${m%_block}
+    dir=/tmp/kiln-startup-$m
+    rm -rf $dir
+    for run in cold warm warm; do
+      start=$(date +%s%N)
+      line=$(XDG_CACHE_HOME=$dir build/bin/kiln-run .dev/aot/$m.kiln --device vulkan:0 \
+        --input x=.dev/aot/${p}_x.npy --stats | grep '^start')
+      end=$(date +%s%N)
+      echo "$m $run: process $(( (end - start) / 1000000 )) ms; $line"
+    done
+  done
+  ;;
 *)
-  echo "usage: scripts/aot-gpu-bench.sh dump|run" >&2
+  echo "usage: scripts/aot-gpu-bench.sh dump|run|startup" >&2
   exit 2
   ;;
 esac

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Tunes kernels for a GPU machine without the compiler (the lent H200),
+# docs/tuning.md "Tuning for another machine".
+#
+# Here:   scripts/tune-gpu.sh dump
+#   writes the kernel table's graphs (bench/tune_graphs.cpp) and the two
+#   model blocks' graphs (bench/aot_blocks.cpp), and compiles every tuning
+#   candidate of every kernel for the H200's limits into .dev/tune/<graph>
+#   (kiln-tune --emit-candidates).
+# There (carry .gl, .dev/tune, build/bin/kiln-spirv-replay):
+#   scripts/tune-gpu.sh run [graph...]    times every candidate, one process
+#                                         per kernel, into .dev/tune/*.times
+# Here:   scripts/tune-gpu.sh import DIR  (DIR: where the .times came back)
+#   keeps the candidates whose output checksum matches the default's, and
+#   stores each kernel's fastest as its tuning record (kiln-tune --import)
+#   under the H200-limits fingerprint: kiln-bench-aot-blocks with the same
+#   KILN_GPU_LIMITS then compiles the tuned configs.
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+. "$root/scripts/vulkan-loader.sh"
+# Records and compiled candidates live in a cache of their own.
+export KILN_CACHE_DIR=${KILN_CACHE_DIR:-$root/.dev/tune-cache}
+export KILN_GPU_LIMITS=${KILN_GPU_LIMITS:-subgroup=32,invocations=1024,shared=49152,groups=2147483647,units=132}
+case "${1:-}" in
+dump)
+  rm -rf .dev/tune && mkdir -p .dev/tune/graphs
+  build/bin/kiln-bench-tune-graphs .dev/tune/graphs
+  build/bin/kiln-bench-aot-blocks /tmp/kiln-tune-blocks >/dev/null
+  cp /tmp/kiln-tune-blocks/*.mlir .dev/tune/graphs/
+  for g in .dev/tune/graphs/*.mlir; do
+    name=$(basename "$g" .mlir)
+    build/bin/kiln-tune "$g" --device vulkan:0 --emit-candidates ".dev/tune/$name" | tail -n 1
+  done
+  fetch_vulkan_loader
+  ;;
+run)
+  install_vulkan_loader
+  shift
+  graphs=("$@")
+  [ ${#graphs[@]} -gt 0 ] || graphs=($(ls -d .dev/tune/*/ | xargs -n1 basename | grep -v graphs))
+  for name in "${graphs[@]}"; do
+    : > ".dev/tune/$name.times"
+    # One process per kernel: its candidates compared within one process.
+    for hash in $(ls ".dev/tune/$name" | grep '\.kernel$' | sed 's/-[0-9]*\.kernel$//' | sort -u); do
+      build/bin/kiln-spirv-replay --runs "${KILN_TUNE_RUNS:-10}" $(ls .dev/tune/$name/$hash-*.kernel | sort -V) \
+        | grep -v '^device' >> ".dev/tune/$name.times" || echo "replay of $name/$hash failed" >&2
+    done
+    echo "$name: $(wc -l < .dev/tune/$name.times) candidates timed"
+  done
+  ;;
+import)
+  times=${2:?usage: scripts/tune-gpu.sh import DIR-with-.times}
+  python3 bench/tune_import.py .dev/tune "$times" /tmp/kiln-tune-timings.json
+  build/bin/kiln-tune --import /tmp/kiln-tune-timings.json
+  ;;
+*)
+  echo "usage: scripts/tune-gpu.sh dump|run [graph...]|import DIR" >&2
+  exit 2
+  ;;
+esac
