@@ -10,6 +10,7 @@
 
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -28,10 +29,18 @@ std::string cacheRoot() {
   return root;
 }
 
+/// "vulkan:0" as "vulkan0", for folder names.
+std::string safeName(std::string device) {
+  device.erase(std::remove(device.begin(), device.end(), ':'), device.end());
+  return device;
+}
+
 /// Runs `command` with the cache in `dir`; its stdout, and the seconds it took.
 std::string runIn(const std::string &dir, const std::string &command, double &seconds) {
   std::string full = "KILN_CACHE_DIR=" + dir + " MESA_SHADER_CACHE_DIR=" + dir +
                      "/mesa XDG_CACHE_HOME=" + dir + "/xdg " + command + " 2>&1";
+  // Mesa disables its shader cache when the folder's parent is missing.
+  std::filesystem::create_directories(dir + "/mesa");
   auto start = std::chrono::steady_clock::now();
   FILE *pipe = popen(full.c_str(), "r");
   std::string out;
@@ -70,7 +79,7 @@ void report(benchmark::State &state, const std::string &out) {
 }
 
 void BM_JitStart(benchmark::State &state, const char *device, bool warm) {
-  std::string dir = cacheRoot() + "/jit-" + device + (warm ? "-warm" : "-cold");
+  std::string dir = cacheRoot() + "/jit-" + safeName(device) + (warm ? "-warm" : "-cold");
   std::string command = binDir() + "/kiln-bench-startup-child " + device;
   double seconds = 0;
   std::filesystem::remove_all(dir);
@@ -93,7 +102,7 @@ void BM_KilnRunStart(benchmark::State &state, const char *device, bool warm) {
   if (!std::filesystem::exists(model))
     runIn(cacheRoot() + "/compile", binDir() + "/kiln-bench-startup-child " + device + " " + model,
           seconds);
-  std::string dir = cacheRoot() + "/run-" + device + (warm ? "-warm" : "-cold");
+  std::string dir = cacheRoot() + "/run-" + safeName(device) + (warm ? "-warm" : "-cold");
   std::string command = binDir() + "/kiln-run " + model + " --device " + device + " --input " +
                         model + ".npy --stats";
   std::filesystem::remove_all(dir);

@@ -171,7 +171,7 @@ int main(int argc, char **argv) {
       std::printf("kernel %s %.4f ms %.2f G%s/s (output sum %.6e)\n", m.label.c_str(), t * 1e3,
                   m.work / t / 1e9, m.unit.c_str(), sum);
     else
-      std::printf("%s: %.3f ms per dispatch, %.1f GB/s over %.1f MB; output sum %.6e, "
+      std::printf("%s: %.4f ms per dispatch, %.1f GB/s over %.1f MB; output sum %.6e, "
                   "sum|.| %.6e\n",
                   file.c_str(), t * 1e3, traffic / t / 1e9, traffic / 1e6, sum, sumAbs);
   }
