@@ -281,6 +281,22 @@ ChildRun runChild(const std::string &env, const std::string &report) {
 int kilnTuningChild(const char *report) {
   std::ofstream out(report);
   reset_stats();
+  // KILN_TUNING_CHILD_SMALL: a kernel of each GPU form with few candidates
+  // (an elementwise chain, a softmax), tuned when KILN_AUTOTUNE=on.
+  if (std::getenv("KILN_TUNING_CHILD_SMALL")) {
+    for (const Device &device : test::availableDevices()) {
+      std::vector<float> values(64 * 256);
+      for (size_t i = 0; i < values.size(); ++i)
+        values[i] = std::sin(0.37f * float(i));
+      Tensor x = Tensor::from(values, {64, 256}, device);
+      std::vector<float> y = softmax(tanh(exp(x) * 0.5f), -1).to_vector<float>();
+      out << "hash_" << device.name() << " " << rt::fnv1a64(y.data(), y.size() * 4) << "\n";
+    }
+    Stats st = stats();
+    out << "compiled " << st.kernels_compiled << "\nloaded " << st.kernels_loaded
+        << "\ntuned " << st.kernels_tuned << "\n";
+    return out ? 0 : 1;
+  }
   for (const Device &device : test::availableDevices()) {
     const int T = 16, D = 64, F = 128;
     auto param = [&](Shape shape, float scale, int salt) {
@@ -335,6 +351,67 @@ TEST(WarmStart, ASecondProcessCompilesNothing) {
   for (const auto &[name, value] : cold.values)
     if (name.rfind("hash_", 0) == 0)
       EXPECT_EQ(warm.values[name], value) << name;
+  std::filesystem::remove_all(dir);
+}
+
+TEST(WarmStart, EightProcessesTuneAndCompileIntoOneCache) {
+  std::string dir = freshDirectory("kiln-eight");
+  std::filesystem::create_directories(dir);
+  // All eight start before any finishes: they race to create the
+  // database, tune the same kernels and store the same code.
+  std::vector<FILE *> pipes;
+  for (int i = 0; i < 8; ++i) {
+    std::string report = dir + ".report" + std::to_string(i);
+    std::string command = "KILN_CACHE_DIR=" + dir +
+                          " KILN_AUTOTUNE=on KILN_TUNING_CHILD_SMALL=1 KILN_TUNING_CHILD_REPORT=" +
+                          report + " " + selfPath() + " >" + report + ".log 2>&1";
+    pipes.push_back(popen(command.c_str(), "r"));
+  }
+  std::map<std::string, std::string> first;
+  unsigned long tuned = 0;
+  for (int i = 0; i < 8; ++i) {
+    EXPECT_EQ(pclose(pipes[i]), 0) << "child " << i;
+    std::string report = dir + ".report" + std::to_string(i);
+    std::ifstream in(report);
+    std::map<std::string, std::string> values;
+    for (std::string name, value; in >> name >> value;)
+      values[name] = value;
+    EXPECT_FALSE(values.empty()) << "child " << i << " wrote no report";
+    tuned += values.count("tuned") ? std::stoul(values["tuned"]) : 0;
+    // Every process computes the same bytes on every device.
+    for (const auto &[name, value] : values)
+      if (name.rfind("hash_", 0) == 0) {
+        if (first.count(name))
+          EXPECT_EQ(value, first[name]) << name << " of child " << i;
+        else
+          first[name] = value;
+      }
+    std::filesystem::remove(report);
+    std::filesystem::remove(report + ".log");
+  }
+  EXPECT_GT(tuned, 0u) << "KILN_AUTOTUNE=on tuned nothing";
+  std::shared_ptr<rt::Store> store = rt::Store::open(dir);
+  ASSERT_TRUE(store->enabled()) << store->whyDisabled();
+  rt::Status verified = store->verify();
+  EXPECT_TRUE(verified.isOk()) << verified.message();
+  // One record per tuned kernel, whoever wrote it first: the keys are
+  // unique, and each GPU kernel of the graph has its record.
+  std::set<std::string> tuningKeys;
+  size_t tuning = 0;
+  for (const rt::Store::Entry &entry : store->list())
+    if (entry.table == "tuning") {
+      ++tuning;
+      tuningKeys.insert(entry.key);
+    }
+  EXPECT_EQ(tuning, tuningKeys.size());
+  size_t gpus = 0;
+  for (const Device &device : test::availableDevices())
+    gpus += device.api() == "vulkan";
+  // The chain fuses into the softmax: one kernel per device (virtual
+  // devices of one adapter share a fingerprint, not the device name in the
+  // kernel), the CPU's included.
+  EXPECT_EQ(tuning, gpus + 1);
+  store.reset();
   std::filesystem::remove_all(dir);
 }
 
