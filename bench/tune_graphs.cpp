@@ -1,6 +1,7 @@
 // Writes the kernels of the H200 kernel table (bench_kernels.cpp at GPU
 // sizes: rows 4096 x 8192, conv batch 32) as kiln graphs, one .mlir each,
-// for kiln-tune --emit-candidates (scripts/tune-gpu.sh).
+// for kiln-tune --emit-candidates (scripts/tune-gpu.sh), and the CPU
+// table's batch-1 conv.
 //
 //   build/bin/kiln-bench-tune-graphs OUTDIR
 
@@ -34,5 +35,7 @@ int main(int argc, char **argv) {
   for (int64_t n : {int64_t(1024), int64_t(4096)})
     write("matmul" + std::to_string(n), matmul(input({n, n}), input({n, n})));
   write("conv_resnet", conv2d(input({32, 64, 56, 56}), input({64, 64, 3, 3}), {1, 1}, {1, 1}));
+  // The CPU table's conv (batch 1).
+  write("conv_resnet_b1", conv2d(input({1, 64, 56, 56}), input({64, 64, 3, 3}), {1, 1}, {1, 1}));
   return 0;
 }
