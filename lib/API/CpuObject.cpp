@@ -11,6 +11,7 @@
 
 #include "CpuObject.h"
 #include "CpuCompiler.h"
+#include "Tuning.h"
 
 #include "kiln/Errors.h"
 #include "kiln/runtime/CpuLibrary.h"
@@ -107,6 +108,10 @@ std::vector<std::string> CpuObjectEmitter::requiredFeatures() const {
 }
 
 CpuObjectEmitter::Object CpuObjectEmitter::emit(KernelOp kernel, const std::string &symbol) {
+  // Host code takes this CPU's tuned configs, as the JIT's does; tuning
+  // records are per CPU, so another ISA level keeps the defaults.
+  if (name_.rfind("host", 0) == 0)
+    configureKernel(session(), kernel, nullptr, cpuFingerprint(), nullptr);
   KernelModule km = buildKernelModule(kernel, KernelLayout::Coalesced);
   Object object;
   object.outerIterations = km.outerIterations;
