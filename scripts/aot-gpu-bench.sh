@@ -7,16 +7,31 @@
 #   .dev/aot (with weights and inputs as .npy) and fetches the Vulkan loader
 #   packages into .gl.
 # There (carry .gl, .dev/aot, build/bin/kiln-run):  scripts/aot-gpu-bench.sh run
+#   (and `ab`, carrying .dev/aot-nosplit too: the same blocks with every
+#   GEMM's k split taken out, rounds of both in one session)
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 . "$root/scripts/vulkan-loader.sh"
 case "${1:-}" in
 dump)
-  rm -rf .dev/aot
-  # The H200's limits (TOOLCHAIN.md); lavapipe only compiles here.
-  KILN_GPU_LIMITS=subgroup=32,invocations=1024,shared=49152,groups=2147483647,units=132 \
-    build/bin/kiln-bench-aot-blocks .dev/aot
+  rm -rf .dev/aot .dev/aot-nosplit
+  # The H200's limits (TOOLCHAIN.md); lavapipe only compiles here. A cache
+  # of its own: the default configs, whatever this machine's store holds.
+  export KILN_GPU_LIMITS=subgroup=32,invocations=1024,shared=49152,groups=2147483647,units=132
+  cache=$(mktemp -d)
+  KILN_CACHE_DIR=$cache/default build/bin/kiln-bench-aot-blocks .dev/aot
+  # The same blocks with every GEMM's k split taken out (the A/B of `ab`):
+  # tuning records pin each split kernel to its config without split_k.
+  for m in transformer resnet_block; do
+    KILN_CACHE_DIR=$cache/nosplit build/bin/kiln-tune .dev/aot/$m.mlir --device vulkan:0 \
+      --emit-candidates $cache/emit-$m | tail -n 1
+  done
+  python3 bench/pin_configs.py $cache/nosplit.json split_k $cache/emit-*
+  KILN_CACHE_DIR=$cache/nosplit build/bin/kiln-tune --import $cache/nosplit.json
+  KILN_CACHE_DIR=$cache/nosplit build/bin/kiln-bench-aot-blocks .dev/aot-nosplit >/dev/null
+  rm -rf "$cache"
+  unset KILN_GPU_LIMITS
   # The ResNet block's CPU code, for the host CPU there: x86-64-v3 (runs on
   # any AVX2 machine) and this machine's own ISA (refused where it lacks a
   # feature, with the reason).
@@ -49,6 +64,29 @@ run)
     --input x=.dev/aot/transformer_x.npy --benchmark 200 | sed 's|^|step by step (KILN_REPLAY=0) transformer: |'
   python3 bench/torch_blocks_cuda.py .dev/aot /tmp/kiln-run.log
   ;;
+ab)
+  # k split against not, rounds alternating in one session (same inputs).
+  install_vulkan_loader
+  export XDG_CACHE_HOME=/tmp/kiln-cache
+  for round in 1 2 3; do
+    for m in transformer resnet_block; do
+      p=${m%_block}
+      for dir in aot aot-nosplit; do
+        echo "round $round $m $dir: $(build/bin/kiln-run .dev/$dir/$m.kiln --device vulkan:0 \
+          --input x=.dev/aot/${p}_x.npy --output y=/tmp/${p}_y_$dir.npy --benchmark 1000 | tail -n 1)"
+      done
+      cmp /tmp/${p}_y_aot.npy /tmp/${p}_y_aot-nosplit.npy >/dev/null && echo "$m: same output bytes" ||
+        python3 -c "import numpy as n; a=n.load('/tmp/${p}_y_aot.npy'); b=n.load('/tmp/${p}_y_aot-nosplit.npy'); print('$m: max |split - nosplit| =', abs(a-b).max())"
+    done
+  done
+  for m in transformer resnet_block; do
+    p=${m%_block}
+    for dir in aot aot-nosplit; do
+      echo "== profile $m $dir"
+      build/bin/kiln-run .dev/$dir/$m.kiln --device vulkan:0 --input x=.dev/aot/${p}_x.npy --profile 50
+    done
+  done
+  ;;
 startup)
   # Cold start against warm start, a fresh kiln-run process each: an empty
   # cache directory, then the one the cold run filled (the driver's
@@ -69,7 +107,7 @@ startup)
   done
   ;;
 *)
-  echo "usage: scripts/aot-gpu-bench.sh dump|run|startup" >&2
+  echo "usage: scripts/aot-gpu-bench.sh dump|run|ab|startup" >&2
   exit 2
   ;;
 esac

@@ -70,8 +70,7 @@ MatmulConfig MatmulConfig::defaultFor(const DeviceLimits &limits, int64_t m, int
   // take smaller tiles so that more workgroups share the GPU: where the
   // device reports its compute units, tiles shrink until each unit has two
   // workgroups (on the H200 a 128x512 result took 61 us as 8 workgroups of
-  // 64x128). (k does not change the choice yet; the autotuner will weigh it.)
-  (void)k;
+  // 64x128).
   const MatmulConfig candidates[] = {
       {64, 128, 16, 8, 8}, {64, 64, 16, 4, 4}, {32, 64, 16, 4, 4},
       {32, 32, 16, 4, 4},  {32, 32, 8, 4, 4},  {16, 32, 16, 4, 4},
@@ -88,8 +87,27 @@ MatmulConfig MatmulConfig::defaultFor(const DeviceLimits &limits, int64_t m, int
       if (groups(c) >= 2 * int64_t(limits.computeUnits))
         break;
     }
-    if (chosen)
-      return *chosen;
+    if (chosen) {
+      // Still few warps per unit (a 128 x 512 result is 128 workgroups of
+      // one warp on 132 SMs): split k over more work items of each
+      // workgroup until every unit holds about eight warps, keeping at
+      // least four k slices per group.
+      MatmulConfig config = *chosen;
+      int64_t sg = std::max(1, limits.subgroupSize);
+      int64_t wanted = 8 * int64_t(limits.computeUnits);
+      int64_t kTiles = (k + config.tileK - 1) / config.tileK;
+      auto warps = [&](const MatmulConfig &c) {
+        return groups(c) * ((c.workgroupSize() + sg - 1) / sg);
+      };
+      while (warps(config) < wanted && config.splitK < 16) {
+        MatmulConfig wider = config;
+        wider.splitK *= 2;
+        if (kTiles < 4 * wider.splitK || !wider.check(limits).empty())
+          break;
+        config = wider;
+      }
+      return config;
+    }
   }
   MatmulConfig config = candidates[0];
   if (m < 64 || n < 128 || !config.check(limits).empty())
@@ -100,7 +118,7 @@ MatmulConfig MatmulConfig::defaultFor(const DeviceLimits &limits, int64_t m, int
 }
 
 std::string MatmulConfig::check(const DeviceLimits &limits) const {
-  if (tileM <= 0 || tileN <= 0 || tileK <= 0 || threadM <= 0 || threadN <= 0)
+  if (tileM <= 0 || tileN <= 0 || tileK <= 0 || threadM <= 0 || threadN <= 0 || splitK <= 0)
     return "tile sizes must be positive";
   if (tileM % threadM || tileN % threadN)
     return "the tile must be a whole number of per-thread blocks";
@@ -108,14 +126,14 @@ std::string MatmulConfig::check(const DeviceLimits &limits) const {
     return "per-thread blocks are groups of 4 rows and 4 columns (16-byte tile reads)";
   // 64-bit: tiles of 100000 would overflow int products.
   int64_t threads = int64_t(tileM / threadM) * (tileN / threadN);
-  if (threads > limits.maxWorkgroupInvocations)
-    return std::to_string(threads) + " work items exceed the device's " +
+  if (threads * splitK > limits.maxWorkgroupInvocations)
+    return std::to_string(threads * splitK) + " work items exceed the device's " +
            std::to_string(limits.maxWorkgroupInvocations);
   // Each work item stages an equal share of both tiles, in 4-wide vectors.
   if ((int64_t(tileM) * tileK / 4) % threads || (int64_t(tileK) * tileN / 4) % threads)
     return "the staged tiles do not split evenly over " + std::to_string(threads) +
            " work items";
-  int64_t shared = int64_t(tileM + tileN) * tileK * 4;
+  int64_t shared = sharedBytes();
   if (shared > limits.sharedMemoryBytes)
     return std::to_string(shared) + " bytes of shared memory exceed the device's " +
            std::to_string(limits.sharedMemoryBytes);
@@ -149,9 +167,10 @@ static bool plausibleSizes(const std::vector<int64_t> &sizes) {
 }
 
 std::optional<MatmulConfig> MatmulConfig::fromSizes(const std::vector<int64_t> &sizes) {
-  if (sizes.size() != 5 || !plausibleSizes(sizes))
+  if ((sizes.size() != 5 && sizes.size() != 6) || !plausibleSizes(sizes))
     return std::nullopt;
-  return MatmulConfig{int(sizes[0]), int(sizes[1]), int(sizes[2]), int(sizes[3]), int(sizes[4])};
+  return MatmulConfig{int(sizes[0]), int(sizes[1]), int(sizes[2]),
+                      int(sizes[3]), int(sizes[4]), sizes.size() == 6 ? int(sizes[5]) : 1};
 }
 
 std::optional<CpuMatmulConfig> CpuMatmulConfig::fromSizes(const std::vector<int64_t> &sizes) {
@@ -215,6 +234,8 @@ std::string KernelConfig::str() const {
     s += " tile=" + std::to_string(gemm.tileM) + "x" + std::to_string(gemm.tileN) + "x" +
          std::to_string(gemm.tileK) + " thread=" + std::to_string(gemm.threadM) + "x" +
          std::to_string(gemm.threadN);
+    if (gemm.splitK > 1)
+      add("split_k", gemm.splitK);
     break;
   case Form::CpuGemm:
     add("rows", cpuGemm.rows);

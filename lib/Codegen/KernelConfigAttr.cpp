@@ -117,6 +117,23 @@ std::vector<KernelConfig> kiln::candidateKernelConfigs(KernelOp kernel, const De
               if (c.gemm.check(*gpu).empty() && tiledGridFits(*gemm, c.gemm, *gpu))
                 add(c);
             }
+    // Split k only where the grid leaves the GPU short of warps (about
+    // eight per compute unit, or 1024 in all when the device does not say),
+    // and only for the small tiles such grids take.
+    int64_t sg = std::max(1, gpu->subgroupSize);
+    int64_t wanted = gpu->computeUnits > 0 ? 8 * int64_t(gpu->computeUnits) : 1024;
+    for (int tm : {16, 32})
+      for (int tn : {32, 64})
+        for (int tk : {8, 16, 32})
+          for (int split : {2, 4, 8, 16}) {
+            KernelConfig c = base;
+            c.gemm = {tm, tn, tk, 4, 4, split};
+            int64_t groups = ((gemm->m + tm - 1) / tm) * ((gemm->n + tn - 1) / tn) * gemm->batch;
+            int64_t kTiles = (gemm->k + tk - 1) / tk;
+            if (groups * ((c.gemm.groupSize() + sg - 1) / sg) < wanted && kTiles >= 2 * split &&
+                c.gemm.check(*gpu).empty() && tiledGridFits(*gemm, c.gemm, *gpu))
+              add(c);
+          }
     break;
   }
   case KernelConfig::Form::CpuGemm: {
@@ -162,6 +179,8 @@ DictionaryAttr kiln::kernelConfigAttr(MLIRContext *ctx, const KernelConfig &conf
   case KernelConfig::Form::Gemm:
     add("tile", b.getDenseI64ArrayAttr({config.gemm.tileM, config.gemm.tileN, config.gemm.tileK}));
     add("thread", b.getDenseI64ArrayAttr({config.gemm.threadM, config.gemm.threadN}));
+    if (config.gemm.splitK > 1)
+      add("split_k", b.getI64IntegerAttr(config.gemm.splitK));
     break;
   case KernelConfig::Form::CpuGemm:
     add("rows", b.getI64IntegerAttr(config.cpuGemm.rows));
@@ -268,7 +287,8 @@ FailureOr<std::optional<KernelConfig>> kiln::readKernelConfig(KernelOp kernel) {
     break;
   case Form::Gemm:
     ok = read.array("tile", {&config.gemm.tileM, &config.gemm.tileN, &config.gemm.tileK}) &&
-         read.array("thread", {&config.gemm.threadM, &config.gemm.threadN});
+         read.array("thread", {&config.gemm.threadM, &config.gemm.threadN}) &&
+         (!dict.get("split_k") || read.integer("split_k", config.gemm.splitK));
     break;
   case Form::CpuGemm:
     ok = read.integer("rows", config.cpuGemm.rows) &&

@@ -16,7 +16,11 @@
 // the next slice are issued before the current one's FMAs (register
 // prefetch); bounds checks exist only where a tile overhangs a dimension.
 // The epilogue is evaluated per result in registers before the one store.
-// Sizes come from MatmulConfig.
+// With k split (splitK groups of work items per workgroup, each with its own
+// tiles, taking every splitK-th slice), the groups' sums meet in workgroup
+// memory and the first group adds them in a fixed order: a small problem
+// fills the GPU without a second kernel or float atomics, and the result is
+// the same from run to run. Sizes come from MatmulConfig.
 //
 //===----------------------------------------------------------------------===//
 
@@ -45,15 +49,21 @@ void buildTiledGemm(OpBuilder &b, KernelOp kernel, Operation *root, Block *entry
   MLIRContext *ctx = b.getContext();
   Type f32 = Float32Type::get(ctx);
   const int64_t TM = config.tileM, TN = config.tileN, TK = config.tileK;
-  const int64_t RM = config.threadM, RN = config.threadN;
+  const int64_t RM = config.threadM, RN = config.threadN, S = config.splitK;
   const int64_t threadsN = TN / RN, threadsM = TM / RM, threads = threadsM * threadsN;
   auto idx = [&](OpBuilder &ib, int64_t v) { return constantIndex(ib, loc, v); };
 
   auto launch = gpu::LaunchOp::create(
       b, loc, idx(b, (gemm.n + TN - 1) / TN), idx(b, (gemm.m + TM - 1) / TM), idx(b, gemm.batch),
-      idx(b, threads), idx(b, 1), idx(b, 1));
+      idx(b, threads * S), idx(b, 1), idx(b, 1));
   OpBuilder lb = OpBuilder::atBlockBegin(&launch.getBody().front());
-  Value tid = launch.getThreadIds().x;
+  // With k split, work item `tid` of k group `group`: the groups are
+  // consecutive runs of `threads` work items, each with its own tiles.
+  Value tid = launch.getThreadIds().x, group;
+  if (S > 1) {
+    group = arith::DivUIOp::create(lb, loc, tid, idx(lb, threads));
+    tid = arith::RemUIOp::create(lb, loc, tid, idx(lb, threads));
+  }
   Value batch = launch.getBlockIds().z;
   Value rowBase = arith::MulIOp::create(lb, loc, launch.getBlockIds().y, idx(lb, TM));
   Value colBase = arith::MulIOp::create(lb, loc, launch.getBlockIds().x, idx(lb, TN));
@@ -63,8 +73,16 @@ void buildTiledGemm(OpBuilder &b, KernelOp kernel, Operation *root, Block *entry
   // k-major tiles of 4-wide vectors: As[kk][i / 4], Bs[kk][j / 4]. A work
   // item reads its 4-row and 4-column groups with one 16-byte load each.
   VectorType v4 = VectorType::get({4}, f32);
-  Value tileA = memref::AllocOp::create(lb, loc, MemRefType::get({TK * TM / 4}, v4, AffineMap(), space));
-  Value tileB = memref::AllocOp::create(lb, loc, MemRefType::get({TK * TN / 4}, v4, AffineMap(), space));
+  Value tileA = memref::AllocOp::create(lb, loc, MemRefType::get({S * TK * TM / 4}, v4, AffineMap(), space));
+  Value tileB = memref::AllocOp::create(lb, loc, MemRefType::get({S * TK * TN / 4}, v4, AffineMap(), space));
+  // Where this group's tiles start.
+  Value groupA = S > 1 ? arith::MulIOp::create(lb, loc, group, idx(lb, TK * TM / 4)).getResult()
+                       : idx(lb, 0);
+  Value groupB = S > 1 ? arith::MulIOp::create(lb, loc, group, idx(lb, TK * TN / 4)).getResult()
+                       : idx(lb, 0);
+  auto inGroup = [&](OpBuilder &gb, Value base, Value at) -> Value {
+    return S > 1 ? arith::AddIOp::create(gb, loc, base, at).getResult() : at;
+  };
 
   bool ragged[3] = {gemm.m % TM != 0, gemm.n % TN != 0, gemm.k % TK != 0};
   // Work item tid's vectors of each staged tile, as (kk, i / 4) and
@@ -193,11 +211,30 @@ void buildTiledGemm(OpBuilder &b, KernelOp kernel, Operation *root, Block *entry
   };
 
   int64_t kTiles = (gemm.k + TK - 1) / TK;
+  // Group g takes k slices g, g + S, g + 2S, ...: every group runs the same
+  // number of iterations (the barriers are the whole workgroup's); a slice
+  // past the end, when S does not divide the slices, stages zeros.
+  int64_t iterations = (kTiles + S - 1) / S;
+  auto fetchSlice = [&](OpBuilder &fb, Value it) {
+    if (S == 1)
+      return fetch(fb, it);
+    Value kt = arith::AddIOp::create(fb, loc, arith::MulIOp::create(fb, loc, it, idx(fb, S)), group);
+    SmallVector<Value> values =
+        fetch(fb, arith::MinUIOp::create(fb, loc, kt, idx(fb, kTiles - 1)));
+    if (kTiles % S == 0)
+      return values;
+    Value valid = arith::CmpIOp::create(fb, loc, arith::CmpIPredicate::ult, kt, idx(fb, kTiles));
+    Value zero = arith::ConstantOp::create(fb, loc, DenseElementsAttr::get(v4, fb.getF32FloatAttr(0)));
+    Value lanes = vector::BroadcastOp::create(fb, loc, VectorType::get({4}, fb.getI1Type()), valid);
+    for (Value &v : values)
+      v = arith::SelectOp::create(fb, loc, lanes, v, zero);
+    return values;
+  };
   SmallVector<Value> inits(RM * RN, floatConstant(lb, loc, f32, 0.0));
   size_t numAccumulators = inits.size();
-  llvm::append_range(inits, fetch(lb, idx(lb, 0)));
+  llvm::append_range(inits, fetchSlice(lb, idx(lb, 0)));
   auto loop = scf::ForOp::create(
-      lb, loc, idx(lb, 0), idx(lb, kTiles), idx(lb, 1), inits,
+      lb, loc, idx(lb, 0), idx(lb, iterations), idx(lb, 1), inits,
       [&](OpBuilder &fb, Location, Value kt, ValueRange carried) {
         ValueRange staged = carried.drop_front(numAccumulators);
         auto slotIndex = [&](std::pair<Value, Value> slot, int64_t width) -> Value {
@@ -206,33 +243,35 @@ void buildTiledGemm(OpBuilder &b, KernelOp kernel, Operation *root, Block *entry
               slot.second);
         };
         for (auto [e, slot] : llvm::enumerate(aSlots))
-          memref::StoreOp::create(fb, loc, staged[e], tileA,
-                                  ValueRange{aVec ? slotIndex(slot, TK) : slotIndex(slot, TM)});
+          memref::StoreOp::create(
+              fb, loc, staged[e], tileA,
+              ValueRange{inGroup(fb, groupA, aVec ? slotIndex(slot, TK) : slotIndex(slot, TM))});
         for (auto [e, slot] : llvm::enumerate(bSlots))
           memref::StoreOp::create(fb, loc, staged[aSlots.size() + e], tileB,
-                                  ValueRange{slotIndex(slot, TN)});
+                                  ValueRange{inGroup(fb, groupB, slotIndex(slot, TN))});
         gpu::BarrierOp::create(fb, loc);
         // The next slice (the last one again on the last iteration: its
         // reads stay in bounds and are not used).
-        SmallVector<Value> next = fetch(
+        SmallVector<Value> next = fetchSlice(
             fb, arith::MinUIOp::create(fb, loc, arith::AddIOp::create(fb, loc, kt, idx(fb, 1)),
-                                       idx(fb, kTiles - 1)));
+                                       idx(fb, iterations - 1)));
         SmallVector<Value> sums(carried.take_front(numAccumulators));
         // A work item's `count` values at kk of a k-major tile `width` wide:
         // 16-byte groups at id, id + spread, ...
-        auto kMajor = [&](Value tile, int64_t width, Value id, int64_t spread, int64_t count,
-                          int64_t kk) {
+        auto kMajor = [&](Value tile, Value base, int64_t width, Value id, int64_t spread,
+                          int64_t count, int64_t kk) {
           SmallVector<Value> values;
           for (int64_t g = 0; g < count / 4; ++g) {
             Value vec = memref::LoadOp::create(
                 fb, loc, tile,
-                ValueRange{arith::AddIOp::create(fb, loc, id, idx(fb, kk * width / 4 + g * spread))});
+                ValueRange{inGroup(fb, base, arith::AddIOp::create(
+                                                 fb, loc, id, idx(fb, kk * width / 4 + g * spread)))});
             for (int64_t q = 0; q < 4; ++q)
               values.push_back(vector::ExtractOp::create(fb, loc, vec, q));
           }
           return values;
         };
-        auto bValues = [&](int64_t kk) { return kMajor(tileB, TN, tx, threadsN, RN, kk); };
+        auto bValues = [&](int64_t kk) { return kMajor(tileB, groupB, TN, tx, threadsN, RN, kk); };
         auto accumulate = [&](ArrayRef<Value> a, ArrayRef<Value> bv) {
           for (int64_t r = 0; r < RM; ++r)
             for (int64_t c = 0; c < RN; ++c)
@@ -246,8 +285,8 @@ void buildTiledGemm(OpBuilder &b, KernelOp kernel, Operation *root, Block *entry
               Value row = inTile(fb, ty, threadsM, r);
               rowVecs.push_back(memref::LoadOp::create(
                   fb, loc, tileA,
-                  ValueRange{arith::AddIOp::create(
-                      fb, loc, arith::MulIOp::create(fb, loc, row, idx(fb, TK / 4)), idx(fb, kq))}));
+                  ValueRange{inGroup(fb, groupA, arith::AddIOp::create(
+                      fb, loc, arith::MulIOp::create(fb, loc, row, idx(fb, TK / 4)), idx(fb, kq)))}));
             }
             for (int64_t q = 0; q < 4; ++q) {
               SmallVector<Value> a;
@@ -258,7 +297,7 @@ void buildTiledGemm(OpBuilder &b, KernelOp kernel, Operation *root, Block *entry
           }
         } else {
           for (int64_t kk = 0; kk < TK; ++kk)
-            accumulate(kMajor(tileA, TM, ty, threadsM, RM, kk), bValues(kk));
+            accumulate(kMajor(tileA, groupA, TM, ty, threadsM, RM, kk), bValues(kk));
         }
         // The next slice overwrites the tiles: everyone must be done.
         gpu::BarrierOp::create(fb, loc);
@@ -266,21 +305,59 @@ void buildTiledGemm(OpBuilder &b, KernelOp kernel, Operation *root, Block *entry
         scf::YieldOp::create(fb, loc, sums);
       });
 
+  SmallVector<Value> sums(loop.getResults().take_front(numAccumulators));
+  OpBuilder eb = lb;
+  if (S > 1) {
+    // Groups 1.. leave their sums in shared memory, as 4-vectors of a row
+    // (slot (g - 1, r, c / 4), work items innermost); group 0 adds them in
+    // group order, so the result does not depend on scheduling, and runs
+    // the epilogue.
+    const int64_t perItem = RM * RN / 4;
+    Value partials = memref::AllocOp::create(
+        lb, loc, MemRefType::get({(S - 1) * perItem * threads}, v4, AffineMap(), space));
+    auto slot = [&](OpBuilder &pb, Value g1, int64_t n) -> Value {
+      Value first = arith::MulIOp::create(
+          pb, loc, arith::AddIOp::create(pb, loc, arith::MulIOp::create(pb, loc, g1, idx(pb, perItem)),
+                                         idx(pb, n)),
+          idx(pb, threads));
+      return arith::AddIOp::create(pb, loc, first, tid);
+    };
+    Value isFirst = arith::CmpIOp::create(lb, loc, arith::CmpIPredicate::eq, group, idx(lb, 0));
+    auto leave = scf::IfOp::create(lb, loc, isFirst, /*withElseRegion=*/true);
+    OpBuilder pb = OpBuilder::atBlockBegin(&leave.getElseRegion().front());
+    Value g1 = arith::SubIOp::create(pb, loc, group, idx(pb, 1));
+    for (int64_t n = 0; n < perItem; ++n) {
+      SmallVector<Value> lanes(sums.begin() + 4 * n, sums.begin() + 4 * n + 4);
+      memref::StoreOp::create(pb, loc, vector::FromElementsOp::create(pb, loc, v4, lanes),
+                              partials, ValueRange{slot(pb, g1, n)});
+    }
+    gpu::BarrierOp::create(lb, loc);
+    auto first = scf::IfOp::create(lb, loc, isFirst, false);
+    eb = OpBuilder::atBlockBegin(&first.getThenRegion().front());
+    for (int64_t g = 1; g < S; ++g)
+      for (int64_t n = 0; n < perItem; ++n) {
+        Value vec = memref::LoadOp::create(eb, loc, partials, ValueRange{slot(eb, idx(eb, g - 1), n)});
+        for (int64_t q = 0; q < 4; ++q)
+          sums[4 * n + q] = arith::AddFOp::create(eb, loc, sums[4 * n + q],
+                                                  vector::ExtractOp::create(eb, loc, vec, q));
+      }
+  }
+
   // The epilogue per result, then one store.
   for (int64_t r = 0; r < RM; ++r)
     for (int64_t c = 0; c < RN; ++c) {
-      Value i = arith::AddIOp::create(lb, loc, rowBase, inTile(lb, ty, threadsM, r));
-      Value j = arith::AddIOp::create(lb, loc, colBase, inTile(lb, tx, threadsN, c));
-      OpBuilder sb = lb;
+      Value i = arith::AddIOp::create(eb, loc, rowBase, inTile(eb, ty, threadsM, r));
+      Value j = arith::AddIOp::create(eb, loc, colBase, inTile(eb, tx, threadsN, c));
+      OpBuilder sb = eb;
       if (gemm.m % TM || gemm.n % TN) {
         Value inside = arith::AndIOp::create(
-            lb, loc, arith::CmpIOp::create(lb, loc, arith::CmpIPredicate::ult, i, idx(lb, gemm.m)),
-            arith::CmpIOp::create(lb, loc, arith::CmpIPredicate::ult, j, idx(lb, gemm.n)));
-        auto guard = scf::IfOp::create(lb, loc, inside, false);
+            eb, loc, arith::CmpIOp::create(eb, loc, arith::CmpIPredicate::ult, i, idx(eb, gemm.m)),
+            arith::CmpIOp::create(eb, loc, arith::CmpIPredicate::ult, j, idx(eb, gemm.n)));
+        auto guard = scf::IfOp::create(eb, loc, inside, false);
         sb = OpBuilder::atBlockBegin(&guard.getThenRegion().front());
       }
       Value at = apply(sb, loc, gemm.resultIndex, ValueRange{batch, i, j});
-      emitGemmEpilogue(sb, loc, kernel, root, entry, loop.getResult(r * RN + c), at, failed);
+      emitGemmEpilogue(sb, loc, kernel, root, entry, sums[r * RN + c], at, failed);
       if (failed)
         return;
     }

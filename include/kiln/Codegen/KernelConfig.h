@@ -59,13 +59,25 @@ struct RowKernelConfig {
 /// A tiled matmul or implicit-GEMM convolution: each workgroup computes a
 /// tileM x tileN block of the result, staging tileK-deep slices of both
 /// operands in shared memory; each work item accumulates a threadM x threadN
-/// block in registers.
+/// block in registers. With splitK > 1 the workgroup holds splitK groups of
+/// work items, each taking every splitK-th k slice of the same tile; their
+/// partial sums meet in shared memory, added in a fixed order (small
+/// problems: more warps per SM without a second kernel or atomics).
 struct MatmulConfig {
   int tileM = 64, tileN = 64, tileK = 16;
   int threadM = 4, threadN = 4;
+  int splitK = 1;
 
-  int workgroupSize() const { return (tileM / threadM) * (tileN / threadN); }
-  /// From "tileM, tileN, tileK, threadM, threadN"; none unless 5 sizes.
+  /// Work items of one k group.
+  int groupSize() const { return (tileM / threadM) * (tileN / threadN); }
+  int workgroupSize() const { return groupSize() * splitK; }
+  /// Bytes of workgroup memory: each group's two tiles, and the partial sums
+  /// of all groups but the first.
+  int64_t sharedBytes() const {
+    return (int64_t(tileM + tileN) * tileK * splitK + int64_t(splitK - 1) * tileM * tileN) * 4;
+  }
+  /// From "tileM, tileN, tileK, threadM, threadN[, splitK]"; none unless 5
+  /// or 6 sizes.
   static std::optional<MatmulConfig> fromSizes(const std::vector<int64_t> &sizes);
   static MatmulConfig defaultFor(const DeviceLimits &limits, int64_t m, int64_t n, int64_t k);
   std::string check(const DeviceLimits &limits) const;

@@ -70,3 +70,28 @@ func.func @vector(%a: tensor<5x3xf32>) -> tensor<5x3xf32> {
   }
   return %0 : tensor<5x3xf32>
 }
+
+// -----
+
+// Sixteen groups of 256 work items are more than the device's 512.
+func.func @split_too_wide(%a: tensor<128x256xf32>, %b: tensor<256x512xf32>) -> tensor<128x512xf32> {
+  // expected-error @+1 {{4096 work items exceed the device's 512}}
+  %0 = kiln.kernel on "vulkan:0" config {form = "gemm", tile = array<i64: 64, 64, 16>, thread = array<i64: 4, 4>, split_k = 16} (%a, %b) : (tensor<128x256xf32>, tensor<256x512xf32>) -> tensor<128x512xf32> {
+  ^bb0(%x: tensor<128x256xf32>, %y: tensor<256x512xf32>):
+    %m = kiln.matmul %x, %y : tensor<128x256xf32>, tensor<256x512xf32> -> tensor<128x512xf32>
+    kiln.yield %m : tensor<128x512xf32>
+  }
+  return %0 : tensor<128x512xf32>
+}
+
+// -----
+
+func.func @split_zero(%a: tensor<128x256xf32>, %b: tensor<256x512xf32>) -> tensor<128x512xf32> {
+  // expected-error @+1 {{'split_k' must be an integer from 1 to 65536}}
+  %0 = kiln.kernel on "vulkan:0" config {form = "gemm", tile = array<i64: 16, 32, 16>, thread = array<i64: 4, 4>, split_k = 0} (%a, %b) : (tensor<128x256xf32>, tensor<256x512xf32>) -> tensor<128x512xf32> {
+  ^bb0(%x: tensor<128x256xf32>, %y: tensor<256x512xf32>):
+    %m = kiln.matmul %x, %y : tensor<128x256xf32>, tensor<256x512xf32> -> tensor<128x512xf32>
+    kiln.yield %m : tensor<128x512xf32>
+  }
+  return %0 : tensor<128x512xf32>
+}

@@ -33,10 +33,11 @@ func.func @odd(%a: tensor<5x3xf32>) -> tensor<5x3xf32> {
 // -----
 
 // A 128 x 512 result takes the smallest tiles on 132 SMs (even 16 x 32
-// tiles give fewer than two workgroups per SM); on the CPU the
+// tiles give fewer than two workgroups per SM), and k split four ways (its
+// 16 k slices allow no more at four per group): 512 warps; on the CPU the
 // register-blocked GEMM.
 // GPU-LABEL: func.func @mm
-// GPU: config {form = "gemm", thread = array<i64: 4, 4>, tile = array<i64: 16, 32, 16>}
+// GPU: config {form = "gemm", split_k = 4 : i64, thread = array<i64: 4, 4>, tile = array<i64: 16, 32, 16>}
 // CPU-LABEL: func.func @mm
 // CPU: config {form = "cpu_gemm", lanes = {{8|16}} : i64, panel = 64 : i64, rows = {{6|8}} : i64, vectors = 2 : i64}
 func.func @mm(%a: tensor<128x256xf32>, %b: tensor<256x512xf32>) -> tensor<128x512xf32> {

@@ -43,7 +43,11 @@ TEST_P(MatmulOnEveryDevice, ExactOnSmallIntegers) {
   for (auto [m, k, n] : {std::tuple{1, 1, 1}, {7, 13, 5}, {13, 1, 7}, {33, 64, 17},
                          {100, 70, 130}, {1, 300, 1}, {129, 17, 65},
                          // N a multiple of 4: B read as 16-byte vectors on GPUs
-                         {36, 20, 44}, {70, 33, 132}, {5, 64, 256}}) {
+                         {36, 20, 44}, {70, 33, 132}, {5, 64, 256},
+                         // long k: split over work items where the device
+                         // has many compute units (api.SmallestGemmTiles),
+                         // 13 and 33 slices of 16 over 2 and 8 groups
+                         {40, 200, 36}, {48, 520, 64}}) {
     std::vector<float> as = smallIntegers(m * k, rng), bs = smallIntegers(k * n, rng);
     Tensor a = Tensor::from(as, {m, k}, *device), b = Tensor::from(bs, {k, n});
     std::vector<float> got = matmul(a, b).to_vector<float>();
@@ -151,5 +155,29 @@ TEST(MatmulConfigChoice, ShrinksTilesUntilEveryComputeUnitHasWork) {
   EXPECT_EQ(small.tileN, 32);
   kiln::MatmulConfig conv = kiln::MatmulConfig::defaultFor(h200, 64, 3136, 576);
   EXPECT_GE(((64 + conv.tileM - 1) / conv.tileM) * ((3136 + conv.tileN - 1) / conv.tileN), 264);
+}
+
+/// Still short of warps after the smallest tiles (128 workgroups of one
+/// warp on 132 SMs), k is split over groups of work items: eight warps per
+/// SM at most, four k slices per group at least, within the device's
+/// shared memory; a grid that fills the GPU is not split.
+TEST(MatmulConfigChoice, SplitsKWhereTheGridLeavesTheGpuShortOfWarps) {
+  kiln::DeviceLimits h200;
+  h200.subgroupSize = 32;
+  h200.maxWorkgroupInvocations = 1024;
+  h200.sharedMemoryBytes = 49152;
+  EXPECT_EQ(kiln::MatmulConfig::defaultFor(h200, 128, 512, 512).splitK, 1) << "units unknown";
+  h200.computeUnits = 132;
+  EXPECT_EQ(kiln::MatmulConfig::defaultFor(h200, 4096, 4096, 4096).splitK, 1);
+  EXPECT_EQ(kiln::MatmulConfig::defaultFor(h200, 128, 512, 512).splitK, 8);
+  EXPECT_EQ(kiln::MatmulConfig::defaultFor(h200, 128, 512, 256).splitK, 4) << "16 k slices";
+  EXPECT_EQ(kiln::MatmulConfig::defaultFor(h200, 64, 3136, 576).splitK, 4);
+  kiln::MatmulConfig mlpDown = kiln::MatmulConfig::defaultFor(h200, 128, 512, 2048);
+  EXPECT_EQ(mlpDown.splitK, 8) << "16 groups would need 80 KiB of shared memory";
+  EXPECT_TRUE(mlpDown.check(h200).empty());
+  EXPECT_LE(mlpDown.sharedBytes(), h200.sharedMemoryBytes);
+  kiln::MatmulConfig tooMany = mlpDown;
+  tooMany.splitK = 64;
+  EXPECT_NE(tooMany.check(h200), "");
 }
 } // namespace
