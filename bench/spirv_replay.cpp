@@ -2,9 +2,10 @@
 // Vulkan device, with the runtime alone: no MLIR or LLVM, so it runs on
 // machines that only have a Vulkan driver (the lent GPU).
 //
-//   kiln-spirv-replay [--device N] [--runs N] <dir>/<hash>.kernel...
+//   kiln-spirv-replay [--device N] [--runs N] [--positive] <dir>/<hash>.kernel...
 //
-// Inputs are filled from a fixed-seed generator; per kernel it prints the
+// Inputs are filled from a fixed-seed generator (normal, or its absolute
+// value with --positive: a batch norm's variance input then gives no NaN); per kernel it prints the
 // time per dispatch (median of batches), GB/s over all bindings (each read or
 // written once by an elementwise kernel) and a checksum of the outputs, so
 // two machines can be compared.
@@ -71,12 +72,15 @@ int fail(const std::string &what) {
 int main(int argc, char **argv) {
   size_t deviceIndex = SIZE_MAX;
   int runs = 50;
+  bool positive = false;
   std::vector<std::string> files;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--device") && i + 1 < argc)
       deviceIndex = std::stoul(argv[++i]);
     else if (!std::strcmp(argv[i], "--runs") && i + 1 < argc)
       runs = std::stoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--positive"))
+      positive = true;
     else
       files.push_back(argv[i]);
   }
@@ -115,6 +119,8 @@ int main(int argc, char **argv) {
       std::vector<uint8_t> data(m.bindings[i]);
       for (size_t k = 0; k + 4 <= data.size(); k += 4) {
         float v = normal(rng);
+        if (positive)
+          v = std::fabs(v);
         std::memcpy(&data[k], &v, 4);
       }
       if (auto status = gpu.upload(**buffer, data.data(), m.bindings[i]); !status.isOk())

@@ -8,7 +8,10 @@
 #   packages into .gl.
 # There (carry .gl, .dev/aot, build/bin/kiln-run):  scripts/aot-gpu-bench.sh run
 #   (and `ab`, carrying .dev/aot-nosplit too: the same blocks with every
-#   GEMM's k split taken out, rounds of both in one session)
+#   GEMM's k split taken out, rounds of both in one session; `ab aot
+#   aot-tuned` after `tuned` here)
+# Here, after scripts/tune-gpu.sh run/import:  scripts/aot-gpu-bench.sh tuned
+#   compiles the blocks again with the tuning records into .dev/aot-tuned.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
@@ -64,24 +67,33 @@ run)
     --input x=.dev/aot/transformer_x.npy --benchmark 200 | sed 's|^|step by step (KILN_REPLAY=0) transformer: |'
   python3 bench/torch_blocks_cuda.py .dev/aot /tmp/kiln-run.log
   ;;
+tuned)
+  rm -rf .dev/aot-tuned
+  KILN_CACHE_DIR=${KILN_CACHE_DIR:-$root/.dev/tune-cache} \
+  KILN_GPU_LIMITS=subgroup=32,invocations=1024,shared=49152,groups=2147483647,units=132 \
+    build/bin/kiln-bench-aot-blocks .dev/aot-tuned
+  ;;
 ab)
-  # k split against not, rounds alternating in one session (same inputs).
+  # Two builds of the blocks, rounds alternating in one session (same
+  # inputs): by default k split against not; `ab aot aot-tuned` compares
+  # the defaults with the tuned configs.
   install_vulkan_loader
   export XDG_CACHE_HOME=/tmp/kiln-cache
+  a=${2:-aot} b=${3:-aot-nosplit}
   for round in 1 2 3; do
     for m in transformer resnet_block; do
       p=${m%_block}
-      for dir in aot aot-nosplit; do
+      for dir in $a $b; do
         echo "round $round $m $dir: $(build/bin/kiln-run .dev/$dir/$m.kiln --device vulkan:0 \
           --input x=.dev/aot/${p}_x.npy --output y=/tmp/${p}_y_$dir.npy --benchmark 1000 | tail -n 1)"
       done
-      cmp /tmp/${p}_y_aot.npy /tmp/${p}_y_aot-nosplit.npy >/dev/null && echo "$m: same output bytes" ||
-        python3 -c "import numpy as n; a=n.load('/tmp/${p}_y_aot.npy'); b=n.load('/tmp/${p}_y_aot-nosplit.npy'); print('$m: max |split - nosplit| =', abs(a-b).max())"
+      cmp /tmp/${p}_y_$a.npy /tmp/${p}_y_$b.npy >/dev/null && echo "$m: same output bytes" ||
+        python3 -c "import numpy as n; x=n.load('/tmp/${p}_y_$a.npy'); y=n.load('/tmp/${p}_y_$b.npy'); print('$m: max |$a - $b| =', abs(x-y).max())"
     done
   done
   for m in transformer resnet_block; do
     p=${m%_block}
-    for dir in aot aot-nosplit; do
+    for dir in $a $b; do
       echo "== profile $m $dir"
       build/bin/kiln-run .dev/$dir/$m.kiln --device vulkan:0 --input x=.dev/aot/${p}_x.npy --profile 50
     done
@@ -107,7 +119,7 @@ startup)
   done
   ;;
 *)
-  echo "usage: scripts/aot-gpu-bench.sh dump|run|ab|startup" >&2
+  echo "usage: scripts/aot-gpu-bench.sh dump|tuned|run|ab [A B]|startup" >&2
   exit 2
   ;;
 esac

@@ -10,6 +10,8 @@
 # There (carry .gl, .dev/tune, build/bin/kiln-spirv-replay):
 #   scripts/tune-gpu.sh run [graph...]    times every candidate, one process
 #                                         per kernel, into .dev/tune/*.times
+#                                         (inputs |normal|: a batch norm's
+#                                         variance gives no NaN checksum)
 # Here:   scripts/tune-gpu.sh import DIR  (DIR: where the .times came back)
 #   keeps the candidates whose output checksum matches the default's, and
 #   stores each kernel's fastest as its tuning record (kiln-tune --import)
@@ -39,14 +41,18 @@ run)
   shift
   graphs=("$@")
   [ ${#graphs[@]} -gt 0 ] || graphs=($(ls -d .dev/tune/*/ | xargs -n1 basename | grep -v graphs))
+  # KILN_TUNE_TIMES=$OUT on the lent machine: a run cut off by its time
+  # limit still brings back every kernel it timed.
+  times=${KILN_TUNE_TIMES:-.dev/tune}
+  mkdir -p "$times"
   for name in "${graphs[@]}"; do
-    : > ".dev/tune/$name.times"
+    : > "$times/$name.times"
     # One process per kernel: its candidates compared within one process.
     for hash in $(ls ".dev/tune/$name" | grep '\.kernel$' | sed 's/-[0-9]*\.kernel$//' | sort -u); do
-      build/bin/kiln-spirv-replay --runs "${KILN_TUNE_RUNS:-10}" $(ls .dev/tune/$name/$hash-*.kernel | sort -V) \
-        | grep -v '^device' >> ".dev/tune/$name.times" || echo "replay of $name/$hash failed" >&2
+      build/bin/kiln-spirv-replay --positive --runs "${KILN_TUNE_RUNS:-10}" $(ls .dev/tune/$name/$hash-*.kernel | sort -V) \
+        | grep -v '^device' >> "$times/$name.times" || echo "replay of $name/$hash failed" >&2
     done
-    echo "$name: $(wc -l < .dev/tune/$name.times) candidates timed"
+    echo "$name: $(wc -l < "$times/$name.times") candidates timed"
   done
   ;;
 import)
