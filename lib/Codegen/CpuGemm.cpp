@@ -109,9 +109,100 @@ FailureOr<func::FuncOp> kiln::buildCpuGemmFunction(KernelOp kernel, Operation *r
                 scf::YieldOp::create(kb, loc);
               });
         };
+        // A convolution's panel through per-column tables: each column's
+        // image offset and top-left input position, decomposed once per
+        // panel; per k only a shift and two bounds checks remain (decomposing
+        // every column index per element cost as much as the FMAs with 64
+        // output channels).
+        auto packConv = [&](OpBuilder &pb, const ConvGeometry &g) {
+          auto table = [&] {
+            return memref::AllocaOp::create(pb, loc, MemRefType::get({NC}, pb.getIndexType()))
+                .getResult();
+          };
+          Value tabBase = table(), tabH = table(), tabW = table();
+          const int64_t plane = g.height * g.width, outPlane = g.outHeight * g.outWidth;
+          scf::ForOp::create(
+              pb, loc, idx(pb, 0), idx(pb, NC), idx(pb, 1), ValueRange{},
+              [&](OpBuilder &tb, Location, Value j, ValueRange) {
+                Value col = arith::AddIOp::create(tb, loc, j0, j);
+                Value clamped = arith::MinUIOp::create(tb, loc, col, idx(tb, gemm.n - 1));
+                Value image = arith::DivUIOp::create(tb, loc, clamped, idx(tb, outPlane));
+                Value at = arith::RemUIOp::create(tb, loc, clamped, idx(tb, outPlane));
+                Value h = arith::SubIOp::create(
+                    tb, loc,
+                    arith::MulIOp::create(tb, loc,
+                                          arith::DivUIOp::create(tb, loc, at, idx(tb, g.outWidth)),
+                                          idx(tb, g.strideH)),
+                    idx(tb, g.padH));
+                Value w = arith::SubIOp::create(
+                    tb, loc,
+                    arith::MulIOp::create(tb, loc,
+                                          arith::RemUIOp::create(tb, loc, at, idx(tb, g.outWidth)),
+                                          idx(tb, g.strideW)),
+                    idx(tb, g.padW));
+                // Past N: a row far above the image, so every check fails.
+                Value past = arith::CmpIOp::create(tb, loc, arith::CmpIPredicate::uge, col,
+                                                   idx(tb, gemm.n));
+                h = arith::SelectOp::create(tb, loc, past, idx(tb, -(int64_t(1) << 40)), h);
+                Value base = arith::AddIOp::create(
+                    tb, loc, arith::MulIOp::create(tb, loc, image, idx(tb, g.channels * plane)),
+                    arith::AddIOp::create(tb, loc, arith::MulIOp::create(tb, loc, h, idx(tb, g.width)),
+                                          w));
+                memref::StoreOp::create(tb, loc, base, tabBase, ValueRange{j});
+                memref::StoreOp::create(tb, loc, h, tabH, ValueRange{j});
+                memref::StoreOp::create(tb, loc, w, tabW, ValueRange{j});
+                scf::YieldOp::create(tb, loc);
+              });
+          const int64_t taps = g.kernelH * g.kernelW;
+          const int64_t last = g.images * g.channels * plane - 1;
+          Value input = entry->getArgument(g.inputArg);
+          scf::ForOp::create(
+              pb, loc, idx(pb, 0), idx(pb, gemm.k), idx(pb, 1), ValueRange{},
+              [&](OpBuilder &kb, Location, Value k, ValueRange) {
+                Value tap = arith::RemUIOp::create(kb, loc, k, idx(kb, taps));
+                Value channel = arith::AddIOp::create(
+                    kb, loc, arith::MulIOp::create(kb, loc, batch, idx(kb, g.groupChannels)),
+                    arith::DivUIOp::create(kb, loc, k, idx(kb, taps)));
+                Value dh = arith::MulIOp::create(
+                    kb, loc, arith::DivUIOp::create(kb, loc, tap, idx(kb, g.kernelW)),
+                    idx(kb, g.dilationH));
+                Value dw = arith::MulIOp::create(
+                    kb, loc, arith::RemUIOp::create(kb, loc, tap, idx(kb, g.kernelW)),
+                    idx(kb, g.dilationW));
+                Value shift = arith::AddIOp::create(
+                    kb, loc, arith::MulIOp::create(kb, loc, channel, idx(kb, plane)),
+                    arith::AddIOp::create(kb, loc,
+                                          arith::MulIOp::create(kb, loc, dh, idx(kb, g.width)), dw));
+                Value row = arith::MulIOp::create(kb, loc, k, idx(kb, NC));
+                scf::ForOp::create(
+                    kb, loc, idx(kb, 0), idx(kb, NC), idx(kb, 1), ValueRange{},
+                    [&](OpBuilder &jb, Location, Value j, ValueRange) {
+                      auto within = [&](Value table, Value delta, int64_t size) {
+                        Value v = arith::AddIOp::create(
+                            jb, loc, memref::LoadOp::create(jb, loc, table, ValueRange{j}), delta);
+                        return arith::CmpIOp::create(jb, loc, arith::CmpIPredicate::ult, v,
+                                                     idx(jb, size));
+                      };
+                      Value inside = arith::AndIOp::create(jb, loc, within(tabH, dh, g.height),
+                                                           within(tabW, dw, g.width));
+                      Value flat = arith::AddIOp::create(
+                          jb, loc, memref::LoadOp::create(jb, loc, tabBase, ValueRange{j}), shift);
+                      flat = arith::MinSIOp::create(
+                          jb, loc, arith::MaxSIOp::create(jb, loc, flat, idx(jb, 0)), idx(jb, last));
+                      Value v = widen(jb, memref::LoadOp::create(jb, loc, input, ValueRange{flat}));
+                      v = arith::SelectOp::create(jb, loc, inside, v, floatConstant(jb, loc, f32, 0.0));
+                      memref::StoreOp::create(jb, loc, v, packed,
+                                              ValueRange{arith::AddIOp::create(jb, loc, row, j)});
+                      scf::YieldOp::create(jb, loc);
+                    });
+                scf::YieldOp::create(kb, loc);
+              });
+        };
         // (Not for a convolution: without the checks LLVM turned its im2col
         // reads into vector gathers, which halved the kernel's speed here.)
-        if (!isa<MatmulOp>(root)) {
+        if (gemm.conv) {
+          packConv(ob, *gemm.conv);
+        } else if (!isa<MatmulOp>(root)) {
           pack(ob, true);
         } else if (gemm.n % NC == 0) {
           pack(ob, false);

@@ -155,6 +155,11 @@ std::optional<Gemm> kiln::describeGemm(KernelOp kernel, Operation *root,
       return arith::SelectOp::create(rb, loc, inside, v, floatConstant(rb, loc, v.getType(), 0.0))
           .getResult();
     };
+    gemm.conv = ConvGeometry{arg,
+                             x[0], x[1], x[2], x[3], y[2], y[3], w[1], w[2], w[3],
+                             conv.getStrides()[0], conv.getStrides()[1],
+                             conv.getPadding()[0], conv.getPadding()[1],
+                             conv.getDilation()[0], conv.getDilation()[1]};
     // C[b, i, j] is y[n, b * M + i, ho, wo].
     SmallVector<AffineExpr> o = delinearize(j, {y[0], y[2], y[3]});
     gemm.resultIndex = ((o[0] * y[1] + b * gemm.m + i) * y[2] + o[1]) * y[3] + o[2];

@@ -21,6 +21,18 @@ namespace kiln {
 /// the indices and zero what lies past the edges.
 using OperandReader = std::function<Value(OpBuilder &, Location, Value, Value, Value)>;
 
+/// A convolution's B operand, for builders that gather it themselves (the
+/// CPU packs a panel with per-column tables instead of decomposing every
+/// column index). Input x is [images, channels, height, width]; group b
+/// reads its `groupChannels` channels from b * groupChannels.
+struct ConvGeometry {
+  unsigned inputArg = 0;
+  int64_t images = 1, channels = 1, height = 1, width = 1;
+  int64_t outHeight = 1, outWidth = 1, groupChannels = 1;
+  int64_t kernelH = 1, kernelW = 1, strideH = 1, strideW = 1;
+  int64_t padH = 0, padW = 0, dilationH = 1, dilationW = 1;
+};
+
 struct Gemm {
   int64_t batch = 1, m = 1, n = 1, k = 1;
   OperandReader readA, readB;
@@ -38,6 +50,8 @@ struct Gemm {
   /// Likewise for A along k (K a multiple of 4), of (b, i, k4).
   std::optional<unsigned> aVectorArg;
   AffineExpr aVectorIndex;
+  /// Set for conv2d: readB's geometry.
+  std::optional<ConvGeometry> conv;
 };
 
 /// `root` (a matmul, or a conv2d with at least `minRowsPerGroup` output

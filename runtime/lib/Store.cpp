@@ -10,6 +10,8 @@
 
 #include <sqlite3.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -18,6 +20,7 @@
 #include <exception>
 #include <filesystem>
 #include <system_error>
+#include <thread>
 
 namespace kiln::rt {
 
@@ -348,7 +351,18 @@ bool Store::setUpSchema(std::string &why, std::string &advice) {
   // WAL: readers never block the one writer, and a killed writer leaves the
   // committed state intact. synchronous=NORMAL: a commit does not wait for
   // the disk; a power loss may drop the last writes, never corrupt the file.
-  rc = sqlite3_exec(db_, "PRAGMA journal_mode=WAL", nullptr, nullptr, nullptr);
+  // SQLite answers this one with SQLITE_BUSY at once, without its busy
+  // handler, while another process creates or converts a new file (eight
+  // processes opening a fresh cache together lost it one run in ~20): wait
+  // here instead, up to the same timeout.
+  auto deadline = std::chrono::steady_clock::now() +
+                  std::chrono::milliseconds(options_.busyTimeoutMs);
+  for (int attempt = 0;; ++attempt) {
+    rc = sqlite3_exec(db_, "PRAGMA journal_mode=WAL", nullptr, nullptr, nullptr);
+    if ((rc & 0xff) != SQLITE_BUSY || std::chrono::steady_clock::now() >= deadline)
+      break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::min(1 + attempt, 20)));
+  }
   if (rc != SQLITE_OK)
     return sqlFailed(rc, "cannot switch to WAL mode");
   rc = sqlite3_exec(db_, "PRAGMA synchronous=NORMAL", nullptr, nullptr, nullptr);

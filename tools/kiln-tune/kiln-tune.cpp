@@ -102,11 +102,12 @@ int main(int argc, char **argv) {
 
   bool tty = isatty(STDERR_FILENO);
   options.progress = [&](const kiln::TuneProgress &p) {
-    std::fprintf(stderr, "%skiln-tune: kernel %d/%d %s: %d/%d candidates, best %s (%.2fx of the "
-                         "default), ETA %.0f s%s",
+    // Speed-up over the default, as the summary line prints it.
+    std::fprintf(stderr, "%skiln-tune: kernel %d/%d %s: %d/%d candidates, best %s (%.2fx the "
+                         "default's speed), ETA %.0f s%s",
                  tty ? "\r\033[K" : "", p.kernel, p.kernels, p.summary.c_str(), p.tried,
                  p.candidates, milliseconds(p.best_seconds).c_str(),
-                 p.default_seconds > 0 ? p.best_seconds / p.default_seconds : 1.0, p.eta_seconds,
+                 p.best_seconds > 0 ? p.default_seconds / p.best_seconds : 1.0, p.eta_seconds,
                  tty ? "" : "\n");
   };
   try {

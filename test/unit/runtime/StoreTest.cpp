@@ -881,7 +881,12 @@ std::vector<uint8_t> kernelValue(int process, int key) {
                              int report) {
   char go;
   (void)!read(start, &go, 1); // EOF once the parent closes its end
-  auto store = Store::open(dir, silent());
+  // Warnings go to stderr with the process number: a failure says why.
+  Store::Options options = silent();
+  options.onWarning = [process](const std::string &line) {
+    std::fprintf(stderr, "process %d: %s\n", process, line.c_str());
+  };
+  auto store = Store::open(dir, options);
   bool ok = store->enabled();
   std::vector<uint8_t> won(2 * kKeys, 0);
   for (int key = 0; key < kKeys; ++key) {
