@@ -1,10 +1,13 @@
-//===- kiln-compile.cpp - a kiln graph (.mlir) to a .kiln file ------------===//
+//===- kiln-compile.cpp - a kiln graph (.mlir) or ONNX model to a .kiln file ===//
 //
 //   kiln-compile graph.mlir -o model.kiln [--target vulkan,cpu,metal] [--cpu-isa host]
 //                [--describe]
+//   kiln-compile model.onnx -o model.kiln [--input-shape x=1x3x224x224]...
 //
 // The graph is a func.func of kiln ops whose inputs are kiln.input ops (what
-// kiln-opt reads); it goes through the pipeline every realize uses.
+// kiln-opt reads), or an ONNX model (opsets 11 to 17, docs/onnx.md) whose
+// inputs keep their names; it goes through the pipeline every realize uses.
+// --input-shape fixes an ONNX input's symbolic dimensions.
 // --describe prints each target's program: steps, values, buffer plan.
 // --msl prints the metal target's kernels as MSL.
 // --cpu-isa names the instruction set of the cpu target's code: host (this
@@ -12,9 +15,13 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "kiln/Import.h"
 #include "kiln/kiln.h"
 
 #include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <optional>
 #include <fstream>
 #include <iterator>
 #include <sstream>
@@ -23,8 +30,9 @@ namespace {
 int usage(const char *why) {
   std::fprintf(stderr,
                "kiln-compile: %s\n"
-               "usage: kiln-compile graph.mlir [-o model.kiln] [--target vulkan,cpu,metal] "
-               "[--cpu-isa host|x86-64-v3|x86-64-v4] [--describe] [--msl]\n",
+               "usage: kiln-compile graph.mlir|model.onnx [-o model.kiln] "
+               "[--target vulkan,cpu,metal] [--cpu-isa host|x86-64-v3|x86-64-v4] "
+               "[--input-shape NAME=1x3x224x224]... [--describe] [--msl]\n",
                why);
   return 2;
 }
@@ -34,9 +42,27 @@ int main(int argc, char **argv) {
   std::string input, output;
   bool describe = false, msl = false;
   kiln::CompileOptions options;
+  std::map<std::string, kiln::Shape> shapes;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
-    if (arg == "-o" || arg == "--target" || arg == "--cpu-isa") {
+    if (arg == "--input-shape") {
+      if (i + 1 >= argc)
+        return usage("--input-shape needs NAME=DxDx...");
+      std::string value = argv[++i];
+      size_t eq = value.rfind('=');
+      if (eq == std::string::npos || eq == 0 || eq + 1 == value.size())
+        return usage(("--input-shape " + value + ": expected NAME=1x3x224x224").c_str());
+      kiln::Shape shape;
+      std::stringstream dims(value.substr(eq + 1));
+      for (std::string d; std::getline(dims, d, 'x');) {
+        char *end = nullptr;
+        long long v = std::strtoll(d.c_str(), &end, 10);
+        if (d.empty() || *end || v < 1 || v > (1ll << 40))
+          return usage(("--input-shape " + value + ": '" + d + "' is not a dimension").c_str());
+        shape.push_back(v);
+      }
+      shapes[value.substr(0, eq)] = shape;
+    } else if (arg == "-o" || arg == "--target" || arg == "--cpu-isa") {
       if (i + 1 >= argc)
         return usage((arg + " needs a value").c_str());
       std::string value = argv[++i];
@@ -63,14 +89,26 @@ int main(int argc, char **argv) {
   }
   if (input.empty())
     return usage("no graph file");
-  std::ifstream file(input);
+  bool onnx = input.size() > 5 && input.compare(input.size() - 5, 5, ".onnx") == 0;
+  if (!onnx && !shapes.empty())
+    return usage("--input-shape is for .onnx models");
+  std::ifstream file(input, std::ios::binary);
   if (!file) {
     std::fprintf(stderr, "kiln-compile: %s: cannot open it for reading\n", input.c_str());
     return 1;
   }
   std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
   try {
-    kiln::Program program = kiln::compile_graph(text, input, options);
+    std::optional<kiln::Program> compiled;
+    if (onnx) {
+      kiln::OnnxModel model = kiln::import_onnx_bytes(text, input, shapes);
+      options.input_names = model.input_names;
+      options.output_names = model.output_names;
+      compiled = kiln::compile(model.outputs, model.inputs, options);
+    } else {
+      compiled = kiln::compile_graph(text, input, options);
+    }
+    kiln::Program &program = *compiled;
     if (describe) {
       std::printf("%s", program.signature().c_str());
       bool several = options.targets.size() > 1;

@@ -1,0 +1,385 @@
+//===- OnnxImport.cpp - an ONNX ModelProto recorded as a Kiln graph -------===//
+//
+// Reads the protobuf, checks the opset, turns initializers into weights and
+// graph inputs into example inputs of known shapes, then converts the nodes
+// in order (ONNX requires a topological order) through OnnxOps.cpp. Every
+// failure names the model, the node and what to do.
+//
+//===----------------------------------------------------------------------===//
+
+#include "OnnxImporter.h"
+#include "kiln/Import.h"
+
+#include <google/protobuf/io/coded_stream.h>
+
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+
+using namespace kiln;
+using namespace kiln::onnx_import;
+
+namespace {
+std::string shapeText(const Shape &shape) {
+  std::string s;
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? "x" : "") + std::to_string(shape[i]);
+  return s.empty() ? "a scalar" : s;
+}
+
+int64_t elementsOf(const Shape &shape) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// NodeContext
+//===----------------------------------------------------------------------===//
+
+const Value &NodeContext::input(size_t i) const {
+  if (!has(i))
+    fail("input " + std::to_string(i) + " is missing",
+         "the operator needs it; check the model's export");
+  return *inputs[i];
+}
+
+Tensor NodeContext::tensor(size_t i) const {
+  const Value &v = input(i);
+  if (v.tensor)
+    return *v.tensor;
+  std::vector<float> data(v.ints->begin(), v.ints->end());
+  return Tensor::from(std::move(data), v.shape);
+}
+
+const std::vector<int64_t> &NodeContext::ints(size_t i) const {
+  const Value &v = input(i);
+  if (!v.ints)
+    fail("input " + std::to_string(i) + " ('" + node.input(int(i)) +
+             "') must be known when the model is imported (a shape, axes or pads), but the "
+             "model computes it from its inputs",
+         "export the model with constant shapes (e.g. torch.onnx.export with fixed input "
+         "sizes and do_constant_folding=True)");
+  return *v.ints;
+}
+
+const onnx::AttributeProto *NodeContext::attribute(const std::string &name) const {
+  for (const onnx::AttributeProto &a : node.attribute())
+    if (a.name() == name)
+      return &a;
+  return nullptr;
+}
+
+int64_t NodeContext::attrInt(const std::string &name, int64_t otherwise) const {
+  const onnx::AttributeProto *a = attribute(name);
+  if (!a)
+    return otherwise;
+  if (a->type() != onnx::AttributeProto::INT)
+    fail("attribute '" + name + "' must be an integer");
+  return a->i();
+}
+
+float NodeContext::attrFloat(const std::string &name, float otherwise) const {
+  const onnx::AttributeProto *a = attribute(name);
+  if (!a)
+    return otherwise;
+  if (a->type() != onnx::AttributeProto::FLOAT)
+    fail("attribute '" + name + "' must be a float");
+  return a->f();
+}
+
+std::string NodeContext::attrString(const std::string &name, const std::string &otherwise) const {
+  const onnx::AttributeProto *a = attribute(name);
+  if (!a)
+    return otherwise;
+  if (a->type() != onnx::AttributeProto::STRING)
+    fail("attribute '" + name + "' must be a string");
+  return a->s();
+}
+
+std::optional<std::vector<int64_t>> NodeContext::attrInts(const std::string &name) const {
+  const onnx::AttributeProto *a = attribute(name);
+  if (!a)
+    return std::nullopt;
+  if (a->type() != onnx::AttributeProto::INTS)
+    fail("attribute '" + name + "' must be a list of integers");
+  return std::vector<int64_t>(a->ints().begin(), a->ints().end());
+}
+
+std::string NodeContext::where() const {
+  std::string name = node.name().empty() ? "(unnamed)" : "'" + node.name() + "'";
+  return "node " + name + " (" + node.op_type() + ", node " + std::to_string(index) + ")";
+}
+
+void NodeContext::fail(const std::string &what, const std::string &advice) const {
+  throw Error(where() + ": " + what + (advice.empty() ? "" : "; " + advice));
+}
+
+int64_t onnx_import::normalizeAxis(const NodeContext &ctx, int64_t axis, int64_t rank) {
+  int64_t a = axis < 0 ? axis + rank : axis;
+  if (a < 0 || a >= std::max<int64_t>(rank, 1))
+    ctx.fail("axis " + std::to_string(axis) + " is outside a rank-" + std::to_string(rank) +
+             " value");
+  return a;
+}
+
+//===----------------------------------------------------------------------===//
+// Tensors
+//===----------------------------------------------------------------------===//
+
+Value onnx_import::valueOfTensorProto(const onnx::TensorProto &proto, const std::string &what) {
+  Shape shape(proto.dims().begin(), proto.dims().end());
+  for (int64_t d : shape)
+    if (d < 0 || d > (int64_t(1) << 40))
+      throw Error(what + ": dimension " + std::to_string(d) + " is not a size");
+  int64_t n = elementsOf(shape);
+  if (proto.data_location() == onnx::TensorProto::EXTERNAL)
+    throw Error(what + ": its data is stored outside the model file (external data), which "
+                       "Kiln does not read yet; save the model with its weights inside "
+                       "(onnx.save_model(m, path, save_as_external_data=False))");
+  bool raw = proto.has_raw_data();
+  auto sizeCheck = [&](size_t have, size_t elementBytes) {
+    if (have != size_t(n) * elementBytes)
+      throw Error(what + ": " + std::to_string(have) + " bytes of data for shape " +
+                  shapeText(shape) + " (" + std::to_string(n) + " elements of " +
+                  std::to_string(elementBytes) + " bytes); the file is damaged or was written "
+                  "by a broken exporter");
+  };
+  switch (proto.data_type()) {
+  case onnx::TensorProto::FLOAT: {
+    std::vector<float> data(static_cast<size_t>(n));
+    if (raw) {
+      sizeCheck(proto.raw_data().size(), 4);
+      std::memcpy(data.data(), proto.raw_data().data(), data.size() * 4);
+    } else {
+      sizeCheck(size_t(proto.float_data_size()) * 4, 4);
+      std::copy(proto.float_data().begin(), proto.float_data().end(), data.begin());
+    }
+    return Value::of(Tensor::from(std::move(data), shape));
+  }
+  case onnx::TensorProto::DOUBLE: {
+    std::vector<double> data(static_cast<size_t>(n));
+    if (raw) {
+      sizeCheck(proto.raw_data().size(), 8);
+      std::memcpy(data.data(), proto.raw_data().data(), data.size() * 8);
+    } else {
+      sizeCheck(size_t(proto.double_data_size()) * 8, 8);
+      std::copy(proto.double_data().begin(), proto.double_data().end(), data.begin());
+    }
+    return Value::of(Tensor::from(std::vector<float>(data.begin(), data.end()), shape));
+  }
+  case onnx::TensorProto::INT64: {
+    std::vector<int64_t> data(static_cast<size_t>(n));
+    if (raw) {
+      sizeCheck(proto.raw_data().size(), 8);
+      std::memcpy(data.data(), proto.raw_data().data(), data.size() * 8);
+    } else {
+      sizeCheck(size_t(proto.int64_data_size()) * 8, 8);
+      std::copy(proto.int64_data().begin(), proto.int64_data().end(), data.begin());
+    }
+    return Value::ofInts(std::move(data), shape);
+  }
+  case onnx::TensorProto::INT32:
+  case onnx::TensorProto::BOOL: {
+    size_t bytes = proto.data_type() == onnx::TensorProto::BOOL ? 1 : 4;
+    std::vector<int64_t> data(static_cast<size_t>(n));
+    if (raw) {
+      sizeCheck(proto.raw_data().size(), bytes);
+      for (int64_t i = 0; i < n; ++i) {
+        int32_t v = 0;
+        std::memcpy(&v, proto.raw_data().data() + i * bytes, bytes);
+        data[size_t(i)] = bytes == 1 ? (v & 0xff) != 0 : v;
+      }
+    } else {
+      sizeCheck(size_t(proto.int32_data_size()) * bytes, bytes);
+      std::copy(proto.int32_data().begin(), proto.int32_data().end(), data.begin());
+    }
+    return Value::ofInts(std::move(data), shape);
+  }
+  default:
+    throw Error(what + ": data type " + std::to_string(proto.data_type()) +
+                " is not supported (float, double, int64, int32 and bool are)");
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// The model
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// The shape of graph input `info`, completed from `given`.
+Shape inputShape(const onnx::ValueInfoProto &info, const std::map<std::string, Shape> &given,
+                 const std::string &model) {
+  const std::string &name = info.name();
+  auto it = given.find(name);
+  if (!info.type().has_tensor_type())
+    throw Error(model + ": input '" + name + "' is not a tensor (sequences and maps are not "
+                                               "supported)");
+  const onnx::TypeProto::Tensor &type = info.type().tensor_type();
+  int elem = type.elem_type();
+  if (elem != onnx::TensorProto::FLOAT)
+    throw Error(model + ": input '" + name + "' has element type " + std::to_string(elem) +
+                "; Kiln imports float inputs only");
+  if (!type.has_shape()) {
+    if (it == given.end())
+      throw Error(model + ": input '" + name + "' has no shape in the model; give it with "
+                                                 "--input-shape " + name + "=1x3x224x224");
+    return it->second;
+  }
+  Shape shape;
+  std::vector<std::string> symbolic;
+  for (const onnx::TensorShapeProto::Dimension &d : type.shape().dim()) {
+    if (d.has_dim_value() && d.dim_value() > 0) {
+      shape.push_back(d.dim_value());
+    } else {
+      shape.push_back(-1);
+      symbolic.push_back(d.has_dim_param() ? "'" + d.dim_param() + "'" : "?");
+    }
+  }
+  if (it == given.end()) {
+    if (symbolic.empty())
+      return shape;
+    std::string dims;
+    for (const std::string &s : symbolic)
+      dims += (dims.empty() ? "" : ", ") + s;
+    std::string example;
+    for (size_t i = 0; i < shape.size(); ++i)
+      example += (i ? "x" : "") + std::to_string(shape[i] < 0 ? 1 : shape[i]);
+    throw Error(model + ": input '" + name + "' has dimensions left unknown (" + dims +
+                "); give its shape with --input-shape " + name + "=" + example +
+                " (import_onnx's input_shapes)");
+  }
+  const Shape &want = it->second;
+  if (want.size() != shape.size())
+    throw Error(model + ": input '" + name + "' has rank " + std::to_string(shape.size()) +
+                " in the model, but the shape given is " + shapeText(want));
+  for (size_t i = 0; i < shape.size(); ++i)
+    if (shape[i] >= 0 && shape[i] != want[i])
+      throw Error(model + ": input '" + name + "' has dimension " + std::to_string(i) + " = " +
+                  std::to_string(shape[i]) + " in the model, but the shape given is " +
+                  shapeText(want));
+  return want;
+}
+
+OnnxModel importModel(const onnx::ModelProto &model, const std::string &name,
+                      const std::map<std::string, Shape> &givenShapes) {
+  OnnxModel out;
+  for (const onnx::OperatorSetIdProto &set : model.opset_import())
+    if (set.domain().empty() || set.domain() == "ai.onnx")
+      out.opset = set.version();
+  if (out.opset == 0)
+    throw Error(name + ": the model imports no opset of the default ONNX domain; is it an ONNX "
+                       "model?");
+  if (out.opset < 11 || out.opset > 17)
+    throw Error(name + ": opset " + std::to_string(out.opset) +
+                " is outside the 11 to 17 that Kiln imports; convert it with "
+                "onnx.version_converter.convert_version(model, 17)");
+  const onnx::GraphProto &graph = model.graph();
+  std::map<std::string, Value> values;
+  for (const onnx::TensorProto &init : graph.initializer())
+    values[init.name()] = valueOfTensorProto(init, name + ": initializer '" + init.name() + "'");
+  for (const onnx::ValueInfoProto &info : graph.input()) {
+    if (values.count(info.name()))
+      continue; // an initializer listed as an input (older exporters)
+    Shape shape = inputShape(info, givenShapes, name);
+    // A leaf with data (compile's example inputs must not be computed).
+    Tensor x = Tensor::from(std::vector<float>(static_cast<size_t>(elementsOf(shape)), 0.0f), shape);
+    values[info.name()] = Value::of(x);
+    out.inputs.push_back(x);
+    out.input_names.push_back(info.name());
+  }
+  for (const auto &[given, shape] : givenShapes) {
+    (void)shape;
+    if (!std::count(out.input_names.begin(), out.input_names.end(), given))
+      throw Error(name + ": --input-shape names '" + given + "', which is not an input of the "
+                                                             "model");
+  }
+
+  const std::map<std::string, Converter> &table = converters();
+  for (int index = 0; index < graph.node_size(); ++index) {
+    const onnx::NodeProto &node = graph.node(index);
+    std::vector<const Value *> inputs;
+    for (const std::string &input : node.input()) {
+      if (input.empty()) {
+        inputs.push_back(nullptr);
+        continue;
+      }
+      auto it = values.find(input);
+      if (it == values.end())
+        throw Error(NodeContext(node, index, out.opset, {}).where() + ": input '" + input +
+                    "' is produced by no earlier node, initializer or graph input; the graph "
+                    "is malformed or not in topological order");
+      inputs.push_back(&it->second);
+    }
+    NodeContext ctx(node, index, out.opset, std::move(inputs));
+    if (!node.domain().empty() && node.domain() != "ai.onnx")
+      ctx.fail("operators of domain '" + node.domain() + "' are not supported",
+               "Kiln imports the default ONNX domain");
+    auto converter = table.find(node.op_type());
+    if (converter == table.end())
+      ctx.fail("the operator is not supported by Kiln's importer",
+               "see docs/onnx.md for the operators it takes");
+    std::vector<Value> results;
+    try {
+      results = converter->second(ctx);
+    } catch (const Error &e) {
+      std::string what = e.what();
+      if (what.rfind("node ", 0) == 0)
+        throw;
+      ctx.fail(what); // a Tensor API error (shapes), with the node named
+    }
+    ++out.nodes;
+    bool allFolded = true;
+    for (int i = 0; i < node.output_size() && i < int(results.size()); ++i) {
+      allFolded = allFolded && !results[size_t(i)].tensor;
+      if (!node.output(i).empty())
+        values[node.output(i)] = std::move(results[size_t(i)]);
+    }
+    if (allFolded)
+      ++out.folded;
+  }
+  for (const onnx::ValueInfoProto &info : graph.output()) {
+    auto it = values.find(info.name());
+    if (it == values.end())
+      throw Error(name + ": output '" + info.name() + "' is computed by no node");
+    if (!it->second.tensor)
+      throw Error(name + ": output '" + info.name() +
+                  "' is a constant known at import time; Kiln compiles outputs computed "
+                  "from the inputs");
+    out.outputs.push_back(*it->second.tensor);
+    out.output_names.push_back(info.name());
+  }
+  if (out.outputs.empty())
+    throw Error(name + ": the graph has no outputs");
+  return out;
+}
+} // namespace
+
+OnnxModel kiln::import_onnx_bytes(const std::string &bytes, const std::string &name,
+                                  const std::map<std::string, Shape> &input_shapes) {
+  onnx::ModelProto model;
+  google::protobuf::io::CodedInputStream stream(
+      reinterpret_cast<const uint8_t *>(bytes.data()), int(std::min<size_t>(bytes.size(), INT32_MAX)));
+  stream.SetRecursionLimit(64);
+  if (bytes.size() > size_t(INT32_MAX) || !model.ParseFromCodedStream(&stream) ||
+      !stream.ConsumedEntireMessage())
+    throw Error(name + ": not a valid ONNX model (the protobuf does not parse: truncated, "
+                       "damaged, or not an .onnx file)");
+  if (!model.has_graph())
+    throw Error(name + ": the model has no graph");
+  return importModel(model, name, input_shapes);
+}
+
+OnnxModel kiln::import_onnx(const std::string &path,
+                            const std::map<std::string, Shape> &input_shapes) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file)
+    throw Error(path + ": cannot open it for reading");
+  std::string bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  if (bytes.empty())
+    throw Error(path + ": the file is empty");
+  return import_onnx_bytes(bytes, path, input_shapes);
+}

@@ -1,0 +1,95 @@
+//===- OnnxImporter.h - state shared by the ONNX reader and ops -*- C++ -*-===//
+//
+// Internal to lib/Import/ONNX. A value of the ONNX graph is either a
+// recorded tensor or, for shape arithmetic (Shape, integer initializers and
+// constants), integers known at import time, folded as they are computed.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_LIB_IMPORT_ONNX_ONNXIMPORTER_H
+#define KILN_LIB_IMPORT_ONNX_ONNXIMPORTER_H
+
+#include "kiln/Errors.h"
+#include "kiln/Tensor.h"
+
+#include <onnx/onnx_pb.h>
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kiln::onnx_import {
+
+struct Value {
+  std::optional<Tensor> tensor;
+  /// Integers known at import time, row-major, of shape `shape`.
+  std::optional<std::vector<int64_t>> ints;
+  Shape shape;
+
+  static Value of(Tensor t) {
+    Value v;
+    v.shape = t.shape();
+    v.tensor = std::move(t);
+    return v;
+  }
+  static Value ofInts(std::vector<int64_t> ints, Shape shape) {
+    Value v;
+    v.ints = std::move(ints);
+    v.shape = std::move(shape);
+    return v;
+  }
+};
+
+/// One node being converted: its inputs, attributes and errors that name it.
+class NodeContext {
+public:
+  NodeContext(const onnx::NodeProto &node, int index, int64_t opset,
+              std::vector<const Value *> inputs)
+      : node(node), index(index), opset(opset), inputs(std::move(inputs)) {}
+
+  const onnx::NodeProto &node;
+  int index;
+  int64_t opset;
+
+  size_t numInputs() const { return inputs.size(); }
+  /// Input i is present (an empty name marks an omitted optional input).
+  bool has(size_t i) const { return i < inputs.size() && inputs[i]; }
+  const Value &input(size_t i) const;
+  /// Input i as a tensor: integers known at import become an f32 tensor.
+  Tensor tensor(size_t i) const;
+  /// Input i as integers known at import (shapes, axes, pads): an error
+  /// when it is computed by the model at run time.
+  const std::vector<int64_t> &ints(size_t i) const;
+
+  const onnx::AttributeProto *attribute(const std::string &name) const;
+  int64_t attrInt(const std::string &name, int64_t otherwise) const;
+  float attrFloat(const std::string &name, float otherwise) const;
+  std::string attrString(const std::string &name, const std::string &otherwise) const;
+  std::optional<std::vector<int64_t>> attrInts(const std::string &name) const;
+
+  /// "node 'conv1' (Conv, node 3)".
+  std::string where() const;
+  /// Throws Error "<where>: <what>; <advice>".
+  [[noreturn]] void fail(const std::string &what, const std::string &advice = "") const;
+
+private:
+  std::vector<const Value *> inputs;
+};
+
+/// Converts one node: its outputs, in order.
+using Converter = std::function<std::vector<Value>(const NodeContext &)>;
+/// The supported operators of the default domain.
+const std::map<std::string, Converter> &converters();
+
+/// An initializer or Constant tensor: f32 data as a tensor, integers as
+/// integers. `what` names it in errors.
+Value valueOfTensorProto(const onnx::TensorProto &proto, const std::string &what);
+
+/// `axis` of a rank-`rank` value, negative counting from the end.
+int64_t normalizeAxis(const NodeContext &ctx, int64_t axis, int64_t rank);
+
+} // namespace kiln::onnx_import
+
+#endif // KILN_LIB_IMPORT_ONNX_ONNXIMPORTER_H

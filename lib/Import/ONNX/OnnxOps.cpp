@@ -1,0 +1,683 @@
+//===- OnnxOps.cpp - ONNX operators as Tensor API calls -------------------===//
+//
+// One converter per supported operator of the default domain, opsets 11 to
+// 17 (attributes that moved to inputs in opset 13 are read from either).
+// Integer values known at import (shapes, axes) are folded here instead of
+// becoming kernels. What a converter cannot express exactly is an error
+// naming the attribute, never an approximation.
+//
+//===----------------------------------------------------------------------===//
+
+#include "OnnxImporter.h"
+
+#include <array>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+using namespace kiln;
+using namespace kiln::onnx_import;
+
+namespace {
+using Values = std::vector<Value>;
+
+int64_t product(const Shape &s, size_t from = 0, size_t to = SIZE_MAX) {
+  int64_t n = 1;
+  for (size_t i = from; i < std::min(to, s.size()); ++i)
+    n *= s[i];
+  return n;
+}
+
+Values one(Tensor t) { return {Value::of(std::move(t))}; }
+
+Converter unary(Tensor (*fn)(const Tensor &, std::source_location)) {
+  return [fn](const NodeContext &ctx) { return one(fn(ctx.tensor(0), std::source_location::current())); };
+}
+
+/// Elementwise on two inputs; on integers known at import (shape
+/// arithmetic) it folds, with numpy broadcasting of a scalar.
+Converter binary(Tensor (*fn)(const Tensor &, const Tensor &, std::source_location),
+                 int64_t (*fold)(int64_t, int64_t)) {
+  return [fn, fold](const NodeContext &ctx) -> Values {
+    const Value &a = ctx.input(0), &b = ctx.input(1);
+    if (fold && a.ints && b.ints && (a.ints->size() == b.ints->size() || a.ints->size() == 1 ||
+                                     b.ints->size() == 1)) {
+      size_t n = std::max(a.ints->size(), b.ints->size());
+      std::vector<int64_t> out(n);
+      for (size_t i = 0; i < n; ++i)
+        out[i] = fold((*a.ints)[a.ints->size() == 1 ? 0 : i], (*b.ints)[b.ints->size() == 1 ? 0 : i]);
+      return {Value::ofInts(std::move(out), a.ints->size() >= b.ints->size() ? a.shape : b.shape)};
+    }
+    return one(fn(ctx.tensor(0), ctx.tensor(1), std::source_location::current()));
+  };
+}
+
+/// Axes from the attribute (before opset 13, or always for some ops) or
+/// from input `input` (opset 13 on); none when neither is given.
+std::optional<std::vector<int64_t>> axesOf(const NodeContext &ctx, size_t input) {
+  if (ctx.has(input))
+    return ctx.ints(input);
+  return ctx.attrInts("axes");
+}
+
+std::vector<int64_t> normalized(const NodeContext &ctx, std::vector<int64_t> axes, int64_t rank) {
+  for (int64_t &a : axes)
+    a = normalizeAxis(ctx, a, rank);
+  return axes;
+}
+
+/// The spatial begin/end padding of a Conv or pool over input `in` (NCHW):
+/// explicit `pads`, or from auto_pad.
+struct Padding {
+  int64_t top = 0, left = 0, bottom = 0, right = 0;
+  bool symmetric() const { return top == bottom && left == right; }
+};
+
+Padding paddingOf(const NodeContext &ctx, const Shape &in, const std::vector<int64_t> &kernel,
+                  const std::vector<int64_t> &strides, const std::vector<int64_t> &dilations) {
+  Padding p;
+  std::string autoPad = ctx.attrString("auto_pad", "NOTSET");
+  if (autoPad == "NOTSET") {
+    std::vector<int64_t> pads = ctx.attrInts("pads").value_or(std::vector<int64_t>(4, 0));
+    if (pads.size() != 4)
+      ctx.fail("'pads' must have 4 values for a 2-D window", "only 2-D (NCHW) is supported");
+    for (int64_t v : pads)
+      if (v < 0)
+        ctx.fail("negative 'pads' are not supported");
+    return {pads[0], pads[1], pads[2], pads[3]};
+  }
+  if (autoPad == "VALID")
+    return p;
+  if (autoPad != "SAME_UPPER" && autoPad != "SAME_LOWER")
+    ctx.fail("auto_pad '" + autoPad + "' is not one of NOTSET, VALID, SAME_UPPER, SAME_LOWER");
+  int64_t begin[2], end[2];
+  for (int i = 0; i < 2; ++i) {
+    int64_t size = in[size_t(2 + i)], s = strides[size_t(i)];
+    int64_t out = (size + s - 1) / s;
+    int64_t total = std::max<int64_t>(0, (out - 1) * s + (kernel[size_t(i)] - 1) * dilations[size_t(i)] + 1 - size);
+    begin[i] = autoPad == "SAME_UPPER" ? total / 2 : total - total / 2;
+    end[i] = total - begin[i];
+  }
+  return {begin[0], begin[1], end[0], end[1]};
+}
+
+std::vector<int64_t> pairAttr(const NodeContext &ctx, const std::string &name, int64_t otherwise) {
+  std::vector<int64_t> v = ctx.attrInts(name).value_or(std::vector<int64_t>{otherwise, otherwise});
+  if (v.size() != 2)
+    ctx.fail("'" + name + "' must have 2 values", "only 2-D (NCHW) windows are supported");
+  return v;
+}
+
+void requireRank4(const NodeContext &ctx, const Tensor &x) {
+  if (x.shape().size() != 4)
+    ctx.fail("input of rank " + std::to_string(x.shape().size()) + ": only 2-D (NCHW) inputs are "
+                                                                  "supported");
+}
+
+Values conv(const NodeContext &ctx) {
+  Tensor x = ctx.tensor(0), w = ctx.tensor(1);
+  requireRank4(ctx, x);
+  if (w.shape().size() != 4)
+    ctx.fail("the filter must have rank 4 (OIHW)");
+  std::vector<int64_t> kernel = {w.shape()[2], w.shape()[3]};
+  if (auto given = ctx.attrInts("kernel_shape"); given && *given != kernel)
+    ctx.fail("'kernel_shape' disagrees with the filter's shape");
+  std::vector<int64_t> strides = pairAttr(ctx, "strides", 1), dil = pairAttr(ctx, "dilations", 1);
+  Padding p = paddingOf(ctx, x.shape(), kernel, strides, dil);
+  if (!p.symmetric()) {
+    x = kiln::pad(x, {0, 0, p.top, p.left}, {0, 0, p.bottom, p.right});
+    p = {};
+  }
+  Tensor y = conv2d(x, w, {strides[0], strides[1]}, {p.top, p.left}, {dil[0], dil[1]},
+                    ctx.attrInt("group", 1));
+  if (ctx.has(2))
+    y = y + ctx.tensor(2).reshape({1, w.shape()[0], 1, 1});
+  return one(y);
+}
+
+Values pool(const NodeContext &ctx, bool isMax) {
+  Tensor x = ctx.tensor(0);
+  requireRank4(ctx, x);
+  std::optional<std::vector<int64_t>> kernel = ctx.attrInts("kernel_shape");
+  if (!kernel || kernel->size() != 2)
+    ctx.fail("'kernel_shape' must give 2 sizes");
+  std::vector<int64_t> strides = pairAttr(ctx, "strides", 1), dil = pairAttr(ctx, "dilations", 1);
+  if (dil != std::vector<int64_t>{1, 1})
+    ctx.fail("dilated pooling is not supported");
+  if (isMax && ctx.node.output_size() > 1 && !ctx.node.output(1).empty())
+    ctx.fail("the Indices output of MaxPool is not supported");
+  Padding p = paddingOf(ctx, x.shape(), *kernel, strides, dil);
+  // ceil_mode: one more window where a partial one starts inside the image
+  // or the leading padding (PyTorch's and ONNX's rule), made by padding the
+  // end further.
+  if (ctx.attrInt("ceil_mode", 0)) {
+    int64_t *ends[2] = {&p.bottom, &p.right};
+    int64_t begins[2] = {p.top, p.left};
+    for (int i = 0; i < 2; ++i) {
+      int64_t in = x.shape()[size_t(2 + i)], k = (*kernel)[size_t(i)], s = strides[size_t(i)];
+      int64_t span = in + begins[i] + *ends[i] - k;
+      int64_t out = (span + s - 1) / s + 1;
+      if ((out - 1) * s >= in + begins[i])
+        --out;
+      *ends[i] += std::max<int64_t>(0, (out - 1) * s + k - (in + begins[i] + *ends[i]));
+    }
+  }
+  std::array<int64_t, 2> k2 = {(*kernel)[0], (*kernel)[1]}, s2 = {strides[0], strides[1]};
+  if (isMax) {
+    if (!p.symmetric()) {
+      x = kiln::pad(x, {0, 0, p.top, p.left}, {0, 0, p.bottom, p.right},
+                    -std::numeric_limits<float>::infinity());
+      p = {};
+    }
+    return one(max_pool2d(x, k2, s2, {p.top, p.left}));
+  }
+  bool countPad = ctx.attrInt("count_include_pad", 0) != 0;
+  if (p.symmetric() && (countPad || (!p.top && !p.left)))
+    return one(avg_pool2d(x, k2, s2, {p.top, p.left}));
+  if (countPad)
+    ctx.fail("count_include_pad = 1 with asymmetric padding or ceil_mode is not supported");
+  // Divide each window's sum by its elements inside the image.
+  Tensor ones = Tensor::full({1, 1, x.shape()[2], x.shape()[3]}, 1.0f);
+  auto padded = [&](const Tensor &t) {
+    return kiln::pad(t, {0, 0, p.top, p.left}, {0, 0, p.bottom, p.right});
+  };
+  return one(avg_pool2d(padded(x), k2, s2) / avg_pool2d(padded(ones), k2, s2));
+}
+
+Values gemm(const NodeContext &ctx) {
+  Tensor a = ctx.tensor(0), b = ctx.tensor(1);
+  if (a.shape().size() != 2 || b.shape().size() != 2)
+    ctx.fail("Gemm takes rank-2 A and B");
+  if (ctx.attrInt("transA", 0))
+    a = a.transpose(0, 1);
+  if (ctx.attrInt("transB", 0))
+    b = b.transpose(0, 1);
+  Tensor y = matmul(a, b);
+  float alpha = ctx.attrFloat("alpha", 1.0f), beta = ctx.attrFloat("beta", 1.0f);
+  if (alpha != 1.0f)
+    y = y * Tensor::scalar(alpha);
+  if (ctx.has(2))
+    y = y + (beta == 1.0f ? ctx.tensor(2) : ctx.tensor(2) * Tensor::scalar(beta));
+  return one(y);
+}
+
+Values matMul(const NodeContext &ctx) {
+  Tensor a = ctx.tensor(0), b = ctx.tensor(1);
+  bool vecA = a.shape().size() == 1, vecB = b.shape().size() == 1;
+  if (vecA)
+    a = a.reshape({1, a.shape()[0]});
+  if (vecB)
+    b = b.reshape({b.shape()[0], 1});
+  Tensor y = matmul(a, b);
+  Shape s = y.shape();
+  if (vecB)
+    s.pop_back();
+  if (vecA)
+    s.erase(s.end() - (vecB ? 1 : 2));
+  return one(s == y.shape() ? y : y.reshape(s));
+}
+
+Values reshape(const NodeContext &ctx) {
+  const Value &x = ctx.input(0);
+  std::vector<int64_t> spec = ctx.ints(1);
+  bool allowZero = ctx.attrInt("allowzero", 0) != 0;
+  Shape out;
+  int64_t infer = -1, known = 1;
+  for (size_t i = 0; i < spec.size(); ++i) {
+    int64_t d = spec[i];
+    if (d == 0 && !allowZero) {
+      if (i >= x.shape.size())
+        ctx.fail("shape entry 0 copies dimension " + std::to_string(i) + ", which the input lacks");
+      d = x.shape[i];
+    }
+    if (d == -1) {
+      if (infer >= 0)
+        ctx.fail("the shape has two -1 entries");
+      infer = int64_t(i);
+      out.push_back(1);
+      continue;
+    }
+    if (d < 0)
+      ctx.fail("shape entry " + std::to_string(d) + " is not a size");
+    out.push_back(d);
+    known *= d;
+  }
+  int64_t total = product(x.shape);
+  if (infer >= 0) {
+    if (known == 0 || total % known)
+      ctx.fail("cannot infer the -1 entry: " + std::to_string(total) + " elements");
+    out[size_t(infer)] = total / known;
+  }
+  if (product(out) != total)
+    ctx.fail("the new shape holds " + std::to_string(product(out)) + " elements, the input " +
+             std::to_string(total));
+  if (x.ints)
+    return {Value::ofInts(*x.ints, out)};
+  return one(x.tensor->reshape(out));
+}
+
+Values flatten(const NodeContext &ctx) {
+  Tensor x = ctx.tensor(0);
+  int64_t rank = int64_t(x.shape().size());
+  int64_t axis = ctx.attrInt("axis", 1);
+  axis = axis < 0 ? axis + rank : axis;
+  if (axis < 0 || axis > rank)
+    ctx.fail("axis " + std::to_string(axis) + " is outside 0.." + std::to_string(rank));
+  return one(x.reshape({product(x.shape(), 0, size_t(axis)), product(x.shape(), size_t(axis))}));
+}
+
+Values transpose(const NodeContext &ctx) {
+  Tensor x = ctx.tensor(0);
+  size_t rank = x.shape().size();
+  std::vector<int64_t> perm(rank);
+  std::iota(perm.rbegin(), perm.rend(), 0);
+  if (auto given = ctx.attrInts("perm"))
+    perm = *given;
+  if (perm.size() != rank)
+    ctx.fail("'perm' has " + std::to_string(perm.size()) + " entries for a rank-" +
+             std::to_string(rank) + " input");
+  return one(x.permute(perm));
+}
+
+Values squeeze(const NodeContext &ctx) {
+  const Value &x = ctx.input(0);
+  int64_t rank = int64_t(x.shape.size());
+  std::optional<std::vector<int64_t>> axes = axesOf(ctx, 1);
+  std::vector<bool> drop(size_t(rank), false);
+  if (axes) {
+    for (int64_t a : normalized(ctx, *axes, rank)) {
+      if (x.shape[size_t(a)] != 1)
+        ctx.fail("axis " + std::to_string(a) + " has size " + std::to_string(x.shape[size_t(a)]) +
+                 ", not 1");
+      drop[size_t(a)] = true;
+    }
+  } else {
+    for (int64_t a = 0; a < rank; ++a)
+      drop[size_t(a)] = x.shape[size_t(a)] == 1;
+  }
+  Shape out;
+  for (int64_t a = 0; a < rank; ++a)
+    if (!drop[size_t(a)])
+      out.push_back(x.shape[size_t(a)]);
+  if (x.ints)
+    return {Value::ofInts(*x.ints, out)};
+  return one(x.tensor->reshape(out));
+}
+
+Values unsqueeze(const NodeContext &ctx) {
+  const Value &x = ctx.input(0);
+  std::optional<std::vector<int64_t>> axes = axesOf(ctx, 1);
+  if (!axes)
+    ctx.fail("no axes given");
+  int64_t rank = int64_t(x.shape.size() + axes->size());
+  std::vector<int64_t> at = normalized(ctx, *axes, rank);
+  std::vector<bool> inserted(size_t(rank), false);
+  for (int64_t a : at)
+    inserted[size_t(a)] = true;
+  Shape out;
+  size_t next = 0;
+  for (int64_t a = 0; a < rank; ++a)
+    out.push_back(inserted[size_t(a)] ? 1 : x.shape[next++]);
+  if (x.ints)
+    return {Value::ofInts(*x.ints, out)};
+  return one(x.tensor->reshape(out));
+}
+
+Values concatOp(const NodeContext &ctx) {
+  int64_t rank = int64_t(ctx.input(0).shape.size());
+  int64_t axis = normalizeAxis(ctx, ctx.attrInt("axis", 0), rank);
+  bool allInts = true;
+  for (size_t i = 0; i < ctx.numInputs(); ++i)
+    allInts = allInts && ctx.input(i).ints;
+  if (allInts && rank == 1) {
+    std::vector<int64_t> out;
+    for (size_t i = 0; i < ctx.numInputs(); ++i)
+      out.insert(out.end(), ctx.input(i).ints->begin(), ctx.input(i).ints->end());
+    int64_t n = int64_t(out.size());
+    return {Value::ofInts(std::move(out), {n})};
+  }
+  std::vector<Tensor> parts;
+  for (size_t i = 0; i < ctx.numInputs(); ++i)
+    parts.push_back(ctx.tensor(i));
+  return one(concat(parts, axis));
+}
+
+Values gather(const NodeContext &ctx) {
+  const Value &data = ctx.input(0);
+  const std::vector<int64_t> &indices = ctx.ints(1);
+  const Shape &indexShape = ctx.input(1).shape;
+  int64_t rank = int64_t(data.shape.size());
+  int64_t axis = normalizeAxis(ctx, ctx.attrInt("axis", 0), rank);
+  int64_t size = data.shape[size_t(axis)];
+  std::vector<int64_t> picked;
+  for (int64_t i : indices) {
+    int64_t j = i < 0 ? i + size : i;
+    if (j < 0 || j >= size)
+      ctx.fail("index " + std::to_string(i) + " is outside the " + std::to_string(size) +
+               " entries of axis " + std::to_string(axis));
+    picked.push_back(j);
+  }
+  Shape out(data.shape.begin(), data.shape.begin() + axis);
+  out.insert(out.end(), indexShape.begin(), indexShape.end());
+  out.insert(out.end(), data.shape.begin() + axis + 1, data.shape.end());
+  if (data.ints) {
+    int64_t inner = product(data.shape, size_t(axis) + 1), outer = product(data.shape, 0, size_t(axis));
+    std::vector<int64_t> result;
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t j : picked)
+        for (int64_t k = 0; k < inner; ++k)
+          result.push_back((*data.ints)[size_t((o * size + j) * inner + k)]);
+    return {Value::ofInts(std::move(result), out)};
+  }
+  Tensor y = index_select(*data.tensor, axis, picked);
+  return one(y.shape() == out ? y : y.reshape(out));
+}
+
+Values shapeOp(const NodeContext &ctx) {
+  const Shape &s = ctx.input(0).shape;
+  int64_t rank = int64_t(s.size());
+  int64_t start = ctx.attrInt("start", 0), end = ctx.attrInt("end", rank);
+  start = std::clamp<int64_t>(start < 0 ? start + rank : start, 0, rank);
+  end = std::clamp<int64_t>(end < 0 ? end + rank : end, 0, rank);
+  std::vector<int64_t> dims(s.begin() + start, s.begin() + std::max(start, end));
+  int64_t n = int64_t(dims.size());
+  return {Value::ofInts(std::move(dims), {n})};
+}
+
+Values constant(const NodeContext &ctx) {
+  if (const onnx::AttributeProto *a = ctx.attribute("value"))
+    return {valueOfTensorProto(a->t(), ctx.where() + ": 'value'")};
+  if (const onnx::AttributeProto *a = ctx.attribute("value_float"))
+    return one(Tensor::full({}, a->f()));
+  if (const onnx::AttributeProto *a = ctx.attribute("value_floats"))
+    return one(Tensor::from(std::vector<float>(a->floats().begin(), a->floats().end()),
+                            {int64_t(a->floats_size())}));
+  if (const onnx::AttributeProto *a = ctx.attribute("value_int"))
+    return {Value::ofInts({a->i()}, {})};
+  if (const onnx::AttributeProto *a = ctx.attribute("value_ints"))
+    return {Value::ofInts(std::vector<int64_t>(a->ints().begin(), a->ints().end()),
+                          {int64_t(a->ints_size())})};
+  ctx.fail("no value attribute Kiln reads (value, value_float(s), value_int(s))");
+}
+
+Values constantOfShape(const NodeContext &ctx) {
+  Shape shape = ctx.ints(0);
+  Value fill = Value::of(Tensor::scalar(0.0f));
+  if (const onnx::AttributeProto *a = ctx.attribute("value"))
+    fill = valueOfTensorProto(a->t(), ctx.where() + ": 'value'");
+  if (fill.ints)
+    return {Value::ofInts(std::vector<int64_t>(size_t(product(shape)), fill.ints->at(0)), shape)};
+  std::vector<float> one = fill.tensor->to_vector<float>();
+  return {Value::of(Tensor::full(shape, one.at(0)))};
+}
+
+Values cast(const NodeContext &ctx) {
+  const Value &x = ctx.input(0);
+  int64_t to = ctx.attrInt("to", 0);
+  if (x.ints) {
+    if (to == onnx::TensorProto::INT64 || to == onnx::TensorProto::INT32)
+      return {x};
+    if (to == onnx::TensorProto::FLOAT)
+      return one(ctx.tensor(0));
+  } else if (to == onnx::TensorProto::FLOAT) {
+    return one(x.tensor->dtype() == DType::f32 ? *x.tensor : x.tensor->to(DType::f32));
+  } else if (to == onnx::TensorProto::FLOAT16) {
+    return one(x.tensor->to(DType::f16));
+  }
+  ctx.fail("a cast to data type " + std::to_string(to) + " of a value computed at run time is "
+                                                         "not supported");
+}
+
+Values slice(const NodeContext &ctx) {
+  const Value &x = ctx.input(0);
+  std::vector<int64_t> starts = ctx.ints(1), ends = ctx.ints(2);
+  int64_t rank = int64_t(x.shape.size());
+  std::vector<int64_t> axes(starts.size());
+  std::iota(axes.begin(), axes.end(), 0);
+  if (ctx.has(3))
+    axes = normalized(ctx, ctx.ints(3), rank);
+  if (ctx.has(4))
+    for (int64_t s : ctx.ints(4))
+      if (s != 1)
+        ctx.fail("step " + std::to_string(s) + " is not supported (only 1)");
+  if (axes.size() != starts.size() || ends.size() != starts.size())
+    ctx.fail("starts, ends and axes differ in length");
+  Value out = x;
+  for (size_t i = 0; i < axes.size(); ++i) {
+    int64_t size = out.shape[size_t(axes[i])];
+    auto clampIndex = [&](int64_t v) {
+      return std::clamp<int64_t>(v < 0 ? v + size : v, 0, size);
+    };
+    int64_t b = clampIndex(starts[i]), e = std::max(b, clampIndex(ends[i]));
+    if (out.ints) {
+      if (rank != 1)
+        ctx.fail("slicing integers known at import is supported on rank 1 only");
+      std::vector<int64_t> part(out.ints->begin() + b, out.ints->begin() + e);
+      out = Value::ofInts(std::move(part), {e - b});
+    } else {
+      out = Value::of(out.tensor->slice(axes[i], b, e));
+    }
+  }
+  return {out};
+}
+
+Values padOp(const NodeContext &ctx) {
+  if (ctx.attrString("mode", "constant") != "constant")
+    ctx.fail("pad mode '" + ctx.attrString("mode", "") + "' is not supported (only constant)");
+  Tensor x = ctx.tensor(0);
+  std::vector<int64_t> pads = ctx.has(1) ? ctx.ints(1) : ctx.attrInts("pads").value_or(std::vector<int64_t>{});
+  size_t rank = x.shape().size();
+  if (pads.size() != 2 * rank)
+    ctx.fail("'pads' has " + std::to_string(pads.size()) + " values for a rank-" +
+             std::to_string(rank) + " input");
+  for (int64_t v : pads)
+    if (v < 0)
+      ctx.fail("negative pads are not supported");
+  float value = 0.0f;
+  if (ctx.has(2))
+    value = ctx.tensor(2).to_vector<float>().at(0);
+  return one(kiln::pad(x, std::vector<int64_t>(pads.begin(), pads.begin() + rank),
+                       std::vector<int64_t>(pads.begin() + rank, pads.end()), value));
+}
+
+Values softmaxOp(const NodeContext &ctx, bool log) {
+  Tensor x = ctx.tensor(0);
+  int64_t rank = int64_t(x.shape().size());
+  auto apply = [&](const Tensor &t, int64_t axis) { return log ? log_softmax(t, axis) : softmax(t, axis); };
+  if (ctx.opset >= 13)
+    return one(apply(x, normalizeAxis(ctx, ctx.attrInt("axis", -1), rank)));
+  // Before opset 13: over the flattened dimensions from `axis` on.
+  int64_t axis = normalizeAxis(ctx, ctx.attrInt("axis", 1), rank);
+  if (axis == rank - 1)
+    return one(apply(x, axis));
+  Tensor flat = x.reshape({product(x.shape(), 0, size_t(axis)), product(x.shape(), size_t(axis))});
+  return one(apply(flat, 1).reshape(x.shape()));
+}
+
+Converter reduce(Tensor (*fn)(const Tensor &, std::vector<int64_t>, bool, std::source_location),
+                 bool axesInputFrom13) {
+  return [fn, axesInputFrom13](const NodeContext &ctx) -> Values {
+    Tensor x = ctx.tensor(0);
+    bool keep = ctx.attrInt("keepdims", 1) != 0;
+    std::optional<std::vector<int64_t>> axes =
+        axesInputFrom13 && ctx.opset >= 13 ? (ctx.has(1) ? std::optional(ctx.ints(1)) : std::nullopt)
+                                           : ctx.attrInts("axes");
+    if (!axes || axes->empty()) {
+      if (ctx.attrInt("noop_with_empty_axes", 0))
+        return one(x);
+      axes = std::vector<int64_t>(x.shape().size());
+      std::iota(axes->begin(), axes->end(), 0);
+    }
+    return one(fn(x, normalized(ctx, *axes, int64_t(x.shape().size())), keep,
+                  std::source_location::current()));
+  };
+}
+
+Values clip(const NodeContext &ctx) {
+  Tensor y = ctx.tensor(0);
+  if (ctx.opset < 11) {
+    y = maximum(y, Tensor::scalar(ctx.attrFloat("min", -std::numeric_limits<float>::infinity())));
+    return one(minimum(y, Tensor::scalar(ctx.attrFloat("max", std::numeric_limits<float>::infinity()))));
+  }
+  if (ctx.has(1))
+    y = maximum(y, ctx.tensor(1));
+  if (ctx.has(2))
+    y = minimum(y, ctx.tensor(2));
+  return one(y);
+}
+
+Values hardSigmoid(const Tensor &x, float alpha, float beta) {
+  Tensor y = x * Tensor::scalar(alpha) + Tensor::scalar(beta);
+  return one(minimum(maximum(y, Tensor::scalar(0.0f)), Tensor::scalar(1.0f)));
+}
+
+Values batchNorm(const NodeContext &ctx) {
+  if (ctx.attrInt("training_mode", 0))
+    ctx.fail("training_mode = 1 is not supported", "export the model in eval() mode");
+  for (int i = 1; i < ctx.node.output_size(); ++i)
+    if (!ctx.node.output(i).empty())
+      ctx.fail("the running-statistics outputs are training outputs", "export in eval() mode");
+  return one(batch_norm(ctx.tensor(0), ctx.tensor(3), ctx.tensor(4), ctx.tensor(1), ctx.tensor(2),
+                        ctx.attrFloat("epsilon", 1e-5f)));
+}
+
+Values layerNorm(const NodeContext &ctx) {
+  Tensor x = ctx.tensor(0);
+  int64_t rank = int64_t(x.shape().size());
+  if (normalizeAxis(ctx, ctx.attrInt("axis", -1), rank) != rank - 1)
+    ctx.fail("normalizing over more than the last axis is not supported");
+  for (int i = 1; i < ctx.node.output_size(); ++i)
+    if (!ctx.node.output(i).empty())
+      ctx.fail("the Mean and InvStdDev outputs are not supported");
+  Tensor bias = ctx.has(2) ? ctx.tensor(2) : Tensor::zeros({x.shape().back()});
+  return one(layer_norm(x, ctx.tensor(1), bias, ctx.attrFloat("epsilon", 1e-5f)));
+}
+
+Values split(const NodeContext &ctx) {
+  Tensor x = ctx.tensor(0);
+  int64_t rank = int64_t(x.shape().size());
+  int64_t axis = normalizeAxis(ctx, ctx.attrInt("axis", 0), rank);
+  int64_t size = x.shape()[size_t(axis)], parts = ctx.node.output_size();
+  std::vector<int64_t> sizes = ctx.has(1) ? ctx.ints(1) : ctx.attrInts("split").value_or(std::vector<int64_t>{});
+  if (sizes.empty()) {
+    if (size % parts)
+      ctx.fail(std::to_string(size) + " does not split into " + std::to_string(parts) + " equal parts");
+    sizes.assign(size_t(parts), size / parts);
+  }
+  if (int64_t(sizes.size()) != parts || std::accumulate(sizes.begin(), sizes.end(), int64_t(0)) != size)
+    ctx.fail("the split sizes do not add up to the axis' " + std::to_string(size));
+  Values out;
+  int64_t at = 0;
+  for (int64_t s : sizes) {
+    out.push_back(Value::of(x.slice(axis, at, at + s)));
+    at += s;
+  }
+  return out;
+}
+
+Values expand(const NodeContext &ctx) {
+  Tensor x = ctx.tensor(0);
+  std::vector<int64_t> shape = ctx.ints(1);
+  Shape in = x.shape();
+  size_t rank = std::max(in.size(), shape.size());
+  Shape out(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    int64_t a = i + in.size() >= rank ? in[i + in.size() - rank] : 1;
+    int64_t b = i + shape.size() >= rank ? shape[i + shape.size() - rank] : 1;
+    if (a != b && a != 1 && b != 1)
+      ctx.fail("shape " + std::to_string(b) + " does not broadcast with " + std::to_string(a));
+    out[i] = a == 1 ? b : a;
+  }
+  return one(x.broadcast_to(out));
+}
+
+Converter variadic(Tensor (*fn)(const Tensor &, const Tensor &, std::source_location)) {
+  return [fn](const NodeContext &ctx) -> Values {
+    Tensor y = ctx.tensor(0);
+    for (size_t i = 1; i < ctx.numInputs(); ++i)
+      y = fn(y, ctx.tensor(i), std::source_location::current());
+    return one(y);
+  };
+}
+
+Values passThrough(const NodeContext &ctx) {
+  for (int i = 1; i < ctx.node.output_size(); ++i)
+    if (!ctx.node.output(i).empty())
+      ctx.fail("only the first output is supported (Dropout's mask is a training output)");
+  return {ctx.input(0)};
+}
+} // namespace
+
+const std::map<std::string, Converter> &onnx_import::converters() {
+  static const std::map<std::string, Converter> table = {
+      {"Abs", unary(abs)},
+      {"Add", binary(add, [](int64_t a, int64_t b) { return a + b; })},
+      {"AveragePool", [](const NodeContext &c) { return pool(c, false); }},
+      {"BatchNormalization", batchNorm},
+      {"Cast", cast},
+      {"Clip", clip},
+      {"Concat", concatOp},
+      {"Constant", constant},
+      {"ConstantOfShape", constantOfShape},
+      {"Conv", conv},
+      {"Div", binary(div, [](int64_t a, int64_t b) { return b ? a / b : int64_t(0); })},
+      {"Dropout", passThrough},
+      {"Equal", binary(eq, nullptr)},
+      {"Exp", unary(exp)},
+      {"Expand", expand},
+      {"Flatten", flatten},
+      {"Gather", gather},
+      {"Gemm", gemm},
+      {"GlobalAveragePool", [](const NodeContext &c) { return one(global_avg_pool2d(c.tensor(0))); }},
+      {"GlobalMaxPool", [](const NodeContext &c) { return one(amax(c.tensor(0), {2, 3}, true)); }},
+      {"Greater", binary(gt, nullptr)},
+      {"HardSigmoid",
+       [](const NodeContext &c) {
+         return hardSigmoid(c.tensor(0), c.attrFloat("alpha", 0.2f), c.attrFloat("beta", 0.5f));
+       }},
+      {"HardSwish",
+       [](const NodeContext &c) {
+         Tensor x = c.tensor(0);
+         return one(x * *hardSigmoid(x, 1.0f / 6.0f, 0.5f)[0].tensor);
+       }},
+      {"Identity", passThrough},
+      {"LayerNormalization", layerNorm},
+      {"LeakyRelu",
+       [](const NodeContext &c) {
+         Tensor x = c.tensor(0);
+         Tensor scaled = x * Tensor::scalar(c.attrFloat("alpha", 0.01f));
+         return one(where(gt(x, Tensor::scalar(0.0f)), x, scaled));
+       }},
+      {"Less", binary(lt, nullptr)},
+      {"Log", unary(log)},
+      {"LogSoftmax", [](const NodeContext &c) { return softmaxOp(c, true); }},
+      {"MatMul", matMul},
+      {"Max", variadic(maximum)},
+      {"MaxPool", [](const NodeContext &c) { return pool(c, true); }},
+      {"Min", variadic(minimum)},
+      {"Mul", binary(mul, [](int64_t a, int64_t b) { return a * b; })},
+      {"Neg", unary(neg)},
+      {"Pad", padOp},
+      {"Pow", binary(kiln::pow, nullptr)},
+      {"Reciprocal", [](const NodeContext &c) { return one(Tensor::scalar(1.0f) / c.tensor(0)); }},
+      {"ReduceMax", reduce(amax, false)},
+      {"ReduceMean", reduce(mean, false)},
+      {"ReduceMin", reduce(amin, false)},
+      {"ReduceSum", reduce(sum, true)},
+      {"Relu", unary(relu)},
+      {"Reshape", reshape},
+      {"Shape", shapeOp},
+      {"Sigmoid", unary(sigmoid)},
+      {"Slice", slice},
+      {"Softmax", [](const NodeContext &c) { return softmaxOp(c, false); }},
+      {"Split", split},
+      {"Sqrt", unary(sqrt)},
+      {"Squeeze", squeeze},
+      {"Sub", binary(sub, [](int64_t a, int64_t b) { return a - b; })},
+      {"Tanh", unary(tanh)},
+      {"Transpose", transpose},
+      {"Unsqueeze", unsqueeze},
+      {"Where", [](const NodeContext &c) { return one(where(c.tensor(0), c.tensor(1), c.tensor(2))); }},
+  };
+  return table;
+}
