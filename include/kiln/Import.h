@@ -52,6 +52,9 @@ OnnxModel import_onnx(const std::string &path,
 OnnxModel import_onnx_bytes(const std::string &bytes, const std::string &name,
                             const std::map<std::string, Shape> &input_shapes = {});
 
+/// The ONNX operators the importer converts, sorted.
+std::vector<std::string> onnx_operators();
+
 } // namespace kiln
 
 #endif // KILN_IMPORT_H

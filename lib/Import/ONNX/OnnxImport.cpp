@@ -299,7 +299,7 @@ OnnxModel importModel(const onnx::ModelProto &model, const std::string &name,
   }
 
   const std::map<std::string, Converter> &table = converters();
-  for (int index = 0; index < graph.node_size(); ++index) {
+  for (int index = 0; index < graph.node_size(); ++index) try {
     const onnx::NodeProto &node = graph.node(index);
     std::vector<const Value *> inputs;
     for (const std::string &input : node.input()) {
@@ -340,6 +340,8 @@ OnnxModel importModel(const onnx::ModelProto &model, const std::string &name,
     }
     if (allFolded)
       ++out.folded;
+  } catch (const Error &e) {
+    throw Error(name + ": " + e.what()); // the node's errors, with the model named
   }
   for (const onnx::ValueInfoProto &info : graph.output()) {
     auto it = values.find(info.name());

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "OnnxImporter.h"
+#include "kiln/Import.h"
 
 #include <array>
 #include <cmath>
@@ -680,4 +681,11 @@ const std::map<std::string, Converter> &onnx_import::converters() {
       {"Where", [](const NodeContext &c) { return one(where(c.tensor(0), c.tensor(1), c.tensor(2))); }},
   };
   return table;
+}
+
+std::vector<std::string> kiln::onnx_operators() {
+  std::vector<std::string> names;
+  for (const auto &entry : onnx_import::converters())
+    names.push_back(entry.first);
+  return names;
 }

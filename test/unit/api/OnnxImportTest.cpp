@@ -312,7 +312,7 @@ TEST(OnnxImport, ErrorsNameTheNodeAndTheFix) {
     mb.node("Erf", {"r"}, {"y"}, "erf1");
     mb.output("y");
     std::string msg = messageOf([&] { import_onnx_bytes(mb.bytes(), "m.onnx"); });
-    EXPECT_NE(msg.find("node 'erf1' (Erf, node 1): the operator is not supported"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("m.onnx: node 'erf1' (Erf, node 1): the operator is not supported"), std::string::npos) << msg;
   }
   {
     ModelBuilder mb;
@@ -376,7 +376,7 @@ TEST(OnnxImport, ErrorsNameTheNodeAndTheFix) {
     mb.node("MatMul", {"x", "z"}, {"y"}, "mm");
     mb.output("y");
     std::string msg = messageOf([&] { import_onnx_bytes(mb.bytes(), "m.onnx"); });
-    EXPECT_EQ(msg.rfind("node 'mm' (MatMul, node 0): ", 0), 0u) << msg;
+    EXPECT_EQ(msg.rfind("m.onnx: node 'mm' (MatMul, node 0): ", 0), 0u) << msg;
   }
 }
 

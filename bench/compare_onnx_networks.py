@@ -1,0 +1,60 @@
+#!/usr/bin/python3
+"""ONNX models compiled by Kiln against ONNX Runtime on this CPU, side by
+side in one run, both on the same thread count:
+
+    /usr/bin/python3 bench/compare_onnx_networks.py DIR [runs] [ort dir]
+
+DIR holds NAME.onnx, NAME_x.npy (the input) and NAME_y.npy (the reference
+output, e.g. PyTorch's). For each model: kiln-compile (cpu target),
+kiln-run --benchmark on cpu:0 (median), ONNX Runtime's CPU build through
+bench/ort_run.js (median; npm install --ignore-scripts onnxruntime-node in
+ORT_DIR, default /tmp/ort), and both outputs' largest difference from the
+reference. Rounds alternate Kiln and ONNX Runtime per model.
+"""
+import glob
+import os
+import re
+import subprocess
+import sys
+
+import numpy
+
+here = os.path.dirname(os.path.abspath(__file__))
+build = os.path.join(here, "..", "build", "bin")
+folder = sys.argv[1]
+runs = int(sys.argv[2]) if len(sys.argv) > 2 else 20
+ort_dir = sys.argv[3] if len(sys.argv) > 3 else "/tmp/ort"
+threads = os.cpu_count()
+print(f"{threads} threads; medians of {runs} runs, latency per inference")
+print("| model | Kiln kiln-run cpu:0 | ONNX Runtime | Kiln / ORT | max abs diff from reference: Kiln, ORT |")
+print("|---|---|---|---|---|")
+for model in sorted(glob.glob(os.path.join(folder, "*.onnx"))):
+    name = os.path.basename(model)[:-5]
+    x = os.path.join(folder, name + "_x.npy")
+    ref = os.path.join(folder, name + "_y.npy")
+    if not os.path.exists(x) or not os.path.exists(ref):
+        continue
+    kiln_file = f"/tmp/{name}.kiln"
+    shape = "x".join(str(d) for d in numpy.load(x).shape)
+    compiled = subprocess.run([os.path.join(build, "kiln-compile"), model, "-o", kiln_file,
+                               "--target", "cpu", "--input-shape", f"x={shape}"],
+                              capture_output=True, text=True)
+    if compiled.returncode:
+        print(f"| {name} | {compiled.stderr.strip()} | | | |")
+        continue
+    out = subprocess.run([os.path.join(build, "kiln-run"), kiln_file, "--device", "cpu:0",
+                          "--input", f"x={x}", "--output", f"y=/tmp/{name}_kiln.npy",
+                          "--benchmark", str(runs)], capture_output=True, text=True, check=True).stdout
+    kiln_ms = float(re.search(r"median ([0-9.]+) ms", out).group(1))
+    ort = subprocess.run(["node", os.path.join(here, "ort_run.js"), model, x, str(runs), str(threads),
+                          f"/tmp/{name}_ort.bin"], capture_output=True, text=True,
+                         env=dict(os.environ, NODE_PATH=os.path.join(ort_dir, "node_modules")))
+    want = numpy.load(ref)
+    kiln_diff = abs(numpy.load(f"/tmp/{name}_kiln.npy").reshape(-1) - want.reshape(-1)).max()
+    if ort.returncode:
+        print(f"| {name} | {kiln_ms:.2f} ms | {ort.stderr.strip()[:80]} | | {kiln_diff:.2g}, - |")
+        continue
+    ort_ms = float(re.search(r"median ([0-9.]+)", ort.stdout).group(1))
+    ort_diff = abs(numpy.fromfile(f"/tmp/{name}_ort.bin", dtype=numpy.float32) - want.reshape(-1)).max()
+    print(f"| {name} | {kiln_ms:.2f} ms | {ort_ms:.2f} ms | {kiln_ms / ort_ms:.2f}x | "
+          f"{kiln_diff:.2g}, {ort_diff:.2g} |", flush=True)

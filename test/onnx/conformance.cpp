@@ -1,0 +1,284 @@
+//===- conformance.cpp - ONNX's own node tests through Kiln ---------------===//
+//
+//   kiln-onnx-conformance DIR [--device D]... [--list-failures]
+//                         [--known-failures FILE]
+//
+// DIR is what ONNX 1.12's generators write (test/onnx/generate.py): one
+// folder per case with model.onnx and test_data_set_0/{input,output}_N.pb.
+// A case whose operators are all claimed by the importer is imported,
+// compiled for each device (default: every device of the machine), run on
+// its inputs and compared with its outputs (|got - want| <= 1e-5 + 1e-3
+// |want|, ONNX's backend-test tolerance; booleans and integers exactly).
+// Non-float inputs (shapes, axes, indices, conditions) are given to the
+// importer as constants: Kiln specializes them at import. The table counts
+// single-operator cases per operator, and the function-expanded cases
+// (several operators) in a row of their own. With --known-failures (one
+// case name per line, '#' comments) it exits 1 when a case outside the list
+// fails or a listed case passes: CI keeps the list, and docs/onnx.md, true.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kiln/Import.h"
+#include "kiln/kiln.h"
+
+#include <onnx/onnx_pb.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <optional>
+#include <set>
+
+namespace fs = std::filesystem;
+
+namespace {
+struct Row {
+  int cases = 0, passed = 0, failed = 0, skipped = 0;
+};
+
+bool readProto(const fs::path &path, google::protobuf::MessageLite &message) {
+  std::ifstream file(path, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  return file.good() || file.eof() ? message.ParseFromString(bytes) : false;
+}
+
+/// A test tensor's values as doubles (floats, integers, booleans).
+std::vector<double> valuesOf(const onnx::TensorProto &t) {
+  size_t n = 1;
+  for (int64_t d : t.dims())
+    n *= size_t(d);
+  std::vector<double> out(n);
+  const std::string &raw = t.raw_data();
+  auto fromRaw = [&](auto sample) {
+    using T = decltype(sample);
+    for (size_t i = 0; i < n && (i + 1) * sizeof(T) <= raw.size(); ++i) {
+      T v;
+      std::memcpy(&v, raw.data() + i * sizeof(T), sizeof(T));
+      out[i] = double(v);
+    }
+  };
+  switch (t.data_type()) {
+  case onnx::TensorProto::FLOAT:
+    if (raw.empty())
+      std::copy(t.float_data().begin(), t.float_data().end(), out.begin());
+    else
+      fromRaw(float());
+    break;
+  case onnx::TensorProto::DOUBLE:
+    raw.empty() ? (void)std::copy(t.double_data().begin(), t.double_data().end(), out.begin())
+                : fromRaw(double());
+    break;
+  case onnx::TensorProto::INT64:
+    raw.empty() ? (void)std::copy(t.int64_data().begin(), t.int64_data().end(), out.begin())
+                : fromRaw(int64_t());
+    break;
+  case onnx::TensorProto::INT32:
+    raw.empty() ? (void)std::copy(t.int32_data().begin(), t.int32_data().end(), out.begin())
+                : fromRaw(int32_t());
+    break;
+  case onnx::TensorProto::BOOL:
+    raw.empty() ? (void)std::copy(t.int32_data().begin(), t.int32_data().end(), out.begin())
+                : fromRaw(uint8_t());
+    break;
+  default:
+    throw kiln::Error("output data type " + std::to_string(t.data_type()) + " is not compared");
+  }
+  return out;
+}
+
+std::vector<double> resultOf(const kiln::Tensor &t) {
+  switch (t.dtype()) {
+  case kiln::DType::f32: {
+    std::vector<float> v = t.to_vector<float>();
+    return {v.begin(), v.end()};
+  }
+  case kiln::DType::i32: {
+    std::vector<int32_t> v = t.to_vector<int32_t>();
+    return {v.begin(), v.end()};
+  }
+  case kiln::DType::boolean: {
+    std::vector<bool> v = t.to_vector<bool>();
+    return {v.begin(), v.end()};
+  }
+  default: {
+    std::vector<float> v = t.to(kiln::DType::f32).to_vector<float>();
+    return {v.begin(), v.end()};
+  }
+  }
+}
+
+/// Runs one case on every device; empty when it passed, else why not.
+/// Throws kiln::Error for a case that cannot be imported or compiled.
+std::string runCase(const fs::path &dir, onnx::ModelProto model,
+                    const std::vector<kiln::Device> &devices) {
+  fs::path data = dir / "test_data_set_0";
+  std::set<std::string> initialized;
+  for (const onnx::TensorProto &init : model.graph().initializer())
+    initialized.insert(init.name());
+  // Inputs in order; non-float ones become constants of the model.
+  std::map<std::string, kiln::Shape> shapes;
+  std::vector<std::pair<std::string, onnx::TensorProto>> floats;
+  int index = 0;
+  for (const onnx::ValueInfoProto &info : model.graph().input()) {
+    if (initialized.count(info.name()))
+      continue;
+    onnx::TensorProto t;
+    if (!readProto(data / ("input_" + std::to_string(index++) + ".pb"), t))
+      throw kiln::Error("cannot read input " + std::to_string(index - 1));
+    if (t.data_type() == onnx::TensorProto::FLOAT) {
+      shapes[info.name()] = kiln::Shape(t.dims().begin(), t.dims().end());
+      floats.push_back({info.name(), t});
+    } else {
+      t.set_name(info.name());
+      *model.mutable_graph()->add_initializer() = t;
+    }
+  }
+  kiln::OnnxModel m = kiln::import_onnx_bytes(model.SerializeAsString(), dir.filename().string(), shapes);
+  std::vector<onnx::TensorProto> expected;
+  for (size_t i = 0; i < m.outputs.size(); ++i) {
+    onnx::TensorProto t;
+    if (!readProto(data / ("output_" + std::to_string(i) + ".pb"), t))
+      throw kiln::Error("cannot read output " + std::to_string(i));
+    expected.push_back(t);
+  }
+  for (const kiln::Device &device : devices) {
+    kiln::CompileOptions options;
+    options.targets = {device.api() == "cpu" ? "cpu" : "vulkan"};
+    kiln::Program program = kiln::compile(m.outputs, m.inputs, options);
+    std::vector<kiln::Tensor> inputs;
+    for (size_t i = 0; i < m.input_names.size(); ++i) {
+      const onnx::TensorProto &t = floats.at(i).second;
+      std::vector<double> v = valuesOf(t);
+      inputs.push_back(kiln::Tensor::from(std::vector<float>(v.begin(), v.end()),
+                                          shapes.at(m.input_names[i]), device));
+    }
+    std::vector<kiln::Tensor> outputs = program.run(inputs);
+    for (size_t o = 0; o < outputs.size(); ++o) {
+      std::vector<double> got = resultOf(outputs[o]), want = valuesOf(expected[o]);
+      kiln::Shape wantShape(expected[o].dims().begin(), expected[o].dims().end());
+      if (outputs[o].shape() != wantShape)
+        return device.name() + ": output " + std::to_string(o) + " has another shape";
+      bool exact = expected[o].data_type() != onnx::TensorProto::FLOAT &&
+                   expected[o].data_type() != onnx::TensorProto::DOUBLE;
+      for (size_t i = 0; i < got.size(); ++i) {
+        bool nan = std::isnan(got[i]) && std::isnan(want[i]);
+        double tolerance = exact ? 0 : 1e-5 + 1e-3 * std::abs(want[i]);
+        if (!nan && !(std::abs(got[i] - want[i]) <= tolerance)) {
+          char line[200];
+          std::snprintf(line, sizeof line, "%s: output %zu element %zu is %.7g, want %.7g",
+                        device.name().c_str(), o, i, got[i], want[i]);
+          return line;
+        }
+      }
+    }
+  }
+  return "";
+}
+} // namespace
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: kiln-onnx-conformance DIR [--device D]... [--list-failures]\n");
+    return 2;
+  }
+  fs::path root = argv[1];
+  std::vector<kiln::Device> devices;
+  bool listFailures = false;
+  std::optional<std::set<std::string>> known;
+  for (int i = 2; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--device") && i + 1 < argc) {
+      devices.push_back(kiln::Device::parse(argv[++i]));
+    } else if (!std::strcmp(argv[i], "--list-failures")) {
+      listFailures = true;
+    } else if (!std::strcmp(argv[i], "--known-failures") && i + 1 < argc) {
+      std::ifstream list(argv[++i]);
+      if (!list) {
+        std::fprintf(stderr, "kiln-onnx-conformance: cannot read %s\n", argv[i]);
+        return 2;
+      }
+      known.emplace();
+      for (std::string line; std::getline(list, line);)
+        if (!line.empty() && line[0] != '#')
+          known->insert(line.substr(0, line.find(' ')));
+    } else {
+      std::fprintf(stderr, "kiln-onnx-conformance: unknown argument %s\n", argv[i]);
+      return 2;
+    }
+  }
+  if (devices.empty())
+    devices = kiln::devices();
+  std::set<std::string> claimed;
+  for (const std::string &op : kiln::onnx_operators())
+    claimed.insert(op);
+
+  std::vector<fs::path> cases;
+  for (const fs::directory_entry &entry : fs::directory_iterator(root))
+    if (fs::exists(entry.path() / "model.onnx"))
+      cases.push_back(entry.path());
+  std::sort(cases.begin(), cases.end());
+  std::map<std::string, Row> rows;
+  std::vector<std::string> failures, unexpected;
+  int unclaimed = 0;
+  for (const fs::path &dir : cases) {
+    onnx::ModelProto model;
+    if (!readProto(dir / "model.onnx", model)) {
+      failures.push_back(dir.filename().string() + ": model.onnx does not parse");
+      continue;
+    }
+    std::set<std::string> ops;
+    for (const onnx::NodeProto &node : model.graph().node())
+      ops.insert(node.op_type());
+    std::string missing;
+    for (const std::string &op : ops)
+      if (!claimed.count(op))
+        missing += (missing.empty() ? "" : ", ") + op;
+    if (!missing.empty()) {
+      ++unclaimed;
+      continue;
+    }
+    std::string key = ops.size() == 1 ? *ops.begin() : "(several operators, expanded)";
+    Row &row = rows[key];
+    ++row.cases;
+    std::string why;
+    try {
+      why = runCase(dir, model, devices);
+    } catch (const kiln::Error &e) {
+      why = e.what();
+    }
+    std::string name = dir.filename().string();
+    bool listed = known && known->count(name);
+    if (why.empty()) {
+      ++row.passed;
+      if (listed)
+        unexpected.push_back(name + ": passes now; take it off the known failures");
+    } else {
+      ++row.failed;
+      size_t eol = why.find('\n');
+      failures.push_back(name + ": " + why.substr(0, eol));
+      if (known && !listed)
+        unexpected.push_back(failures.back());
+    }
+  }
+  int total = 0, passed = 0;
+  std::printf("| operator | cases | passed | failed |\n|---|---|---|---|\n");
+  for (const auto &[op, row] : rows) {
+    std::printf("| %s | %d | %d | %d |\n", op.c_str(), row.cases, row.passed, row.failed);
+    total += row.cases;
+    passed += row.passed;
+  }
+  std::printf("\n%d of %d cases of claimed operators passed on %zu device(s); %d cases use an "
+              "operator Kiln does not claim (not run)\n",
+              passed, total, devices.size(), unclaimed);
+  if (listFailures)
+    for (const std::string &f : failures)
+      std::printf("FAILED %s\n", f.c_str());
+  for (const std::string &u : unexpected)
+    std::printf("UNEXPECTED %s\n", u.c_str());
+  if (known)
+    std::printf("%zu unexpected results against the known failures\n", unexpected.size());
+  return unexpected.empty() ? 0 : 1;
+}
