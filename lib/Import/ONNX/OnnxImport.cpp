@@ -66,6 +66,18 @@ const std::vector<int64_t> &NodeContext::ints(size_t i) const {
   return *v.ints;
 }
 
+std::vector<float> NodeContext::constantFloats(size_t i) const {
+  const Value &v = input(i);
+  if (v.ints)
+    return std::vector<float>(v.ints->begin(), v.ints->end());
+  if (!v.constant)
+    fail("input " + std::to_string(i) + " ('" + node.input(int(i)) +
+             "') must be known when the model is imported, but the model computes it or takes "
+             "it as an input",
+         "make it an initializer or a Constant");
+  return v.tensor->to_vector<float>();
+}
+
 const onnx::AttributeProto *NodeContext::attribute(const std::string &name) const {
   for (const onnx::AttributeProto &a : node.attribute())
     if (a.name() == name)
@@ -158,7 +170,7 @@ Value onnx_import::valueOfTensorProto(const onnx::TensorProto &proto, const std:
       sizeCheck(size_t(proto.float_data_size()) * 4, 4);
       std::copy(proto.float_data().begin(), proto.float_data().end(), data.begin());
     }
-    return Value::of(Tensor::from(std::move(data), shape));
+    return Value::ofConstant(Tensor::from(std::move(data), shape));
   }
   case onnx::TensorProto::DOUBLE: {
     std::vector<double> data(static_cast<size_t>(n));
@@ -169,7 +181,7 @@ Value onnx_import::valueOfTensorProto(const onnx::TensorProto &proto, const std:
       sizeCheck(size_t(proto.double_data_size()) * 8, 8);
       std::copy(proto.double_data().begin(), proto.double_data().end(), data.begin());
     }
-    return Value::of(Tensor::from(std::vector<float>(data.begin(), data.end()), shape));
+    return Value::ofConstant(Tensor::from(std::vector<float>(data.begin(), data.end()), shape));
   }
   case onnx::TensorProto::INT64: {
     std::vector<int64_t> data(static_cast<size_t>(n));
@@ -347,11 +359,18 @@ OnnxModel importModel(const onnx::ModelProto &model, const std::string &name,
     auto it = values.find(info.name());
     if (it == values.end())
       throw Error(name + ": output '" + info.name() + "' is computed by no node");
-    if (!it->second.tensor)
-      throw Error(name + ": output '" + info.name() +
-                  "' is a constant known at import time; Kiln compiles outputs computed "
-                  "from the inputs");
-    out.outputs.push_back(*it->second.tensor);
+    const Value &v = it->second;
+    if (v.tensor) {
+      out.outputs.push_back(*v.tensor);
+    } else {
+      // Integers known at import (a Shape output): stored in the program as
+      // f32, which holds them exactly up to 2^24.
+      for (int64_t i : *v.ints)
+        if (i > (int64_t(1) << 24) || i < -(int64_t(1) << 24))
+          throw Error(name + ": output '" + info.name() + "' holds " + std::to_string(i) +
+                      ", which f32 does not hold exactly");
+      out.outputs.push_back(Tensor::from(std::vector<float>(v.ints->begin(), v.ints->end()), v.shape));
+    }
     out.output_names.push_back(info.name());
   }
   if (out.outputs.empty())

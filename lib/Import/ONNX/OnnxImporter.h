@@ -27,11 +27,19 @@ struct Value {
   /// Integers known at import time, row-major, of shape `shape`.
   std::optional<std::vector<int64_t>> ints;
   Shape shape;
+  /// `tensor` holds data known at import (an initializer or a Constant),
+  /// which an attribute-like input (Pad's value) may read.
+  bool constant = false;
 
   static Value of(Tensor t) {
     Value v;
     v.shape = t.shape();
     v.tensor = std::move(t);
+    return v;
+  }
+  static Value ofConstant(Tensor t) {
+    Value v = of(std::move(t));
+    v.constant = true;
     return v;
   }
   static Value ofInts(std::vector<int64_t> ints, Shape shape) {
@@ -62,6 +70,9 @@ public:
   /// Input i as integers known at import (shapes, axes, pads): an error
   /// when it is computed by the model at run time.
   const std::vector<int64_t> &ints(size_t i) const;
+  /// Input i as floats known at import (an initializer, a Constant or
+  /// import-time integers): an error when the model computes it.
+  std::vector<float> constantFloats(size_t i) const;
 
   const onnx::AttributeProto *attribute(const std::string &name) const;
   int64_t attrInt(const std::string &name, int64_t otherwise) const;

@@ -138,16 +138,43 @@ Values conv(const NodeContext &ctx) {
 
 Values pool(const NodeContext &ctx, bool isMax) {
   Tensor x = ctx.tensor(0);
+  // 1-D pooling ([N, C, L]) is 2-D pooling of [N, C, 1, L].
+  bool oneD = x.shape().size() == 3;
+  if (oneD)
+    x = x.reshape({x.shape()[0], x.shape()[1], 1, x.shape()[2]});
   requireRank4(ctx, x);
+  auto attr2 = [&](const std::string &name, int64_t otherwise, int64_t first) {
+    std::optional<std::vector<int64_t>> v = ctx.attrInts(name);
+    if (oneD && v && v->size() == 1)
+      v->insert(v->begin(), first);
+    if (oneD && v && v->size() == 2 && name == "pads")
+      v = std::vector<int64_t>{0, (*v)[0], 0, (*v)[1]};
+    return v ? *v : std::vector<int64_t>(name == "pads" ? 4 : 2, otherwise);
+  };
   std::optional<std::vector<int64_t>> kernel = ctx.attrInts("kernel_shape");
+  if (oneD && kernel && kernel->size() == 1)
+    kernel->insert(kernel->begin(), 1);
   if (!kernel || kernel->size() != 2)
     ctx.fail("'kernel_shape' must give 2 sizes");
-  std::vector<int64_t> strides = pairAttr(ctx, "strides", 1), dil = pairAttr(ctx, "dilations", 1);
+  std::vector<int64_t> strides = oneD ? attr2("strides", 1, 1) : pairAttr(ctx, "strides", 1);
+  std::vector<int64_t> dil = oneD ? attr2("dilations", 1, 1) : pairAttr(ctx, "dilations", 1);
   if (dil != std::vector<int64_t>{1, 1})
     ctx.fail("dilated pooling is not supported");
   if (isMax && ctx.node.output_size() > 1 && !ctx.node.output(1).empty())
     ctx.fail("the Indices output of MaxPool is not supported");
-  Padding p = paddingOf(ctx, x.shape(), *kernel, strides, dil);
+  Padding p;
+  if (oneD && ctx.attrString("auto_pad", "NOTSET") == "NOTSET") {
+    std::vector<int64_t> pads = attr2("pads", 0, 0);
+    if (pads.size() != 4)
+      ctx.fail("'pads' must have 2 values for a 1-D window");
+    p = {pads[0], pads[1], pads[2], pads[3]};
+  } else {
+    p = paddingOf(ctx, x.shape(), *kernel, strides, dil);
+  }
+  auto finish = [&](Tensor y) {
+    return one(oneD ? y.reshape({y.shape()[0], y.shape()[1], y.shape()[3]}) : y);
+  };
+  bool ceilExtra = false;
   // ceil_mode: one more window where a partial one starts inside the image
   // or the leading padding (PyTorch's and ONNX's rule), made by padding the
   // end further.
@@ -160,29 +187,37 @@ Values pool(const NodeContext &ctx, bool isMax) {
       int64_t out = (span + s - 1) / s + 1;
       if ((out - 1) * s >= in + begins[i])
         --out;
-      *ends[i] += std::max<int64_t>(0, (out - 1) * s + k - (in + begins[i] + *ends[i]));
+      int64_t extra = std::max<int64_t>(0, (out - 1) * s + k - (in + begins[i] + *ends[i]));
+      *ends[i] += extra;
+      ceilExtra = ceilExtra || extra > 0;
     }
   }
   std::array<int64_t, 2> k2 = {(*kernel)[0], (*kernel)[1]}, s2 = {strides[0], strides[1]};
+  // The pooling ops take symmetric padding of at most half the window;
+  // other padding is made explicit first.
+  bool direct = p.symmetric() && p.top <= k2[0] / 2 && p.left <= k2[1] / 2;
   if (isMax) {
-    if (!p.symmetric()) {
+    if (!direct) {
       x = kiln::pad(x, {0, 0, p.top, p.left}, {0, 0, p.bottom, p.right},
                     -std::numeric_limits<float>::infinity());
       p = {};
     }
-    return one(max_pool2d(x, k2, s2, {p.top, p.left}));
+    return finish(max_pool2d(x, k2, s2, {p.top, p.left}));
   }
   bool countPad = ctx.attrInt("count_include_pad", 0) != 0;
-  if (p.symmetric() && (countPad || (!p.top && !p.left)))
-    return one(avg_pool2d(x, k2, s2, {p.top, p.left}));
-  if (countPad)
-    ctx.fail("count_include_pad = 1 with asymmetric padding or ceil_mode is not supported");
-  // Divide each window's sum by its elements inside the image.
-  Tensor ones = Tensor::full({1, 1, x.shape()[2], x.shape()[3]}, 1.0f);
+  if (direct && (countPad || (!p.top && !p.left)))
+    return finish(avg_pool2d(x, k2, s2, {p.top, p.left}));
   auto padded = [&](const Tensor &t) {
     return kiln::pad(t, {0, 0, p.top, p.left}, {0, 0, p.bottom, p.right});
   };
-  return one(avg_pool2d(padded(x), k2, s2) / avg_pool2d(padded(ones), k2, s2));
+  if (countPad) {
+    if (ceilExtra)
+      ctx.fail("count_include_pad = 1 with ceil_mode is not supported");
+    return finish(avg_pool2d(padded(x), k2, s2)); // the padding's zeros count
+  }
+  // Divide each window's sum by its elements inside the image.
+  Tensor ones = Tensor::full({1, 1, x.shape()[2], x.shape()[3]}, 1.0f);
+  return finish(avg_pool2d(padded(x), k2, s2) / avg_pool2d(padded(ones), k2, s2));
 }
 
 Values gemm(const NodeContext &ctx) {
@@ -389,10 +424,10 @@ Values constant(const NodeContext &ctx) {
   if (const onnx::AttributeProto *a = ctx.attribute("value"))
     return {valueOfTensorProto(a->t(), ctx.where() + ": 'value'")};
   if (const onnx::AttributeProto *a = ctx.attribute("value_float"))
-    return one(Tensor::full({}, a->f()));
+    return {Value::ofConstant(Tensor::full({}, a->f()))};
   if (const onnx::AttributeProto *a = ctx.attribute("value_floats"))
-    return one(Tensor::from(std::vector<float>(a->floats().begin(), a->floats().end()),
-                            {int64_t(a->floats_size())}));
+    return {Value::ofConstant(Tensor::from(
+        std::vector<float>(a->floats().begin(), a->floats().end()), {int64_t(a->floats_size())}))};
   if (const onnx::AttributeProto *a = ctx.attribute("value_int"))
     return {Value::ofInts({a->i()}, {})};
   if (const onnx::AttributeProto *a = ctx.attribute("value_ints"))
@@ -408,8 +443,8 @@ Values constantOfShape(const NodeContext &ctx) {
     fill = valueOfTensorProto(a->t(), ctx.where() + ": 'value'");
   if (fill.ints)
     return {Value::ofInts(std::vector<int64_t>(size_t(product(shape)), fill.ints->at(0)), shape)};
-  std::vector<float> one = fill.tensor->to_vector<float>();
-  return {Value::of(Tensor::full(shape, one.at(0)))};
+  std::vector<float> one = fill.tensor->to_vector<float>(); // an attribute: known at import
+  return {Value::ofConstant(Tensor::full(shape, one.at(0)))};
 }
 
 Values cast(const NodeContext &ctx) {
@@ -437,15 +472,35 @@ Values slice(const NodeContext &ctx) {
   std::iota(axes.begin(), axes.end(), 0);
   if (ctx.has(3))
     axes = normalized(ctx, ctx.ints(3), rank);
+  std::vector<int64_t> steps(starts.size(), 1);
   if (ctx.has(4))
-    for (int64_t s : ctx.ints(4))
-      if (s != 1)
-        ctx.fail("step " + std::to_string(s) + " is not supported (only 1)");
-  if (axes.size() != starts.size() || ends.size() != starts.size())
-    ctx.fail("starts, ends and axes differ in length");
+    steps = ctx.ints(4);
+  if (axes.size() != starts.size() || ends.size() != starts.size() || steps.size() != starts.size())
+    ctx.fail("starts, ends, axes and steps differ in length");
   Value out = x;
   for (size_t i = 0; i < axes.size(); ++i) {
-    int64_t size = out.shape[size_t(axes[i])];
+    int64_t size = out.shape[size_t(axes[i])], step = steps[i];
+    if (step == 0)
+      ctx.fail("a step of 0");
+    if (step != 1) {
+      // Any other step picks its indices: ONNX's clamping rules, then
+      // start, start + step, ... short of end.
+      auto clampIndex = [&](int64_t v, int64_t lo, int64_t hi) {
+        return std::clamp<int64_t>(v < 0 ? v + size : v, lo, hi);
+      };
+      int64_t b = step > 0 ? clampIndex(starts[i], 0, size) : clampIndex(starts[i], -1, size - 1);
+      int64_t e = step > 0 ? clampIndex(ends[i], 0, size) : clampIndex(ends[i], -1, size - 1);
+      if (step < 0 && ends[i] < -size)
+        e = -1;
+      std::vector<int64_t> picked;
+      for (int64_t j = b; step > 0 ? j < e : j > e; j += step)
+        picked.push_back(j);
+      if (picked.empty() || out.ints)
+        ctx.fail("a step other than 1 on integers known at import, or selecting nothing, is not "
+                 "supported");
+      out = Value::of(index_select(*out.tensor, axes[i], picked));
+      continue;
+    }
     auto clampIndex = [&](int64_t v) {
       return std::clamp<int64_t>(v < 0 ? v + size : v, 0, size);
     };
@@ -463,8 +518,9 @@ Values slice(const NodeContext &ctx) {
 }
 
 Values padOp(const NodeContext &ctx) {
-  if (ctx.attrString("mode", "constant") != "constant")
-    ctx.fail("pad mode '" + ctx.attrString("mode", "") + "' is not supported (only constant)");
+  std::string mode = ctx.attrString("mode", "constant");
+  if (mode != "constant" && mode != "edge" && mode != "reflect")
+    ctx.fail("pad mode '" + mode + "' is not one of constant, edge, reflect");
   Tensor x = ctx.tensor(0);
   std::vector<int64_t> pads = ctx.has(1) ? ctx.ints(1) : ctx.attrInts("pads").value_or(std::vector<int64_t>{});
   size_t rank = x.shape().size();
@@ -474,11 +530,43 @@ Values padOp(const NodeContext &ctx) {
   for (int64_t v : pads)
     if (v < 0)
       ctx.fail("negative pads are not supported");
-  float value = 0.0f;
-  if (ctx.has(2))
-    value = ctx.tensor(2).to_vector<float>().at(0);
-  return one(kiln::pad(x, std::vector<int64_t>(pads.begin(), pads.begin() + rank),
-                       std::vector<int64_t>(pads.begin() + rank, pads.end()), value));
+  std::vector<int64_t> low(pads.begin(), pads.begin() + rank), high(pads.begin() + rank, pads.end());
+  if (mode != "constant") {
+    // Each padded axis gathers its source indices: repeated (edge) or
+    // mirrored without the border (reflect).
+    for (size_t d = 0; d < rank; ++d) {
+      if (!low[d] && !high[d])
+        continue;
+      int64_t n = x.shape()[d];
+      if (mode == "reflect" && (n < 2 || low[d] >= n || high[d] >= n))
+        ctx.fail("reflect padding of " + std::to_string(std::max(low[d], high[d])) +
+                 " on an axis of " + std::to_string(n));
+      std::vector<int64_t> picked;
+      for (int64_t i = -low[d]; i < n + high[d]; ++i) {
+        int64_t j = i;
+        if (mode == "edge")
+          j = std::clamp<int64_t>(i, 0, n - 1);
+        else if (i < 0)
+          j = -i;
+        else if (i >= n)
+          j = 2 * (n - 1) - i;
+        picked.push_back(j);
+      }
+      x = index_select(x, int64_t(d), picked);
+    }
+    return one(x);
+  }
+  const Value *given = ctx.has(2) ? &ctx.input(2) : nullptr;
+  if (!given || given->ints || given->constant) {
+    std::vector<float> value = given ? ctx.constantFloats(2) : std::vector<float>{0.0f};
+    if (value.size() != 1)
+      ctx.fail("the constant value must be one number");
+    return one(kiln::pad(x, low, high, value[0]));
+  }
+  // A value the model takes at run time: zeros, plus the value where the
+  // padding is.
+  Tensor border = Tensor::scalar(1.0f) - kiln::pad(Tensor::full(x.shape(), 1.0f), low, high);
+  return one(kiln::pad(x, low, high) + border * ctx.tensor(2).reshape({}));
 }
 
 Values softmaxOp(const NodeContext &ctx, bool log) {
@@ -544,14 +632,28 @@ Values batchNorm(const NodeContext &ctx) {
 
 Values layerNorm(const NodeContext &ctx) {
   Tensor x = ctx.tensor(0);
-  int64_t rank = int64_t(x.shape().size());
-  if (normalizeAxis(ctx, ctx.attrInt("axis", -1), rank) != rank - 1)
-    ctx.fail("normalizing over more than the last axis is not supported");
-  for (int i = 1; i < ctx.node.output_size(); ++i)
-    if (!ctx.node.output(i).empty())
-      ctx.fail("the Mean and InvStdDev outputs are not supported");
-  Tensor bias = ctx.has(2) ? ctx.tensor(2) : Tensor::zeros({x.shape().back()});
-  return one(layer_norm(x, ctx.tensor(1), bias, ctx.attrFloat("epsilon", 1e-5f)));
+  const Shape shape = x.shape();
+  int64_t rank = int64_t(shape.size());
+  int64_t axis = normalizeAxis(ctx, ctx.attrInt("axis", -1), rank);
+  float eps = ctx.attrFloat("epsilon", 1e-5f);
+  // Normalized over the axes from `axis` on: seen as rows x columns.
+  int64_t rows = product(shape, 0, size_t(axis)), cols = product(shape, size_t(axis));
+  Tensor flat = x.reshape({rows, cols});
+  Tensor scale = ctx.tensor(1).broadcast_to(Shape(shape.begin() + axis, shape.end())).reshape({cols});
+  Tensor bias = ctx.has(2) ? ctx.tensor(2).broadcast_to(Shape(shape.begin() + axis, shape.end())).reshape({cols})
+                           : Tensor::zeros({cols});
+  Values out = one(layer_norm(flat, scale, bias, eps).reshape(shape));
+  // Mean and 1 / std, of the input's shape with the normalized axes 1.
+  if (ctx.node.output_size() > 1) {
+    Shape kept(shape.begin(), shape.begin() + axis);
+    kept.resize(size_t(rank), 1);
+    Tensor m = mean(flat, {1}, true);
+    out.push_back(Value::of(m.reshape(kept)));
+    Tensor centered = flat - m;
+    Tensor inv = rsqrt(mean(centered * centered, {1}, true) + Tensor::scalar(eps));
+    out.push_back(Value::of(inv.reshape(kept)));
+  }
+  return out;
 }
 
 Values split(const NodeContext &ctx) {
@@ -601,6 +703,18 @@ Converter variadic(Tensor (*fn)(const Tensor &, const Tensor &, std::source_loca
   };
 }
 
+/// a^b on integers (wrapping like int64 arithmetic), by squaring; a
+/// negative power truncates toward zero as 1 / a^|b| does.
+int64_t integerPower(int64_t a, int64_t b) {
+  if (b < 0)
+    return a == 1 ? 1 : a == -1 ? (b % 2 ? -1 : 1) : 0;
+  uint64_t result = 1, base = uint64_t(a);
+  for (uint64_t e = uint64_t(b); e; e >>= 1, base *= base)
+    if (e & 1)
+      result *= base;
+  return int64_t(result);
+}
+
 Values passThrough(const NodeContext &ctx) {
   for (int i = 1; i < ctx.node.output_size(); ++i)
     if (!ctx.node.output(i).empty())
@@ -622,7 +736,14 @@ const std::map<std::string, Converter> &onnx_import::converters() {
       {"ConstantOfShape", constantOfShape},
       {"Conv", conv},
       {"Div", binary(div, [](int64_t a, int64_t b) { return b ? a / b : int64_t(0); })},
-      {"Dropout", passThrough},
+      {"Dropout",
+       [](const NodeContext &c) -> Values {
+         if (c.has(2) && (c.input(2).ints ? c.input(2).ints->at(0) != 0 : true))
+           c.fail("training_mode must be false (a constant)", "export the model in eval() mode");
+         // Inference: the data unchanged, and a mask that keeps everything.
+         Tensor x = c.tensor(0);
+         return {Value::of(x), Value::of(eq(Tensor::zeros_like(x), Tensor::scalar(0.0f)))};
+       }},
       {"Equal", binary(eq, nullptr)},
       {"Exp", unary(exp)},
       {"Expand", expand},
@@ -659,7 +780,7 @@ const std::map<std::string, Converter> &onnx_import::converters() {
       {"Mul", binary(mul, [](int64_t a, int64_t b) { return a * b; })},
       {"Neg", unary(neg)},
       {"Pad", padOp},
-      {"Pow", binary(kiln::pow, nullptr)},
+      {"Pow", binary(kiln::pow, integerPower)},
       {"Reciprocal", [](const NodeContext &c) { return one(Tensor::scalar(1.0f) / c.tensor(0)); }},
       {"ReduceMax", reduce(amax, false)},
       {"ReduceMean", reduce(mean, false)},
@@ -678,7 +799,13 @@ const std::map<std::string, Converter> &onnx_import::converters() {
       {"Tanh", unary(tanh)},
       {"Transpose", transpose},
       {"Unsqueeze", unsqueeze},
-      {"Where", [](const NodeContext &c) { return one(where(c.tensor(0), c.tensor(1), c.tensor(2))); }},
+      {"Where",
+       [](const NodeContext &c) {
+         Tensor cond = c.tensor(0);
+         if (cond.dtype() != DType::boolean) // booleans known at import arrive as 0 and 1
+           cond = ne(cond, Tensor::scalar(0.0f));
+         return one(where(cond, c.tensor(1), c.tensor(2)));
+       }},
   };
   return table;
 }
