@@ -1,6 +1,6 @@
 #!/usr/bin/python3
-"""ONNX models compiled by Kiln against ONNX Runtime on this CPU, side by
-side in one run, both on the same thread count:
+"""ONNX models compiled by Kiln against ONNX Runtime and PyTorch on this
+CPU, side by side in one run, all on the same thread count:
 
     /usr/bin/python3 bench/compare_onnx_networks.py DIR [runs] [ort dir]
 
@@ -9,7 +9,8 @@ output, e.g. PyTorch's). For each model: kiln-compile (cpu target),
 kiln-run --benchmark on cpu:0 (median), ONNX Runtime's CPU build through
 bench/ort_run.js (median; npm install --ignore-scripts onnxruntime-node in
 ORT_DIR, default /tmp/ort), and both outputs' largest difference from the
-reference. Rounds alternate Kiln and ONNX Runtime per model.
+reference, and PyTorch's latency on NAME.pt (TorchScript, when present;
+bench/export_onnx_networks.py writes all of these).
 """
 import glob
 import os
@@ -19,15 +20,42 @@ import sys
 
 import numpy
 
+try:
+    import torch
+except ImportError:
+    torch = None
+
 here = os.path.dirname(os.path.abspath(__file__))
 build = os.path.join(here, "..", "build", "bin")
 folder = sys.argv[1]
 runs = int(sys.argv[2]) if len(sys.argv) > 2 else 20
 ort_dir = sys.argv[3] if len(sys.argv) > 3 else "/tmp/ort"
 threads = os.cpu_count()
+if torch:
+    torch.set_num_threads(threads)
+
+
+def torch_ms(path, x):
+    """Median latency of the TorchScript model at `path`, or None."""
+    if not torch or not os.path.exists(path):
+        return None
+    import time
+    model = torch.jit.load(path).eval()
+    inp = torch.from_numpy(numpy.load(x))
+    times = []
+    with torch.no_grad():
+        for i in range(runs + 3):
+            start = time.perf_counter()
+            model(inp)
+            if i >= 3:
+                times.append((time.perf_counter() - start) * 1e3)
+    return sorted(times)[len(times) // 2]
+
+
 print(f"{threads} threads; medians of {runs} runs, latency per inference")
-print("| model | Kiln kiln-run cpu:0 | ONNX Runtime | Kiln / ORT | max abs diff from reference: Kiln, ORT |")
-print("|---|---|---|---|---|")
+print("| model | kernels | Kiln kiln-run cpu:0 | ONNX Runtime | PyTorch | Kiln / ORT | Kiln / PyTorch "
+      "| max abs diff from reference: Kiln, ORT |")
+print("|---|---|---|---|---|---|---|---|")
 for model in sorted(glob.glob(os.path.join(folder, "*.onnx"))):
     name = os.path.basename(model)[:-5]
     x = os.path.join(folder, name + "_x.npy")
@@ -46,15 +74,20 @@ for model in sorted(glob.glob(os.path.join(folder, "*.onnx"))):
                           "--input", f"x={x}", "--output", f"y=/tmp/{name}_kiln.npy",
                           "--benchmark", str(runs)], capture_output=True, text=True, check=True).stdout
     kiln_ms = float(re.search(r"median ([0-9.]+) ms", out).group(1))
+    kernels = int(re.search(r"([0-9]+) dispatches", out).group(1)) // runs
     ort = subprocess.run(["node", os.path.join(here, "ort_run.js"), model, x, str(runs), str(threads),
                           f"/tmp/{name}_ort.bin"], capture_output=True, text=True,
                          env=dict(os.environ, NODE_PATH=os.path.join(ort_dir, "node_modules")))
     want = numpy.load(ref)
     kiln_diff = abs(numpy.load(f"/tmp/{name}_kiln.npy").reshape(-1) - want.reshape(-1)).max()
+    pt = torch_ms(os.path.join(folder, name + ".pt"), x)
+    pt_text = f"{pt:.2f} ms" if pt else "-"
+    pt_ratio = f"{kiln_ms / pt:.2f}x" if pt else "-"
     if ort.returncode:
-        print(f"| {name} | {kiln_ms:.2f} ms | {ort.stderr.strip()[:80]} | | {kiln_diff:.2g}, - |")
+        print(f"| {name} | {kernels} | {kiln_ms:.2f} ms | {ort.stderr.strip()[:80]} | {pt_text} | "
+              f"| {pt_ratio} | {kiln_diff:.2g}, - |")
         continue
     ort_ms = float(re.search(r"median ([0-9.]+)", ort.stdout).group(1))
     ort_diff = abs(numpy.fromfile(f"/tmp/{name}_ort.bin", dtype=numpy.float32) - want.reshape(-1)).max()
-    print(f"| {name} | {kiln_ms:.2f} ms | {ort_ms:.2f} ms | {kiln_ms / ort_ms:.2f}x | "
-          f"{kiln_diff:.2g}, {ort_diff:.2g} |", flush=True)
+    print(f"| {name} | {kernels} | {kiln_ms:.2f} ms | {ort_ms:.2f} ms | {pt_text} | "
+          f"{kiln_ms / ort_ms:.2f}x | {pt_ratio} | {kiln_diff:.2g}, {ort_diff:.2g} |", flush=True)

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Fuzzes the .kiln loader and the .npy reader with libFuzzer (clang-22,
-# -fsanitize=fuzzer,address), runtime sources only (no MLIR or LLVM).
+# -fsanitize=fuzzer,address), runtime sources only (no MLIR or LLVM), and
+# the ONNX importer: its sources instrumented, linked against the libraries
+# of the build in ${KILN_BUILD_DIR:-build} (skipped, saying so, without one).
 #
 #   scripts/fuzz.sh [seconds per target, default 60]
 #
-# Seeds: test/fuzz/corpus/{kiln,npy} (valid files made by kiln-compile and
-# writeNpy). The growing corpus and any crash input are kept in
+# Seeds: test/fuzz/corpus/{kiln,npy,onnx} (valid files made by kiln-compile
+# and writeNpy; small ONNX models and damaged ones). The growing corpus and any crash input are kept in
 # ${KILN_FUZZ_DIR:-build-fuzz}. Exits non-zero when a target crashes, leaks
 # or trips the sanitizer; prints each target's executions and coverage.
 set -euo pipefail
@@ -50,4 +52,32 @@ for target in Artifact:kiln Npy:npy; do
     sed "s/^/fuzz: $kind: /"
   grep -E "^#[0-9]+ *DONE" "$log" | tail -1 | sed "s/^/fuzz: $kind: /" || true
 done
+
+# The ONNX importer: instrumented here, the rest of Kiln from the build.
+build=${KILN_BUILD_DIR:-$root/build}
+if [ ! -f "$build/lib/libkiln_onnx.a" ]; then
+  echo "fuzz: onnx skipped: no build in $build (set KILN_BUILD_DIR)"
+  exit $status
+fi
+bin="$out/onnx-fuzzer"
+"$cxx" -std=c++20 -g -O1 -fsanitize=fuzzer,address -fno-omit-frame-pointer -fexceptions \
+  -DONNX_NAMESPACE=onnx -DONNX_ML=1 -I"$root/include" -I"$root/runtime/include" -I"$root/lib/Import/ONNX" \
+  "$root/test/fuzz/OnnxFuzzer.cpp" "$root/lib/Import/ONNX/OnnxImport.cpp" "$root/lib/Import/ONNX/OnnxOps.cpp" \
+  "$build/lib/libkiln.a" "$build/lib/libKilnCompiler.a" "$build/lib/libKilnDialect.a" \
+  "$build/runtime/libkiln_runtime.a" /usr/lib/llvm-22/lib/libMLIR.so.22.1 /usr/lib/llvm-22/lib/libLLVM.so.1 \
+  /usr/lib/x86_64-linux-gnu/libSPIRV-Tools.a -lspirv-cross-c-shared -lvulkan -lsqlite3 -lonnx_proto \
+  -lprotobuf -ldl -lpthread "$(g++ -print-file-name=libbacktrace.a)" -Wl,-rpath,/usr/lib/llvm-22/lib -o "$bin"
+corpus="$out/corpus-onnx"
+mkdir -p "$corpus" "$out/crashes-onnx"
+echo "fuzz: onnx for ${seconds}s (seeds: test/fuzz/corpus/onnx)"
+log="$out/onnx.log"
+# MLIR's and LLVM's process-wide singletons live until exit: no leak check.
+if ! (cd "$out/crashes-onnx" && "$bin" -max_total_time="$seconds" -timeout=10 -detect_leaks=0 \
+      -rss_limit_mb=4096 -print_final_stats=1 "$corpus" "$root/test/fuzz/corpus/onnx") >"$log" 2>&1; then
+  echo "fuzz: onnx FAILED: see $log and $out/crashes-onnx" >&2
+  grep -E "ERROR|==[0-9]+==|Test unit written|terminate" "$log" | head -20 >&2 || true
+  status=1
+fi
+grep -E "^stat::number_of_executed_units|^stat::new_units_added|^stat::peak_rss_mb" "$log" |
+  sed "s/^/fuzz: onnx: /"
 exit $status

@@ -28,13 +28,19 @@ std::string shapeText(const Shape &shape) {
   return s.empty() ? "a scalar" : s;
 }
 
-int64_t elementsOf(const Shape &shape) {
+} // namespace
+
+int64_t onnx_import::checkedElements(const Shape &shape, const std::string &what) {
+  const int64_t limit = int64_t(1) << 40;
   int64_t n = 1;
-  for (int64_t d : shape)
-    n *= d;
+  for (int64_t d : shape) {
+    if (d < 0)
+      throw Error(what + ": dimension " + std::to_string(d) + " is not a size");
+    if (d != 0 && (__builtin_mul_overflow(n, d, &n) || n > limit))
+      throw Error(what + ": shape " + shapeText(shape) + " has more than 2^40 elements");
+  }
   return n;
 }
-} // namespace
 
 //===----------------------------------------------------------------------===//
 // NodeContext
@@ -144,10 +150,7 @@ int64_t onnx_import::normalizeAxis(const NodeContext &ctx, int64_t axis, int64_t
 
 Value onnx_import::valueOfTensorProto(const onnx::TensorProto &proto, const std::string &what) {
   Shape shape(proto.dims().begin(), proto.dims().end());
-  for (int64_t d : shape)
-    if (d < 0 || d > (int64_t(1) << 40))
-      throw Error(what + ": dimension " + std::to_string(d) + " is not a size");
-  int64_t n = elementsOf(shape);
+  int64_t n = checkedElements(shape, what);
   if (proto.data_location() == onnx::TensorProto::EXTERNAL)
     throw Error(what + ": its data is stored outside the model file (external data), which "
                        "Kiln does not read yet; save the model with its weights inside "
@@ -162,34 +165,31 @@ Value onnx_import::valueOfTensorProto(const onnx::TensorProto &proto, const std:
   };
   switch (proto.data_type()) {
   case onnx::TensorProto::FLOAT: {
+    sizeCheck(raw ? proto.raw_data().size() : size_t(proto.float_data_size()) * 4, 4);
     std::vector<float> data(static_cast<size_t>(n));
     if (raw) {
-      sizeCheck(proto.raw_data().size(), 4);
       std::memcpy(data.data(), proto.raw_data().data(), data.size() * 4);
     } else {
-      sizeCheck(size_t(proto.float_data_size()) * 4, 4);
       std::copy(proto.float_data().begin(), proto.float_data().end(), data.begin());
     }
     return Value::ofConstant(Tensor::from(std::move(data), shape));
   }
   case onnx::TensorProto::DOUBLE: {
+    sizeCheck(raw ? proto.raw_data().size() : size_t(proto.double_data_size()) * 8, 8);
     std::vector<double> data(static_cast<size_t>(n));
     if (raw) {
-      sizeCheck(proto.raw_data().size(), 8);
       std::memcpy(data.data(), proto.raw_data().data(), data.size() * 8);
     } else {
-      sizeCheck(size_t(proto.double_data_size()) * 8, 8);
       std::copy(proto.double_data().begin(), proto.double_data().end(), data.begin());
     }
     return Value::ofConstant(Tensor::from(std::vector<float>(data.begin(), data.end()), shape));
   }
   case onnx::TensorProto::INT64: {
+    sizeCheck(raw ? proto.raw_data().size() : size_t(proto.int64_data_size()) * 8, 8);
     std::vector<int64_t> data(static_cast<size_t>(n));
     if (raw) {
-      sizeCheck(proto.raw_data().size(), 8);
       std::memcpy(data.data(), proto.raw_data().data(), data.size() * 8);
     } else {
-      sizeCheck(size_t(proto.int64_data_size()) * 8, 8);
       std::copy(proto.int64_data().begin(), proto.int64_data().end(), data.begin());
     }
     return Value::ofInts(std::move(data), shape);
@@ -197,16 +197,16 @@ Value onnx_import::valueOfTensorProto(const onnx::TensorProto &proto, const std:
   case onnx::TensorProto::INT32:
   case onnx::TensorProto::BOOL: {
     size_t bytes = proto.data_type() == onnx::TensorProto::BOOL ? 1 : 4;
+    // (int32_data holds one element per entry whatever the type's width.)
+    sizeCheck(raw ? proto.raw_data().size() : size_t(proto.int32_data_size()) * bytes, bytes);
     std::vector<int64_t> data(static_cast<size_t>(n));
     if (raw) {
-      sizeCheck(proto.raw_data().size(), bytes);
       for (int64_t i = 0; i < n; ++i) {
         int32_t v = 0;
         std::memcpy(&v, proto.raw_data().data() + i * bytes, bytes);
         data[size_t(i)] = bytes == 1 ? (v & 0xff) != 0 : v;
       }
     } else {
-      sizeCheck(size_t(proto.int32_data_size()) * bytes, bytes);
       std::copy(proto.int32_data().begin(), proto.int32_data().end(), data.begin());
     }
     return Value::ofInts(std::move(data), shape);
@@ -298,7 +298,11 @@ OnnxModel importModel(const onnx::ModelProto &model, const std::string &name,
       continue; // an initializer listed as an input (older exporters)
     Shape shape = inputShape(info, givenShapes, name);
     // A leaf with data (compile's example inputs must not be computed).
-    Tensor x = Tensor::from(std::vector<float>(static_cast<size_t>(elementsOf(shape)), 0.0f), shape);
+    int64_t elements = checkedElements(shape, name + ": input '" + info.name() + "'");
+    if (elements > (int64_t(1) << 31))
+      throw Error(name + ": input '" + info.name() + "' of shape " + shapeText(shape) +
+                  " is larger than Kiln's 2^31-element example input");
+    Tensor x = Tensor::from(std::vector<float>(static_cast<size_t>(elements), 0.0f), shape);
     values[info.name()] = Value::of(x);
     out.inputs.push_back(x);
     out.input_names.push_back(info.name());
@@ -342,6 +346,10 @@ OnnxModel importModel(const onnx::ModelProto &model, const std::string &name,
       if (what.rfind("node ", 0) == 0)
         throw;
       ctx.fail(what); // a Tensor API error (shapes), with the node named
+    } catch (const std::exception &e) {
+      // A case a converter did not check (an empty attribute tensor): still
+      // an error naming the node, never a crash.
+      ctx.fail(std::string("malformed node (") + e.what() + ")");
     }
     ++out.nodes;
     bool allFolded = true;

@@ -98,6 +98,11 @@ const std::map<std::string, Converter> &converters();
 /// integers. `what` names it in errors.
 Value valueOfTensorProto(const onnx::TensorProto &proto, const std::string &what);
 
+/// The elements of `shape`, whose dimensions come from the file: an Error
+/// naming `what` for a negative dimension or more than 2^40 elements (an
+/// overflowing product included).
+int64_t checkedElements(const Shape &shape, const std::string &what);
+
 /// `axis` of a rank-`rank` value, negative counting from the end.
 int64_t normalizeAxis(const NodeContext &ctx, int64_t axis, int64_t rank);
 

@@ -284,6 +284,7 @@ Values reshape(const NodeContext &ctx) {
       ctx.fail("cannot infer the -1 entry: " + std::to_string(total) + " elements");
     out[size_t(infer)] = total / known;
   }
+  checkedElements(out, ctx.where() + ": the new shape");
   if (product(out) != total)
     ctx.fail("the new shape holds " + std::to_string(product(out)) + " elements, the input " +
              std::to_string(total));
@@ -438,11 +439,18 @@ Values constant(const NodeContext &ctx) {
 
 Values constantOfShape(const NodeContext &ctx) {
   Shape shape = ctx.ints(0);
+  int64_t elements = checkedElements(shape, ctx.where());
   Value fill = Value::of(Tensor::scalar(0.0f));
   if (const onnx::AttributeProto *a = ctx.attribute("value"))
     fill = valueOfTensorProto(a->t(), ctx.where() + ": 'value'");
-  if (fill.ints)
-    return {Value::ofInts(std::vector<int64_t>(size_t(product(shape)), fill.ints->at(0)), shape)};
+  if ((fill.ints ? fill.ints->size() : size_t(checkedElements(fill.shape, ctx.where()))) != 1)
+    ctx.fail("'value' must hold one element");
+  if (fill.ints) {
+    if (elements > (int64_t(1) << 24))
+      ctx.fail("an integer tensor of " + std::to_string(elements) +
+               " elements is too large to fold at import");
+    return {Value::ofInts(std::vector<int64_t>(size_t(elements), fill.ints->at(0)), shape)};
+  }
   std::vector<float> one = fill.tensor->to_vector<float>(); // an attribute: known at import
   return {Value::ofConstant(Tensor::full(shape, one.at(0)))};
 }
@@ -691,6 +699,7 @@ Values expand(const NodeContext &ctx) {
       ctx.fail("shape " + std::to_string(b) + " does not broadcast with " + std::to_string(a));
     out[i] = a == 1 ? b : a;
   }
+  checkedElements(out, ctx.where());
   return one(x.broadcast_to(out));
 }
 
