@@ -36,7 +36,7 @@ int64_t onnx_import::checkedElements(const Shape &shape, const std::string &what
   for (int64_t d : shape) {
     if (d < 0)
       throw Error(what + ": dimension " + std::to_string(d) + " is not a size");
-    if (d != 0 && (__builtin_mul_overflow(n, d, &n) || n > limit))
+    if (__builtin_mul_overflow(n, d, &n) || n > limit)
       throw Error(what + ": shape " + shapeText(shape) + " has more than 2^40 elements");
   }
   return n;

@@ -158,8 +158,9 @@ Values pool(const NodeContext &ctx, bool isMax) {
     ctx.fail("'kernel_shape' must give 2 sizes");
   std::vector<int64_t> strides = oneD ? attr2("strides", 1, 1) : pairAttr(ctx, "strides", 1);
   std::vector<int64_t> dil = oneD ? attr2("dilations", 1, 1) : pairAttr(ctx, "dilations", 1);
-  if (dil != std::vector<int64_t>{1, 1})
-    ctx.fail("dilated pooling is not supported");
+  bool dilated = dil != std::vector<int64_t>{1, 1};
+  if (dilated && !isMax)
+    ctx.fail("dilated average pooling is not supported");
   if (isMax && ctx.node.output_size() > 1 && !ctx.node.output(1).empty())
     ctx.fail("the Indices output of MaxPool is not supported");
   Padding p;
@@ -182,7 +183,8 @@ Values pool(const NodeContext &ctx, bool isMax) {
     int64_t *ends[2] = {&p.bottom, &p.right};
     int64_t begins[2] = {p.top, p.left};
     for (int i = 0; i < 2; ++i) {
-      int64_t in = x.shape()[size_t(2 + i)], k = (*kernel)[size_t(i)], s = strides[size_t(i)];
+      int64_t in = x.shape()[size_t(2 + i)], s = strides[size_t(i)];
+      int64_t k = ((*kernel)[size_t(i)] - 1) * dil[size_t(i)] + 1; // the dilated window
       int64_t span = in + begins[i] + *ends[i] - k;
       int64_t out = (span + s - 1) / s + 1;
       if ((out - 1) * s >= in + begins[i])
@@ -196,6 +198,34 @@ Values pool(const NodeContext &ctx, bool isMax) {
   // The pooling ops take symmetric padding of at most half the window;
   // other padding is made explicit first.
   bool direct = p.symmetric() && p.top <= k2[0] / 2 && p.left <= k2[1] / 2;
+  if (isMax && dilated) {
+    // Each tap of the dilated window is a strided pick of the padded image;
+    // the result is the largest of the taps.
+    Tensor xp = kiln::pad(x, {0, 0, p.top, p.left}, {0, 0, p.bottom, p.right},
+                          -std::numeric_limits<float>::infinity());
+    int64_t spans[2], outs[2];
+    for (int i = 0; i < 2; ++i) {
+      spans[i] = (k2[size_t(i)] - 1) * dil[size_t(i)] + 1;
+      outs[i] = (xp.shape()[size_t(2 + i)] - spans[i]) / s2[size_t(i)] + 1;
+      if (outs[i] < 1)
+        ctx.fail("the dilated window is larger than the padded input");
+    }
+    std::optional<Tensor> y;
+    for (int64_t a = 0; a < k2[0]; ++a) {
+      std::vector<int64_t> rows;
+      for (int64_t i = 0; i < outs[0]; ++i)
+        rows.push_back(a * dil[0] + i * s2[0]);
+      Tensor picked = index_select(xp, 2, rows);
+      for (int64_t b = 0; b < k2[1]; ++b) {
+        std::vector<int64_t> cols;
+        for (int64_t j = 0; j < outs[1]; ++j)
+          cols.push_back(b * dil[1] + j * s2[1]);
+        Tensor tap = index_select(picked, 3, cols);
+        y = y ? maximum(*y, tap) : tap;
+      }
+    }
+    return finish(*y);
+  }
   if (isMax) {
     if (!direct) {
       x = kiln::pad(x, {0, 0, p.top, p.left}, {0, 0, p.bottom, p.right},
