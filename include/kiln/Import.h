@@ -43,12 +43,13 @@ struct OnnxModel {
 /// node (name, op type, index) and what to do for an unsupported operator
 /// or attribute, a dimension left unknown, a malformed or truncated file, an
 /// initializer whose byte size is not its shape times its dtype, and
-/// external data (not supported yet).
+/// external data whose location leaves the model's folder. External data
+/// inside the folder is read.
 OnnxModel import_onnx(const std::string &path,
                       const std::map<std::string, Shape> &input_shapes = {});
 
 /// The same, from the bytes of a model in memory (`name` names it in
-/// errors).
+/// errors); a model with external data must be imported from its path.
 OnnxModel import_onnx_bytes(const std::string &bytes, const std::string &name,
                             const std::map<std::string, Shape> &input_shapes = {});
 

@@ -101,7 +101,8 @@ int main(int argc, char **argv) {
   try {
     std::optional<kiln::Program> compiled;
     if (onnx) {
-      kiln::OnnxModel model = kiln::import_onnx_bytes(text, input, shapes);
+      // From the path: external data files are read next to the model.
+      kiln::OnnxModel model = kiln::import_onnx(input, shapes);
       options.input_names = model.input_names;
       options.output_names = model.output_names;
       compiled = kiln::compile(model.outputs, model.inputs, options);

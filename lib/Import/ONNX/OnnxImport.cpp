@@ -12,7 +12,10 @@
 
 #include <google/protobuf/io/coded_stream.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <sstream>
@@ -148,13 +151,83 @@ int64_t onnx_import::normalizeAxis(const NodeContext &ctx, int64_t axis, int64_t
 // Tensors
 //===----------------------------------------------------------------------===//
 
-Value onnx_import::valueOfTensorProto(const onnx::TensorProto &proto, const std::string &what) {
+namespace {
+/// The bytes of an external-data tensor: `location` relative to the model's
+/// folder, never outside it (no absolute path, no `..` escape, no symlink
+/// leading out), `offset` and `length` within the file.
+std::string readExternalData(const onnx::TensorProto &proto, const std::string &what,
+                             const std::string &modelDir) {
+  std::string location;
+  int64_t offset = 0, length = -1;
+  for (const onnx::StringStringEntryProto &entry : proto.external_data()) {
+    auto number = [&](const std::string &text) {
+      char *end = nullptr;
+      long long v = std::strtoll(text.c_str(), &end, 10);
+      if (text.empty() || *end || v < 0)
+        throw Error(what + ": external data " + entry.key() + " '" + text + "' is not a size");
+      return int64_t(v);
+    };
+    if (entry.key() == "location")
+      location = entry.value();
+    else if (entry.key() == "offset")
+      offset = number(entry.value());
+    else if (entry.key() == "length")
+      length = number(entry.value());
+  }
+  if (location.empty())
+    throw Error(what + ": external data without a location");
+  if (modelDir.empty())
+    throw Error(what + ": its data is in the file '" + location +
+                "' next to the model; import the model from its path (import_onnx, "
+                "kiln-compile model.onnx), not from bytes");
+  namespace fs = std::filesystem;
+  std::error_code error;
+  fs::path base = fs::weakly_canonical(fs::path(modelDir).empty() ? "." : fs::path(modelDir), error);
+  fs::path target = fs::weakly_canonical(base / location, error);
+  auto [endOfBase, rest] = std::mismatch(base.begin(), base.end(), target.begin(), target.end());
+  if (fs::path(location).is_absolute() || error || endOfBase != base.end())
+    throw Error(what + ": its external data location '" + location +
+                "' is outside the model's folder, which Kiln refuses (a model must not read "
+                "other files); move the data next to the model");
+  std::ifstream file(target, std::ios::binary);
+  if (!file)
+    throw Error(what + ": cannot open its external data file " + target.string());
+  file.seekg(0, std::ios::end);
+  int64_t size = int64_t(file.tellg());
+  if (length < 0)
+    length = size - offset;
+  if (offset > size || length > size - offset)
+    throw Error(what + ": external data at offset " + std::to_string(offset) + ", " +
+                std::to_string(length) + " bytes, lies past the end of " + target.string() +
+                " (" + std::to_string(size) + " bytes)");
+  std::string bytes(static_cast<size_t>(length), '\0');
+  file.seekg(offset);
+  file.read(bytes.data(), length);
+  if (!file)
+    throw Error(what + ": cannot read its external data from " + target.string());
+  return bytes;
+}
+} // namespace
+
+Value onnx_import::valueOfTensorProto(const onnx::TensorProto &proto, const std::string &what,
+                                      const std::string &modelDir) {
   Shape shape(proto.dims().begin(), proto.dims().end());
   int64_t n = checkedElements(shape, what);
-  if (proto.data_location() == onnx::TensorProto::EXTERNAL)
-    throw Error(what + ": its data is stored outside the model file (external data), which "
-                       "Kiln does not read yet; save the model with its weights inside "
-                       "(onnx.save_model(m, path, save_as_external_data=False))");
+  if (proto.data_location() == onnx::TensorProto::EXTERNAL) {
+    // Checked against the shape before reading: no huge read for a bad size.
+    int64_t bytesPer = proto.data_type() == onnx::TensorProto::DOUBLE ||
+                               proto.data_type() == onnx::TensorProto::INT64 ? 8
+                       : proto.data_type() == onnx::TensorProto::BOOL ? 1 : 4;
+    for (const onnx::StringStringEntryProto &entry : proto.external_data())
+      if (entry.key() == "length" && entry.value() != std::to_string(n * bytesPer))
+        throw Error(what + ": external data of length " + entry.value() + " for shape " +
+                    shapeText(shape) + " (" + std::to_string(n * bytesPer) + " bytes)");
+    onnx::TensorProto inside = proto;
+    inside.clear_external_data();
+    inside.set_data_location(onnx::TensorProto::DEFAULT);
+    inside.set_raw_data(readExternalData(proto, what, modelDir));
+    return valueOfTensorProto(inside, what);
+  }
   bool raw = proto.has_raw_data();
   auto sizeCheck = [&](size_t have, size_t elementBytes) {
     if (have != size_t(n) * elementBytes)
@@ -277,7 +350,7 @@ Shape inputShape(const onnx::ValueInfoProto &info, const std::map<std::string, S
 }
 
 OnnxModel importModel(const onnx::ModelProto &model, const std::string &name,
-                      const std::map<std::string, Shape> &givenShapes) {
+                      const std::map<std::string, Shape> &givenShapes, const std::string &dir) {
   OnnxModel out;
   for (const onnx::OperatorSetIdProto &set : model.opset_import())
     if (set.domain().empty() || set.domain() == "ai.onnx")
@@ -292,7 +365,8 @@ OnnxModel importModel(const onnx::ModelProto &model, const std::string &name,
   const onnx::GraphProto &graph = model.graph();
   std::map<std::string, Value> values;
   for (const onnx::TensorProto &init : graph.initializer())
-    values[init.name()] = valueOfTensorProto(init, name + ": initializer '" + init.name() + "'");
+    values[init.name()] =
+        valueOfTensorProto(init, name + ": initializer '" + init.name() + "'", dir);
   for (const onnx::ValueInfoProto &info : graph.input()) {
     if (values.count(info.name()))
       continue; // an initializer listed as an input (older exporters)
@@ -387,8 +461,8 @@ OnnxModel importModel(const onnx::ModelProto &model, const std::string &name,
 }
 } // namespace
 
-OnnxModel kiln::import_onnx_bytes(const std::string &bytes, const std::string &name,
-                                  const std::map<std::string, Shape> &input_shapes) {
+namespace {
+onnx::ModelProto parseModel(const std::string &bytes, const std::string &name) {
   onnx::ModelProto model;
   google::protobuf::io::CodedInputStream stream(
       reinterpret_cast<const uint8_t *>(bytes.data()), int(std::min<size_t>(bytes.size(), INT32_MAX)));
@@ -399,7 +473,13 @@ OnnxModel kiln::import_onnx_bytes(const std::string &bytes, const std::string &n
                        "damaged, or not an .onnx file)");
   if (!model.has_graph())
     throw Error(name + ": the model has no graph");
-  return importModel(model, name, input_shapes);
+  return model;
+}
+} // namespace
+
+OnnxModel kiln::import_onnx_bytes(const std::string &bytes, const std::string &name,
+                                  const std::map<std::string, Shape> &input_shapes) {
+  return importModel(parseModel(bytes, name), name, input_shapes, "");
 }
 
 OnnxModel kiln::import_onnx(const std::string &path,
@@ -410,5 +490,6 @@ OnnxModel kiln::import_onnx(const std::string &path,
   std::string bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
   if (bytes.empty())
     throw Error(path + ": the file is empty");
-  return import_onnx_bytes(bytes, path, input_shapes);
+  std::string dir = std::filesystem::path(path).parent_path().string();
+  return importModel(parseModel(bytes, path), path, input_shapes, dir.empty() ? "." : dir);
 }

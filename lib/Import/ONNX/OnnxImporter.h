@@ -95,8 +95,11 @@ using Converter = std::function<std::vector<Value>(const NodeContext &)>;
 const std::map<std::string, Converter> &converters();
 
 /// An initializer or Constant tensor: f32 data as a tensor, integers as
-/// integers. `what` names it in errors.
-Value valueOfTensorProto(const onnx::TensorProto &proto, const std::string &what);
+/// integers. `what` names it in errors. Data stored outside the model
+/// (external data) is read from a file inside `modelDir`; with no folder
+/// (a model given as bytes) it is an error.
+Value valueOfTensorProto(const onnx::TensorProto &proto, const std::string &what,
+                         const std::string &modelDir = "");
 
 /// The elements of `shape`, whose dimensions come from the file: an Error
 /// naming `what` for a negative dimension or more than 2^40 elements (an

@@ -411,6 +411,60 @@ TEST(OnnxImport, DamagedFilesGiveErrors) {
             std::string::npos);
 }
 
+// Weights stored next to the model (torch.onnx writes them so past 2 GiB)
+// are read from inside the model's folder only.
+TEST(OnnxImport, ExternalDataIsReadInsideTheModelsFolderOnly) {
+  std::string root = ::testing::TempDir() + "kiln-onnx-external";
+  std::string dir = root + "/model";
+  std::system(("rm -rf " + root + " && mkdir -p " + dir).c_str());
+  std::vector<float> w = {1.5f, -2.0f, 0.25f, 4.0f};
+  std::ofstream(dir + "/weights.bin", std::ios::binary)
+      .write("pad!", 4)
+      .write(reinterpret_cast<const char *>(w.data()), 16);
+  std::ofstream(root + "/outside.bin", std::ios::binary).write(reinterpret_cast<const char *>(w.data()), 16);
+  auto model = [&](const std::string &location, const std::string &offset, const std::string &length) {
+    ModelBuilder mb;
+    mb.input("x", {4});
+    onnx::TensorProto *t = mb.weights("w", {4}, {});
+    t->clear_raw_data();
+    t->set_data_location(onnx::TensorProto::EXTERNAL);
+    for (auto [key, value] : {std::pair{"location", location}, {"offset", offset}, {"length", length}}) {
+      onnx::StringStringEntryProto *e = t->add_external_data();
+      e->set_key(key);
+      e->set_value(value);
+    }
+    mb.node("Mul", {"x", "w"}, {"y"});
+    mb.output("y");
+    std::ofstream(dir + "/m.onnx", std::ios::binary) << mb.bytes();
+    return mb.bytes();
+  };
+  model("weights.bin", "4", "16");
+  OnnxModel m = import_onnx(dir + "/m.onnx");
+  Device cpu = Device::parse("cpu:0");
+  CompileOptions options;
+  options.targets = {"cpu"};
+  Program p = compile(m.outputs, m.inputs, options);
+  EXPECT_EQ(p.run({Tensor::from({2, 2, 2, 2}, {4}, cpu)})[0].to_vector<float>(),
+            (std::vector<float>{3, -4, 0.5f, 8}));
+
+  for (const std::string &escape : {std::string("../outside.bin"), root + "/outside.bin"}) {
+    model(escape, "0", "16");
+    std::string msg = messageOf([&] { import_onnx(dir + "/m.onnx"); });
+    EXPECT_NE(msg.find("outside the model's folder"), std::string::npos) << escape << ": " << msg;
+  }
+  model("weights.bin", "8", "16");
+  EXPECT_NE(messageOf([&] { import_onnx(dir + "/m.onnx"); }).find("past the end"), std::string::npos);
+  model("weights.bin", "4", "12");
+  EXPECT_NE(messageOf([&] { import_onnx(dir + "/m.onnx"); }).find("external data of length 12"),
+            std::string::npos);
+  model("missing.bin", "0", "16");
+  EXPECT_NE(messageOf([&] { import_onnx(dir + "/m.onnx"); }).find("cannot open"), std::string::npos);
+  std::string bytes = model("weights.bin", "4", "16");
+  EXPECT_NE(messageOf([&] { import_onnx_bytes(bytes, "m.onnx"); }).find("import the model from its path"),
+            std::string::npos);
+  std::system(("rm -rf " + root).c_str());
+}
+
 // kiln-compile takes an .onnx file and --input-shape.
 TEST(OnnxImport, KilnCompileTakesOnnxModels) {
   ModelBuilder mb;
