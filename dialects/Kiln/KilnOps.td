@@ -97,6 +97,7 @@ def Kiln_TanhOp : Kiln_UnaryOp<"tanh", "hyperbolic tangent">;
 def Kiln_SigmoidOp : Kiln_UnaryOp<"sigmoid", "1 / (1 + e^-x)">;
 def Kiln_ReluOp : Kiln_UnaryOp<"relu", "max(x, 0)">;
 def Kiln_GeluOp : Kiln_UnaryOp<"gelu", "x * Phi(x), the exact (erf) form">;
+def Kiln_ErfOp : Kiln_UnaryOp<"erf", "the error function">;
 
 class Kiln_BinaryOp<string mnemonic, string desc>
     : Kiln_Op<mnemonic, [Pure, Kiln_Elementwise]> {

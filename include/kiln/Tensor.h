@@ -184,6 +184,9 @@ Tensor tanh(const Tensor &x, std::source_location loc = std::source_location::cu
 Tensor sigmoid(const Tensor &x, std::source_location loc = std::source_location::current());
 Tensor relu(const Tensor &x, std::source_location loc = std::source_location::current());
 Tensor gelu(const Tensor &x, std::source_location loc = std::source_location::current());
+/// The error function (ONNX's Erf; BERT-style GELU as exported), within
+/// 1.5e-7 of the exact value.
+Tensor erf(const Tensor &x, std::source_location loc = std::source_location::current());
 
 // Binary ops with numpy broadcasting; shapes are checked here, at the call.
 Tensor add(const Tensor &a, const Tensor &b, std::source_location loc = std::source_location::current());

@@ -631,6 +631,7 @@ KILN_UNARY(tanh)
 KILN_UNARY(sigmoid)
 KILN_UNARY(relu)
 KILN_UNARY(gelu)
+KILN_UNARY(erf)
 #undef KILN_UNARY
 
 #define KILN_BINARY(NAME, KIND, OP)                                            \

@@ -784,6 +784,7 @@ const std::map<std::string, Converter> &onnx_import::converters() {
          return {Value::of(x), Value::of(eq(Tensor::zeros_like(x), Tensor::scalar(0.0f)))};
        }},
       {"Equal", binary(eq, nullptr)},
+      {"Erf", unary(kiln::erf)},
       {"Exp", unary(exp)},
       {"Expand", expand},
       {"Flatten", flatten},

@@ -33,6 +33,7 @@ const UnaryCase unaryCases[] = {
     {"sigmoid", sigmoid, [](double x) { return 1 / (1 + std::exp(-x)); }, false},
     {"relu", relu, [](double x) { return x > 0 ? x : 0; }, false},
     {"gelu", gelu, erfGelu, false},
+    {"erf", kiln::erf, [](double x) { return std::erf(x); }, false},
 };
 
 class ElementwiseOnEveryDevice : public kiln::test::OnEveryDevice {};
