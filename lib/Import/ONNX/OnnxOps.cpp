@@ -67,6 +67,14 @@ std::vector<int64_t> normalized(const NodeContext &ctx, std::vector<int64_t> axe
   return axes;
 }
 
+/// Strides, dilations and window sizes are at least 1 (a fuzzed stride of
+/// 0 divided by zero).
+void positiveSizes(const NodeContext &ctx, const std::string &name, const std::vector<int64_t> &v) {
+  for (int64_t x : v)
+    if (x < 1 || x > (int64_t(1) << 31))
+      ctx.fail("'" + name + "' holds " + std::to_string(x) + ", not a size of at least 1");
+}
+
 /// The spatial begin/end padding of a Conv or pool over input `in` (NCHW):
 /// explicit `pads`, or from auto_pad.
 struct Padding {
@@ -106,6 +114,7 @@ std::vector<int64_t> pairAttr(const NodeContext &ctx, const std::string &name, i
   std::vector<int64_t> v = ctx.attrInts(name).value_or(std::vector<int64_t>{otherwise, otherwise});
   if (v.size() != 2)
     ctx.fail("'" + name + "' must have 2 values", "only 2-D (NCHW) windows are supported");
+  positiveSizes(ctx, name, v);
   return v;
 }
 
@@ -156,8 +165,11 @@ Values pool(const NodeContext &ctx, bool isMax) {
     kernel->insert(kernel->begin(), 1);
   if (!kernel || kernel->size() != 2)
     ctx.fail("'kernel_shape' must give 2 sizes");
+  positiveSizes(ctx, "kernel_shape", *kernel);
   std::vector<int64_t> strides = oneD ? attr2("strides", 1, 1) : pairAttr(ctx, "strides", 1);
   std::vector<int64_t> dil = oneD ? attr2("dilations", 1, 1) : pairAttr(ctx, "dilations", 1);
+  positiveSizes(ctx, "strides", strides);
+  positiveSizes(ctx, "dilations", dil);
   bool dilated = dil != std::vector<int64_t>{1, 1};
   if (dilated && !isMax)
     ctx.fail("dilated average pooling is not supported");
