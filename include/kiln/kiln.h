@@ -5,6 +5,7 @@
 
 #include "kiln/Device.h"
 #include "kiln/Errors.h"
+#include "kiln/Profile.h"
 #include "kiln/Program.h"
 #include "kiln/Stats.h"
 #include "kiln/Tensor.h"

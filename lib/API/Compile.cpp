@@ -8,6 +8,7 @@
 #include "Devices.h"
 #include "KernelCompiler.h"
 
+#include "kiln/Codegen/KernelCost.h"
 #include "kiln/Transforms/Passes.h"
 #include "kiln/Transforms/Placement.h"
 #include "kiln/runtime/Vulkan.h"
@@ -244,6 +245,11 @@ private:
       entry.summary += (entry.summary.empty() ? "" : "+") +
                        op.getName().stripDialect().str();
     entry.summary += " -> " + programType(kernel.getResult(0).getType()).str();
+    KernelCost cost = kernelCost(kernel);
+    entry.kind = std::move(cost.kind);
+    entry.sources = std::move(cost.sources);
+    entry.flops = cost.flops;
+    entry.bytes = cost.bytes;
     if (entry.elements > 0) {
       if (device.api() == "cpu" && cpuObjects) {
         auto code = std::make_shared<rt::CpuCode>();

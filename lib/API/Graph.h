@@ -27,6 +27,10 @@ enum class OpKind {
 
 struct Node;
 struct CallStack;
+namespace rt {
+struct Program;
+struct ProgramProfile;
+} // namespace rt
 
 /// A tensor argument of an API call, under its parameter name in kiln/Tensor.h.
 struct CallArg {
@@ -89,8 +93,16 @@ size_t elementBytes(DType dtype);
 /// (kiln/lib/API/Realize.cpp). A node's buffer is written here, under the
 /// session lock, and read only under it (realizedOn, hostDataOf,
 /// readNodeInto): two threads may read or realize one tensor at once.
+/// What kiln::profile asks of a realize: the graph run `runs` times with
+/// every dispatch timed; the program and its profile come back.
+struct ProfileRequest {
+  int runs = 1;
+  std::shared_ptr<const rt::Program> program;
+  std::shared_ptr<const rt::ProgramProfile> profile;
+};
+
 void realizeNodes(const std::vector<std::shared_ptr<Node>> &roots,
-                  const RealizeOptions &options = {});
+                  const RealizeOptions &options = {}, ProfileRequest *profile = nullptr);
 
 /// Where `node` was computed, if it was.
 std::optional<Device> realizedOn(const Node &node);

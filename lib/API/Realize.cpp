@@ -18,6 +18,7 @@
 #include "kiln/Codegen/Pipelines.h"
 #include "kiln/Transforms/Passes.h"
 #include "kiln/Transforms/Placement.h"
+#include "kiln/runtime/Profile.h"
 #include "kiln/runtime/ThreadPool.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -30,6 +31,8 @@
 #include <chrono>
 #include <cstring>
 #include <cstdlib>
+#include <fstream>
+#include <optional>
 #include <iostream>
 #include <unordered_map>
 
@@ -137,7 +140,7 @@ Device kiln::placedDevice(const std::shared_ptr<Node> &root) {
 
 namespace {
 void realizeLocked(Session &s, const std::vector<std::shared_ptr<Node>> &roots,
-                   const RealizeOptions &options);
+                   const RealizeOptions &options, ProfileRequest *profile);
 } // namespace
 
 std::optional<Device> kiln::realizedOn(const Node &node) {
@@ -153,7 +156,7 @@ std::pair<const void *, Device> kiln::hostDataOf(const Node &node) {
 }
 
 void kiln::realizeNodes(const std::vector<std::shared_ptr<Node>> &all,
-                        const RealizeOptions &options) {
+                        const RealizeOptions &options, ProfileRequest *profile) {
   Session &s = session();
   std::lock_guard<std::mutex> lock(s.mutex);
   // Another thread may have realized some meanwhile.
@@ -165,7 +168,7 @@ void kiln::realizeNodes(const std::vector<std::shared_ptr<Node>> &all,
   if (roots.empty())
     return;
   try {
-    realizeLocked(s, roots, options);
+    realizeLocked(s, roots, options, profile);
   } catch (const std::bad_alloc &) {
     // A host allocation (a constant, a staging copy) failed: the graph is
     // untouched (roots keep their operands) and can be realized again.
@@ -224,8 +227,35 @@ const CachedGraph &programFor(Session &s, const std::vector<std::shared_ptr<Node
   return uncached;
 }
 
+/// KILN_PROFILE=1: every realize is profiled, its table printed to stderr.
+bool profileEveryRealize() {
+  static const bool on = [] {
+    const char *env = std::getenv("KILN_PROFILE");
+    return env && *env && std::string(env) != "0";
+  }();
+  return on;
+}
+
+/// KILN_PROFILE_TRACE=trace.json: every profiled realize, end to end, in one
+/// Chrome trace, rewritten after each (so a crash keeps what came before).
+void appendToTrace(const rt::Program &program, const rt::ProgramProfile &profile) {
+  static const char *path = std::getenv("KILN_PROFILE_TRACE");
+  if (!path || !*path)
+    return;
+  static std::string events;
+  static double endMicroseconds = 0;
+  events += (events.empty() ? "" : ",\n") +
+            rt::chromeTraceEvents(program, profile, endMicroseconds);
+  endMicroseconds += profile.totalNanoseconds() / 1e3;
+  std::ofstream out(path, std::ios::trunc);
+  out << "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n" << events << "\n]}\n";
+  if (!out)
+    std::fprintf(stderr, "kiln: cannot write the profile trace to %s (KILN_PROFILE_TRACE)\n",
+                 path);
+}
+
 void realizeLocked(Session &s, const std::vector<std::shared_ptr<Node>> &roots,
-                   const RealizeOptions &options) {
+                   const RealizeOptions &options, ProfileRequest *profile) {
   auto compileStart = Clock::now();
   // Everything that decides placement besides the graph itself.
   std::string context = std::to_string(static_cast<int>(resolvePolicy(options))) +
@@ -252,8 +282,25 @@ void realizeLocked(Session &s, const std::vector<std::shared_ptr<Node>> &roots,
                     const char *what) -> rt::StatusOr<std::shared_ptr<rt::Buffer>> {
     return allocateOn(device, bytes, what); // throws the typed errors
   };
-  rt::StatusOr<rt::RunResult> result = rt::run(program, compiled.devices, inputs, run);
-  check(result.status(), "running the graph");
+  std::optional<rt::RunResult> result;
+  if (profile || profileEveryRealize()) {
+    rt::RunResult last;
+    rt::StatusOr<rt::ProgramProfile> timed = rt::profile(
+        program, compiled.devices, inputs, profile ? profile->runs : 1, run, &last);
+    check(timed.status(), "profiling the graph");
+    if (profileEveryRealize())
+      std::fprintf(stderr, "%s", rt::profileTable(program, *timed).c_str());
+    appendToTrace(program, *timed);
+    if (profile) {
+      profile->program = compiled.program;
+      profile->profile = std::make_shared<rt::ProgramProfile>(std::move(*timed));
+    }
+    result = std::move(last);
+  } else {
+    rt::StatusOr<rt::RunResult> ran = rt::run(program, compiled.devices, inputs, run);
+    check(ran.status(), "running the graph");
+    result = std::move(*ran);
+  }
   // Pipelines created by this run go to the store for the next process.
   for (rt::Device *device : compiled.devices)
     if (rt::VulkanDevice *vulkan = device->replayDevice())

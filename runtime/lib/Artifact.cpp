@@ -73,7 +73,8 @@ StatusOr<Offset<fbs::Program>> writeProgram(FlatBufferBuilder &b, const TargetPr
                                b.CreateVector(k.msl->bindingOrder), &threadgroup, &groups);
     }
     kernels.push_back(fbs::CreateKernel(b, b.CreateString(k.name), k.elements, spirv, cpu,
-                                        b.CreateString(k.summary), msl));
+                                        b.CreateString(k.summary), msl, b.CreateString(k.kind),
+                                        b.CreateString(k.sources), k.flops, k.bytes));
   }
   Offset<fbs::CpuLibrary> library = 0;
   if (p.cpuLibrary) {
@@ -245,6 +246,10 @@ Status Reader::program(const fbs::Program *in, size_t index, const Artifact &art
       kernel.name = k->name() ? k->name()->str() : "kernel " + std::to_string(i);
       kernel.elements = k->elements();
       kernel.summary = k->summary() ? k->summary()->str() : "";
+      kernel.kind = k->kind() ? k->kind()->str() : "";
+      kernel.sources = k->sources() ? k->sources()->str() : "";
+      kernel.flops = k->flops();
+      kernel.bytes = k->bytes();
       std::string kat = at + " " + kernel.name;
       if (kernel.elements < 0)
         return fail(kat, "a negative element count");
@@ -539,7 +544,7 @@ StatusOr<std::unique_ptr<Model>> Model::create(std::shared_ptr<const Artifact> a
                           device.api());
 }
 
-StatusOr<RunResult> Model::run(const std::vector<ProgramInput> &inputs, const RunOptions &options) {
+Status Model::checkInputs(const std::vector<ProgramInput> &inputs) const {
   const Artifact &a = *artifact_;
   if (inputs.size() != a.inputs.size())
     return Status::invalidArgument("the model takes " + std::to_string(a.inputs.size()) +
@@ -549,6 +554,13 @@ StatusOr<RunResult> Model::run(const std::vector<ProgramInput> &inputs, const Ru
       return Status::invalidArgument("input '" + a.inputs[i].name + "' needs " +
                                      std::to_string(a.inputs[i].type.bytes()) + " bytes, got " +
                                      std::to_string(inputs[i].buffer->size()));
+  return Status::ok();
+}
+
+StatusOr<RunResult> Model::run(const std::vector<ProgramInput> &inputs, const RunOptions &options) {
+  const Artifact &a = *artifact_;
+  if (Status s = checkInputs(inputs); !s.isOk())
+    return s;
   const Program &program = *program_->program;
   // Read once: a run is a hot path.
   static const bool replayOff = [] {
@@ -609,47 +621,24 @@ StatusOr<RunResult> Model::run(const std::vector<ProgramInput> &inputs, const Ru
   return result;
 }
 
-StatusOr<std::vector<KernelTime>> Model::profile(const std::vector<ProgramInput> &inputs,
-                                                 int runs) {
-  VulkanDevice *replayDevice = device_->replayDevice();
-  if (!replayDevice)
-    return Status::unavailable("profiles time Vulkan kernels; " + device_->name() +
-                               " is not a Vulkan device");
+StatusOr<ProgramProfile> Model::profile(const std::vector<ProgramInput> &inputs, int runs) {
+  if (Status s = checkInputs(inputs); !s.isOk())
+    return s;
   if (Status s = uploadWeights({}); !s.isOk())
     return s;
   const Program &program = *program_->program;
   std::vector<std::shared_ptr<Buffer>> fixed;
   std::vector<ProgramInput> bound;
-  for (const InputSource &source : program_->sources) {
-    fixed.push_back(source.weight ? weights_[source.index] : nullptr);
-    bound.push_back(source.weight ? ProgramInput{} : inputs.at(source.index));
-  }
-  StatusOr<std::unique_ptr<ProgramReplay>> replay =
-      ProgramReplay::create(program, *replayDevice, fixed, {}, /*timed=*/true);
-  if (!replay.isOk())
-    return replay.status();
-  if (!*replay)
-    return Status::unavailable("this program cannot be replayed on " + device_->name());
-  std::vector<std::vector<double>> samples;
-  std::vector<uint32_t> kernels;
-  for (int r = 0; r < std::max(1, runs); ++r) {
-    StatusOr<RunResult> result = (*replay)->run(bound);
-    if (!result.isOk())
-      return result.status();
-    std::vector<std::pair<uint32_t, double>> times = (*replay)->kernelNanoseconds();
-    samples.resize(times.size());
-    kernels.clear();
-    for (size_t d = 0; d < times.size(); ++d) {
-      kernels.push_back(times[d].first);
-      samples[d].push_back(times[d].second);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const InputSource &source : program_->sources) {
+      fixed.push_back(source.weight ? weights_[source.index] : nullptr);
+      bound.push_back(source.weight ? ProgramInput{weights_[source.index], nullptr}
+                                    : inputs.at(source.index));
     }
   }
-  std::vector<KernelTime> out;
-  for (size_t d = 0; d < samples.size(); ++d) {
-    std::sort(samples[d].begin(), samples[d].end());
-    out.push_back({kernels[d], samples[d][samples[d].size() / 2]});
-  }
-  return out;
+  std::vector<Device *> devices(program.devices.size(), device_);
+  return kiln::rt::profile(program, devices, bound, runs, {}, nullptr, fixed);
 }
 
 Status Model::uploadWeights(const RunOptions &options) {

@@ -23,6 +23,8 @@ ProgramReplay::create(const Program &program, VulkanDevice &device,
       return std::unique_ptr<ProgramReplay>();
   if (fixed.size() != program.inputs.size())
     return Status::invalidArgument("a replay needs one entry per program input");
+  if (options.constants && options.constants->size() != program.constants.size())
+    return Status::invalidArgument("a replay's constants must replace every program constant");
 
   std::unique_ptr<ProgramReplay> replay(new ProgramReplay(program, device));
   auto allocate = [&](size_t bytes, const char *what) -> StatusOr<std::shared_ptr<Buffer>> {
@@ -61,7 +63,8 @@ ProgramReplay::create(const Program &program, VulkanDevice &device,
       StatusOr<std::shared_ptr<Buffer>> made = allocate(type.bytes(), "a replay's constant");
       if (!made.isOk())
         return made.status();
-      const std::vector<uint8_t> &one = program.constants[step.index];
+      const std::vector<uint8_t> &one = options.constants ? (*options.constants)[step.index]
+                                                          : program.constants[step.index];
       std::vector<uint8_t> bytes(type.bytes());
       for (size_t at = 0; !one.empty() && at + one.size() <= bytes.size(); at += one.size())
         std::memcpy(bytes.data() + at, one.data(), one.size());

@@ -19,6 +19,7 @@
 #include "kiln/runtime/Vulkan.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -34,7 +35,7 @@ int usage(const char *why) {
                "kiln-run: %s\n"
                "usage: kiln-run model.kiln [--device cpu:0|vulkan:N] --input NAME=FILE.npy ...\n"
                "                [--output NAME=FILE.npy ...] [--benchmark N] [--profile N] [--describe]\n"
-               "                [--stats]\n",
+               "                [--trace trace.json] [--stats]\n",
                why);
   return 2;
 }
@@ -77,6 +78,7 @@ int main(int argc, char **argv) {
   std::vector<std::pair<std::string, std::string>> inputArgs, outputArgs;
   int benchmark = 0;
   int profile = 0;
+  std::string tracePath;
   bool describe = false;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
@@ -101,6 +103,11 @@ int main(int argc, char **argv) {
       if (!v || std::atoi(v) < 1)
         return usage("--profile needs a number of runs");
       profile = std::atoi(v);
+    } else if (arg == "--trace") {
+      const char *v = value();
+      if (!v)
+        return usage("--trace needs a file name (trace.json)");
+      tracePath = v;
     } else if (arg == "--stats") {
       printStats = true;
     } else if (arg == "--describe") {
@@ -221,25 +228,25 @@ int main(int argc, char **argv) {
                 total / benchmark, (unsigned long long)stats.submits,
                 (unsigned long long)stats.dispatches);
   }
+  if (!tracePath.empty() && profile == 0)
+    profile = 10;
   if (profile > 0) {
-    StatusOr<std::vector<KernelTime>> times = (*model)->profile(inputs, profile);
+    StatusOr<ProgramProfile> times = (*model)->profile(inputs, profile);
     if (!times.isOk())
       return fail(times.status().message());
     const Program *program = nullptr;
     for (const TargetProgram &p : artifact->programs)
       if (p.target == (*device)->api())
         program = p.program.get();
-    double total = 0;
-    for (const KernelTime &t : *times)
-      total += t.nanoseconds;
-    std::printf("GPU time per kernel on %s (median of %d runs; %.1f us in all):\n",
-                (*device)->name().c_str(), profile, total / 1e3);
-    for (const KernelTime &t : *times) {
-      const ProgramKernel &k = program->kernels[t.kernel];
-      const auto &g = k.spirv->groups;
-      std::printf("  %9.1f us %5.1f%%  %s  groups %ux%ux%u  %s\n", t.nanoseconds / 1e3,
-                  100.0 * t.nanoseconds / std::max(total, 1.0), k.name.c_str(), g[0], g[1], g[2],
-                  k.summary.c_str());
+    std::printf("%s", profileTable(*program, *times).c_str());
+    if (!tracePath.empty()) {
+      std::FILE *file = std::fopen(tracePath.c_str(), "w");
+      std::string trace = chromeTrace(*program, *times);
+      if (!file || std::fwrite(trace.data(), 1, trace.size(), file) != trace.size() ||
+          std::fclose(file) != 0)
+        return fail("cannot write the trace to " + tracePath + ": " + std::strerror(errno));
+      std::printf("trace written to %s (open it in chrome://tracing or ui.perfetto.dev)\n",
+                  tracePath.c_str());
     }
   }
   for (size_t k = 0; k < outputArgs.size(); ++k) {

@@ -17,6 +17,7 @@
 #ifndef KILN_RUNTIME_ARTIFACT_H
 #define KILN_RUNTIME_ARTIFACT_H
 
+#include "kiln/runtime/Profile.h"
 #include "kiln/runtime/Program.h"
 
 #include <mutex>
@@ -73,7 +74,7 @@ struct Weight {
 
 struct Artifact {
   static constexpr uint16_t kVersionMajor = 0;
-  static constexpr uint16_t kVersionMinor = 2;
+  static constexpr uint16_t kVersionMinor = 3;
   std::vector<Signature> inputs, outputs;
   std::vector<TargetProgram> programs;
   std::vector<Weight> weights;
@@ -96,11 +97,6 @@ Status saveArtifact(const Artifact &artifact, const std::string &path);
 /// never copied in memory first.
 StatusOr<Artifact> loadArtifact(const std::string &path);
 
-struct KernelTime {
-  uint32_t kernel = 0; ///< index into Program::kernels
-  double nanoseconds = 0;
-};
-
 /// An artifact bound to one device: the program for its api, every program
 /// device mapped to it, weights uploaded on the first run and kept.
 class Model {
@@ -121,9 +117,9 @@ public:
   StatusOr<RunResult> run(const std::vector<ProgramInput> &inputs,
                           const RunOptions &options = {});
 
-  /// Runs `runs` times with every dispatch timed on the GPU (Vulkan
-  /// timestamps): per dispatch, in order, its kernel and median nanoseconds.
-  StatusOr<std::vector<KernelTime>> profile(const std::vector<ProgramInput> &inputs, int runs);
+  /// Runs `runs` times with every dispatch timed (Profile.h: Vulkan
+  /// timestamps, else the host clock one dispatch at a time).
+  StatusOr<ProgramProfile> profile(const std::vector<ProgramInput> &inputs, int runs);
 
 private:
   Model(std::shared_ptr<const Artifact> artifact, const TargetProgram &program, Device &device)
@@ -132,6 +128,7 @@ private:
   std::shared_ptr<const Artifact> artifact_;
   const TargetProgram *program_;
   Device *device_;
+  Status checkInputs(const std::vector<ProgramInput> &inputs) const;
   /// Weights on device_, uploaded once: the replay binds them.
   Status uploadWeights(const RunOptions &options);
 

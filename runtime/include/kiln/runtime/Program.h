@@ -93,6 +93,13 @@ struct CpuCode {
 struct ProgramKernel {
   std::string name; // for messages: "kernel 3 (vulkan:0)"
   std::string summary; // its ops and result: "matmul+add+gelu -> [128, 2048] f32"
+  /// For profiles (KernelCost): its form ("conv", "matmul", "reduction",
+  /// "elementwise"), its ops by source line, the FLOPs it computes and the
+  /// bytes it reads and writes at least.
+  std::string kind;
+  std::string sources;
+  uint64_t flops = 0;
+  uint64_t bytes = 0;
   /// Exactly one is set, the one for the device the kernel runs on.
   std::shared_ptr<const SpirvCode> spirv;
   std::shared_ptr<const CpuCode> cpu;
@@ -175,6 +182,10 @@ struct RunOptions {
   /// Device::allocate, its failure returned as the run's status.
   std::function<StatusOr<std::shared_ptr<Buffer>>(Device &, size_t bytes, const char *what)>
       allocate;
+  /// When set, each dispatch runs alone (its device flushed before and
+  /// after) and its host-clock time is appended here, in program order:
+  /// the profiler's interpreted mode (Profile.h).
+  std::vector<double> *dispatchNanoseconds = nullptr;
 };
 
 struct RunCounters {
@@ -219,6 +230,7 @@ public:
   /// set, is program input i for every run (a weight already on `device`);
   /// run() ignores what it is passed for that input.
   /// `timed`: every dispatch is timed on the GPU (kernelNanoseconds()).
+  /// `options.constants`, when set, are the values filled in once.
   static StatusOr<std::unique_ptr<ProgramReplay>>
   create(const Program &program, VulkanDevice &device,
          const std::vector<std::shared_ptr<Buffer>> &fixed, const RunOptions &options = {},
