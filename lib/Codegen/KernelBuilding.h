@@ -171,6 +171,13 @@ FailureOr<func::FuncOp> buildCpuGemmFunction(KernelOp kernel, Operation *root,
                                              OpBuilder &builder, StringRef name,
                                              const CpuMatmulConfig &config);
 
+/// A depthwise conv2d kernel (one input channel per group, operands plain
+/// kernel inputs) for the host CPU (CpuDepthwise.cpp): vectorized along the
+/// output row, the taps' weights in registers. A null function when the
+/// kernel does not fit that form.
+FailureOr<func::FuncOp> buildCpuDepthwiseFunction(KernelOp kernel, Operation *root,
+                                                  OpBuilder &builder, StringRef name);
+
 } // namespace kiln
 
 #endif // KILN_LIB_CODEGEN_KERNELBUILDING_H

@@ -493,6 +493,11 @@ FailureOr<func::FuncOp> kiln::buildKernelFunction(KernelOp kernel,
     if (failed(blocked) || *blocked)
       return blocked;
   }
+  if (root && !gpu && config->form == KernelConfig::Form::Cpu) {
+    FailureOr<func::FuncOp> depthwise = buildCpuDepthwiseFunction(kernel, root, builder, name);
+    if (failed(depthwise) || *depthwise)
+      return depthwise;
+  }
   if (root) {
     bool failedOp = false;
     func::FuncOp func = buildContractionFunction(kernel, root, builder, name, failedOp);

@@ -77,6 +77,52 @@ TEST_P(ConvOnEveryDevice, ExactOnSmallIntegers) {
   }
 }
 
+// Depthwise shapes wide enough for the CPU's vector form (8 columns a
+// vector): stride 1 and 2 with a tail, dilation, two filters per channel, a
+// 1x7 and a 7x7 window, padding past the window's reach, and a 9x9 window
+// (more taps than the vector form holds: built untiled). Each with a bias,
+// a ReLU6 and a residual in its epilogue, as MobileNet fuses them.
+TEST_P(ConvOnEveryDevice, DepthwiseExactWithEpilogue) {
+  std::mt19937 rng(11);
+  ConvCase cases[] = {
+      {2, 6, 9, 37, 6, 3, 3, {1, 1}, {1, 1}, {1, 1}, 6},
+      {1, 4, 11, 40, 4, 3, 3, {2, 2}, {1, 1}, {1, 1}, 4},
+      {1, 3, 9, 35, 3, 3, 3, {2, 2}, {0, 0}, {1, 1}, 3},
+      {1, 3, 8, 30, 6, 5, 5, {1, 1}, {2, 2}, {1, 1}, 3},
+      {1, 2, 10, 33, 2, 3, 3, {1, 1}, {2, 2}, {2, 2}, 2},
+      {1, 2, 6, 31, 2, 3, 3, {1, 2}, {0, 1}, {1, 1}, 2},
+      {1, 2, 5, 20, 2, 3, 3, {1, 1}, {3, 3}, {1, 1}, 2},
+      {1, 2, 4, 30, 2, 1, 7, {1, 1}, {0, 3}, {1, 1}, 2},
+      {1, 2, 12, 26, 2, 7, 7, {1, 1}, {3, 3}, {1, 1}, 2},
+      {1, 2, 12, 26, 2, 9, 9, {1, 1}, {4, 4}, {1, 1}, 2},
+  };
+  for (const ConvCase &k : cases) {
+    std::vector<float> xs = smallIntegers(k.n * k.c * k.h * k.w, rng);
+    std::vector<float> fs = smallIntegers(k.cout * k.kh * k.kw, rng);
+    std::vector<float> bs = smallIntegers(k.cout, rng);
+    Tensor x = Tensor::from(xs, {k.n, k.c, k.h, k.w}, *device);
+    Tensor f = Tensor::from(fs, {k.cout, 1, k.kh, k.kw}, *device);
+    Tensor bias = Tensor::from(bs, {1, k.cout, 1, 1}, *device);
+    Tensor conv = conv2d(x, f, k.stride, k.padding, k.dilation, k.groups) + bias;
+    Tensor y = minimum(relu(conv), Tensor::full({}, 6.0f, *device));
+    int64_t ho = y.shape()[2], wo = y.shape()[3];
+    // A residual where the shapes allow one.
+    bool residual = k.cout == k.c && ho == k.h && wo == k.w;
+    if (residual)
+      y = y + x;
+    std::vector<float> got = y.to_vector<float>();
+    std::vector<double> want = convReference(xs, fs, k, ho, wo);
+    for (size_t i = 0; i < want.size(); ++i) {
+      int64_t co = (i / (ho * wo)) % k.cout;
+      want[i] = std::min(std::max(want[i] + bs[co], 0.0), 6.0) + (residual ? xs[i] : 0);
+    }
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i)
+      ASSERT_EQ(got[i], want[i]) << k.kh << "x" << k.kw << " stride " << k.stride[0] << ","
+                                 << k.stride[1] << " width " << k.w << " at " << i;
+  }
+}
+
 TEST_P(ConvOnEveryDevice, PoolingWithPadding) {
   Tensor x = Tensor::randn({2, 3, 7, 9}, *device);
   std::vector<float> xs = x.to_vector<float>();

@@ -1,0 +1,40 @@
+// RUN: kiln-opt %s --kiln-kernel-to-linalg=coalesce=true | FileCheck %s
+// RUN: kiln-opt %s --kiln-kernel-to-linalg=coalesce=true --kiln-linalg-to-llvm | FileCheck %s --check-prefix=LLVM
+// A depthwise 3x3 conv (stride 2, padding 1) + bias + ReLU6 on the CPU: the
+// outer loop runs over output planes (image, channel), each loading its 9
+// weights once; each output row is swept in vectors of 8 outputs with the
+// 9 taps accumulated in one register (wide loads shuffled to every second
+// input column), then the edge columns and the tail by a checked scalar
+// loop. The epilogue runs per output.
+
+func.func @depthwise(%x: tensor<1x16x20x40xf32>, %w: tensor<16x1x3x3xf32>, %b: tensor<1x16x1x1xf32>) -> tensor<1x16x10x20xf32> {
+  %0 = kiln.kernel on "cpu:0" (%x, %w, %b) : (tensor<1x16x20x40xf32>, tensor<16x1x3x3xf32>, tensor<1x16x1x1xf32>) -> tensor<1x16x10x20xf32> {
+  ^bb0(%a: tensor<1x16x20x40xf32>, %f: tensor<16x1x3x3xf32>, %c: tensor<1x16x1x1xf32>):
+    %y = kiln.conv2d %a, %f strides [2, 2] padding [1, 1] dilation [1, 1] groups 16
+        : tensor<1x16x20x40xf32>, tensor<16x1x3x3xf32> -> tensor<1x16x10x20xf32>
+    %s = kiln.add %y, %c : tensor<1x16x10x20xf32>, tensor<1x16x1x1xf32> -> tensor<1x16x10x20xf32>
+    %r = kiln.relu %s : tensor<1x16x10x20xf32>
+    kiln.yield %r : tensor<1x16x10x20xf32>
+  }
+  return %0 : tensor<1x16x10x20xf32>
+}
+// 16 planes, 3200 outputs x 9 taps.
+// CHECK: func.func @depthwise_kernel0({{.*}}) attributes {kiln.iteration_size = 28800 : i64, kiln.outer_size = 16 : i64}
+// CHECK: scf.for
+// CHECK-COUNT-9: memref.load
+// CHECK: scf.for
+// A row's window rows outside the image weigh zero.
+// CHECK: arith.select
+// Interior columns 1 to 17 in two vectors of 8.
+// CHECK: scf.for %{{.*}} = %c1{{(_[0-9]+)?}} to %c17 step %c8{{(_[0-9]+)?}}
+// CHECK: vector.load {{.*}} : memref<12800xf32>, vector<16xf32>
+// CHECK: vector.shuffle {{.*}} [0, 2, 4, 6, 8, 10, 12, 14] : vector<16xf32>, vector<16xf32>
+// CHECK-COUNT-9: vector.fma
+// CHECK: arith.addf
+// CHECK: arith.maximumf
+// The edge column 0, then the tail 17 to 20.
+// CHECK: scf.for %{{.*}} = %c0{{(_[0-9]+)?}} to %c1{{(_[0-9]+)?}} step %c1{{(_[0-9]+)?}}
+// CHECK: math.fma
+// CHECK: scf.for %{{.*}} = %c17{{(_[0-9]+)?}} to %c20{{(_[0-9]+)?}} step %c1{{(_[0-9]+)?}}
+// LLVM: llvm.func @depthwise_kernel0
+// LLVM: llvm.intr.fmuladd({{.*}}) : (vector<8xf32>
