@@ -85,6 +85,10 @@ FailureOr<func::FuncOp> kiln::buildCpuDepthwiseFunction(KernelOp kernel, Operati
   Value weights = entry->getArgument(filter.getArgNumber());
   Value block = memref::AllocaOp::create(b, loc, MemRefType::get({kLanes}, f32));
   Value zero = floatConstant(b, loc, f32, 0.0);
+  SmallVector<AffineExpr> dims;
+  for (unsigned d = 0; d < 4; ++d)
+    dims.push_back(getAffineDimExpr(d, ctx));
+  AffineExpr resultIndex = linearizeExpr(y, dims, ctx);
   bool failed = false;
 
   scf::ForOp::create(b, loc, idx(b, 0), idx(b, planes), idx(b, 1), ValueRange{},
@@ -98,11 +102,8 @@ FailureOr<func::FuncOp> kiln::buildCpuDepthwiseFunction(KernelOp kernel, Operati
             arith::AddIOp::create(pb, loc, arith::MulIOp::create(pb, loc, image, idx(pb, channels)),
                                   channel),
             idx(pb, H * W));
-        Value outBase = arith::MulIOp::create(pb, loc, plane, idx(pb, OH * OW));
-        // Output channel `plane % outChannels` has its filter at that row.
-        Value filterBase = arith::MulIOp::create(
-            pb, loc, arith::RemUIOp::create(pb, loc, plane, idx(pb, outChannels)),
-            idx(pb, KH * KW));
+        Value outChannel = arith::RemUIOp::create(pb, loc, plane, idx(pb, outChannels));
+        Value filterBase = arith::MulIOp::create(pb, loc, outChannel, idx(pb, KH * KW));
         SmallVector<Value> taps;
         for (int64_t t = 0; t < KH * KW; ++t)
           taps.push_back(widen(pb, memref::LoadOp::create(
@@ -130,11 +131,9 @@ FailureOr<func::FuncOp> kiln::buildCpuDepthwiseFunction(KernelOp kernel, Operati
                   rowTaps.push_back(
                       arith::SelectOp::create(rb, loc, inside, taps[kh * KW + kw], zero));
               }
-              Value outRow = arith::AddIOp::create(
-                  rb, loc, outBase, arith::MulIOp::create(rb, loc, oh, idx(rb, OW)));
               auto epilogue = [&](OpBuilder &eb, Value sum, Value ow) {
-                emitGemmEpilogue(eb, loc, kernel, root, entry, sum,
-                                 arith::AddIOp::create(eb, loc, outRow, ow), failed);
+                emitGemmEpilogueAt(eb, loc, kernel, root, entry, sum,
+                                   ValueRange{image, outChannel, oh, ow}, y, resultIndex, failed);
               };
               // Whole vectors of interior columns.
               if (vectors > 0) {

@@ -276,9 +276,10 @@ FailureOr<func::FuncOp> kiln::buildCpuGemmFunction(KernelOp kernel, Operation *r
                                     eb, loc, block,
                                     ValueRange{arith::AddIOp::create(
                                         eb, loc, arith::MulIOp::create(eb, loc, r, idx(eb, NR)), c)});
-                                Value at = applyExpr(eb, loc, gemm.resultIndex,
-                                                     ValueRange{batch, i, j});
-                                emitGemmEpilogue(eb, loc, kernel, root, entry, sum, at, failed);
+                                emitGemmEpilogueAt(eb, loc, kernel, root, entry, sum,
+                                                   ValueRange{batch, i, j},
+                                                   {gemm.batch, gemm.m, gemm.n},
+                                                   gemm.resultIndex, failed);
                                 scf::YieldOp::create(eb, loc);
                               });
                           scf::YieldOp::create(rb, loc);

@@ -189,9 +189,9 @@ Value FlatEvaluator::visit(Value v, AffineExpr index, OpBuilder *b) {
   if (bound.contains(v)) {
     // Fusion only lets a contraction join when its consumers read it at
     // the iteration point; anything else is a compiler bug, reported.
-    if (index != getAffineDimExpr(0, ctx))
+    if (index != boundIndex())
       misused = true;
-    return b ? values.lookup({v, getAffineDimExpr(0, ctx)}) : Value();
+    return b ? values.lookup({v, boundIndex()}) : Value();
   }
   if (auto arg = dyn_cast<BlockArgument>(v)) {
     auto access = std::make_pair(arg.getArgNumber(), index);

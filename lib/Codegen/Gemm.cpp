@@ -194,3 +194,33 @@ void kiln::emitGemmEpilogue(OpBuilder &sb, Location loc, KernelOp kernel, Operat
     return epilogue.emit(sb, result, d0, loads, failed);
   });
 }
+
+void kiln::emitGemmEpilogueAt(OpBuilder &sb, Location loc, KernelOp kernel, Operation *root,
+                              Block *entry, Value sum, ValueRange coords,
+                              ArrayRef<int64_t> bounds, AffineExpr resultIndex, bool &failed) {
+  Value rootValue = root->getResult(0);
+  Type resultType = getElementTypeOrSelf(rootValue.getType());
+  unsigned dims = static_cast<unsigned>(coords.size());
+  if (resultType != sum.getType())
+    sum = arith::TruncFOp::create(sb, loc, resultType, sum);
+  AffineExpr index = simplifyWithBounds(resultIndex, bounds);
+  FlatEvaluator epilogue(kernel, dims);
+  epilogue.bindAt(rootValue, index);
+  for (Value result : kernel.getBody().front().getTerminator()->getOperands())
+    epilogue.collect(result, index);
+  if (epilogue.misusedBinding()) {
+    root->emitOpError("is read by its epilogue away from the iteration point");
+    failed = true;
+    return;
+  }
+  epilogue.setBinding(rootValue, sum);
+  SmallVector<Value> loads;
+  for (auto [arg, expr] : epilogue.getAccesses())
+    loads.push_back(memref::LoadOp::create(
+        sb, loc, entry->getArgument(arg),
+        ValueRange{applyExpr(sb, loc, simplifyWithBounds(expr, bounds), coords)}));
+  Value at = applyExpr(sb, loc, index, coords);
+  storeResults(sb, loc, kernel, entry, at, [&](Value result) {
+    return epilogue.emit(sb, result, index, loads, failed, coords);
+  });
+}

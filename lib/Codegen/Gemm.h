@@ -64,6 +64,14 @@ std::optional<Gemm> describeGemm(KernelOp kernel, Operation *root, int64_t minRo
 void emitGemmEpilogue(OpBuilder &b, Location loc, KernelOp kernel, Operation *root, Block *entry,
                       Value sum, Value at, bool &failed);
 
+/// As emitGemmEpilogue, at the result element `resultIndex` gives for
+/// `coords` (each in [0, bounds[i])): the epilogue's reads are indexed by
+/// the coordinates with the divisions the bounds decide removed, so a bias
+/// or residual read costs no division per element (the CPU builders).
+void emitGemmEpilogueAt(OpBuilder &b, Location loc, KernelOp kernel, Operation *root,
+                        Block *entry, Value sum, ValueRange coords, ArrayRef<int64_t> bounds,
+                        AffineExpr resultIndex, bool &failed);
+
 Value constantIndex(OpBuilder &b, Location loc, int64_t v);
 /// affine.apply of `e` (simplified) to `dims`.
 Value applyExpr(OpBuilder &b, Location loc, AffineExpr e, ValueRange dims);

@@ -53,6 +53,11 @@ AffineExpr linearizeExpr(ArrayRef<int64_t> shape, ArrayRef<AffineExpr> coords, M
 AffineExpr reductionInputIndex(ArrayRef<int64_t> shape, ArrayRef<int64_t> axes,
                                MLIRContext *ctx);
 
+/// `e` with every floordiv and mod that the dimensions' ranges decide
+/// removed: dimension i lies in [0, upper[i]). (MLIR's own simplification
+/// knows no ranges.)
+AffineExpr simplifyWithBounds(AffineExpr e, ArrayRef<int64_t> upper);
+
 /// `func.func @name(inputs..., outputs...)`, every argument a flat 1-D
 /// memref over its tensor's buffer (i1 stored as i8), carrying the element
 /// count and the outermost loop's trip count.
@@ -83,7 +88,12 @@ public:
   /// `v` is computed elsewhere (a contraction's accumulator): it is read at
   /// the iteration point only, never through its operands.
   void bind(Value v) { bound.insert(v); }
-  void setBinding(Value v, Value computed) { values[{v, getAffineDimExpr(0, ctx)}] = computed; }
+  void setBinding(Value v, Value computed) { values[{v, boundIndex()}] = computed; }
+  /// As bind, with the iteration point at `at` (an index of several dims).
+  void bindAt(Value v, AffineExpr at) {
+    bound.insert(v);
+    boundAt = simplifyAffineExpr(at, numDims, 0);
+  }
   bool misusedBinding() const { return misused; }
 
   /// `v` is a per-row value of a row kernel (a reduction's result, or an op
@@ -120,6 +130,8 @@ private:
   MLIRContext *ctx;
   unsigned numDims;
   DenseSet<Value> bound;
+  AffineExpr boundAt; // unset: d0
+  AffineExpr boundIndex() const { return boundAt ? boundAt : getAffineDimExpr(0, ctx); }
   DenseSet<Value> rowBound;
   DenseMap<Value, Value> rowValues;
   bool misused = false;
