@@ -10,7 +10,8 @@
 // weights zeroed, so the sweep has no branch. The columns whose window
 // crosses the left or right edge, and the tail past the last whole
 // vector, take a scalar loop with per-tap checks. The epilogue (bias,
-// activation, residual) runs per element on each vector's sums.
+// activation, residual) runs on each vector's sums where it allows (f32,
+// every read contiguous or constant along the row), else per element.
 //
 //===----------------------------------------------------------------------===//
 
@@ -89,6 +90,7 @@ FailureOr<func::FuncOp> kiln::buildCpuDepthwiseFunction(KernelOp kernel, Operati
   for (unsigned d = 0; d < 4; ++d)
     dims.push_back(getAffineDimExpr(d, ctx));
   AffineExpr resultIndex = linearizeExpr(y, dims, ctx);
+  const bool vectorEpilogue = vectorizableGemmEpilogue(kernel, root, y, resultIndex);
   bool failed = false;
 
   scf::ForOp::create(b, loc, idx(b, 0), idx(b, planes), idx(b, 1), ValueRange{},
@@ -164,6 +166,13 @@ FailureOr<func::FuncOp> kiln::buildCpuDepthwiseFunction(KernelOp kernel, Operati
                           }
                           acc = vector::FMAOp::create(vb, loc, splats[kh * KW + kw], v, acc);
                         }
+                      if (vectorEpilogue) {
+                        emitGemmEpilogueVector(vb, loc, kernel, root, entry, acc,
+                                               ValueRange{image, outChannel, oh, ow}, y,
+                                               resultIndex, failed);
+                        scf::YieldOp::create(vb, loc);
+                        return;
+                      }
                       vector::StoreOp::create(vb, loc, acc, block, ValueRange{idx(vb, 0)});
                       scf::ForOp::create(vb, loc, idx(vb, 0), idx(vb, kLanes), idx(vb, 1),
                                          ValueRange{},

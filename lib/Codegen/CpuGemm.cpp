@@ -9,7 +9,8 @@
 // columns, rows x vectors accumulators stay in vector registers for the
 // whole k loop, each step one vector load per column vector, one broadcast
 // per row and rows x vectors FMAs. The block goes through a small scratch
-// buffer to one scalar epilogue loop (bias, activation, residual).
+// buffer to the epilogue (bias, activation, residual): on vectors of
+// columns where its reads allow, per element for the rest.
 //
 //===----------------------------------------------------------------------===//
 
@@ -59,6 +60,8 @@ FailureOr<func::FuncOp> kiln::buildCpuGemmFunction(KernelOp kernel, Operation *r
     return v.getType() == f32 ? v : arith::ExtFOp::create(wb, loc, f32, v).getResult();
   };
   VectorType vec = VectorType::get({W}, f32);
+  const bool vectorEpilogue =
+      vectorizableGemmEpilogue(kernel, root, {gemm.batch, gemm.m, gemm.n}, gemm.resultIndex);
 
   // 64-byte aligned: every 16-lane load of the panel is one cache line
   // (+13% for matmul here). Not for a convolution: knowing the alignment,
@@ -268,8 +271,30 @@ FailureOr<func::FuncOp> kiln::buildCpuGemmFunction(KernelOp kernel, Operation *r
                         cb, loc, idx(cb, 0), rowsHere, idx(cb, 1), ValueRange{},
                         [&](OpBuilder &rb, Location, Value r, ValueRange) {
                           Value i = arith::AddIOp::create(rb, loc, i0, r);
+                          // Whole vectors of columns on vectors where the
+                          // epilogue allows, the rest per element.
+                          Value scalarFrom = idx(rb, 0);
+                          if (vectorEpilogue) {
+                            scalarFrom = arith::MulIOp::create(
+                                rb, loc, arith::DivUIOp::create(rb, loc, colsHere, idx(rb, W)),
+                                idx(rb, W));
+                            scf::ForOp::create(
+                                rb, loc, idx(rb, 0), scalarFrom, idx(rb, W), ValueRange{},
+                                [&](OpBuilder &eb, Location, Value c, ValueRange) {
+                                  Value sums = vector::LoadOp::create(
+                                      eb, loc, vec, block,
+                                      ValueRange{arith::AddIOp::create(
+                                          eb, loc, arith::MulIOp::create(eb, loc, r, idx(eb, NR)),
+                                          c)});
+                                  emitGemmEpilogueVector(
+                                      eb, loc, kernel, root, entry, sums,
+                                      ValueRange{batch, i, arith::AddIOp::create(eb, loc, col0, c)},
+                                      {gemm.batch, gemm.m, gemm.n}, gemm.resultIndex, failed);
+                                  scf::YieldOp::create(eb, loc);
+                                });
+                          }
                           scf::ForOp::create(
-                              rb, loc, idx(rb, 0), colsHere, idx(rb, 1), ValueRange{},
+                              rb, loc, scalarFrom, colsHere, idx(rb, 1), ValueRange{},
                               [&](OpBuilder &eb, Location, Value c, ValueRange) {
                                 Value j = arith::AddIOp::create(eb, loc, col0, c);
                                 Value sum = memref::LoadOp::create(

@@ -223,7 +223,7 @@ Value FlatEvaluator::visit(Value v, AffineExpr index, OpBuilder *b) {
                                  index),
             b));
       if (b) {
-        result = emitScalar(*b, op, args);
+        result = emitScalar(*b, op, args, emitState.lanes);
         if (!result) {
           op->emitOpError("has no scalar lowering inside a kernel");
           *emitState.failed = true;

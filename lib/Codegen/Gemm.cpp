@@ -13,6 +13,7 @@
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 using namespace mlir;
 using namespace kiln;
@@ -223,4 +224,79 @@ void kiln::emitGemmEpilogueAt(OpBuilder &sb, Location loc, KernelOp kernel, Oper
   storeResults(sb, loc, kernel, entry, at, [&](Value result) {
     return epilogue.emit(sb, result, index, loads, failed, coords);
   });
+}
+
+namespace {
+/// How an index moves with the last coordinate: 0, 1, or none of those.
+std::optional<int64_t> lastStride(AffineExpr e, ArrayRef<int64_t> bounds) {
+  unsigned dims = static_cast<unsigned>(bounds.size());
+  AffineExpr last = getAffineDimExpr(dims - 1, e.getContext());
+  // On the simplified form: valid at every point in bounds, so its step
+  // holds between any two neighbours in them.
+  AffineExpr simple = simplifyWithBounds(e, bounds);
+  AffineExpr step = simplifyAffineExpr(simple.replace(last, last + 1) - simple, dims, 0);
+  auto c = dyn_cast<AffineConstantExpr>(step);
+  if (!c || (c.getValue() != 0 && c.getValue() != 1))
+    return std::nullopt;
+  return c.getValue();
+}
+} // namespace
+
+bool kiln::vectorizableGemmEpilogue(KernelOp kernel, Operation *root, ArrayRef<int64_t> bounds,
+                                    AffineExpr resultIndex) {
+  auto f32 = [](Type t) { return getElementTypeOrSelf(t).isF32(); };
+  for (Operation &op : kernel.getBody().front().without_terminator()) {
+    if (op.hasTrait<GuardedView>())
+      return false;
+    for (Type t : op.getResultTypes())
+      if (!f32(t) && !getElementTypeOrSelf(t).isInteger(1))
+        return false;
+  }
+  for (Type t : kernel.getResultTypes())
+    if (!f32(t))
+      return false;
+  AffineExpr index = simplifyWithBounds(resultIndex, bounds);
+  if (lastStride(index, bounds) != 1)
+    return false;
+  FlatEvaluator epilogue(kernel, static_cast<unsigned>(bounds.size()));
+  epilogue.bindAt(root->getResult(0), index);
+  for (Value result : kernel.getBody().front().getTerminator()->getOperands())
+    epilogue.collect(result, index);
+  if (epilogue.misusedBinding())
+    return false;
+  for (auto [arg, expr] : epilogue.getAccesses())
+    if (!f32(kernel.getBody().front().getArgument(arg).getType()) || !lastStride(expr, bounds))
+      return false;
+  return true;
+}
+
+void kiln::emitGemmEpilogueVector(OpBuilder &sb, Location loc, KernelOp kernel, Operation *root,
+                                  Block *entry, Value sums, ValueRange coords,
+                                  ArrayRef<int64_t> bounds, AffineExpr resultIndex,
+                                  bool &failed) {
+  auto vec = cast<VectorType>(sums.getType());
+  unsigned dims = static_cast<unsigned>(coords.size());
+  AffineExpr index = simplifyWithBounds(resultIndex, bounds);
+  FlatEvaluator epilogue(kernel, dims);
+  epilogue.bindAt(root->getResult(0), index);
+  for (Value result : kernel.getBody().front().getTerminator()->getOperands())
+    epilogue.collect(result, index);
+  epilogue.setBinding(root->getResult(0), sums);
+  SmallVector<Value> loads;
+  for (auto [arg, expr] : epilogue.getAccesses()) {
+    Value buffer = entry->getArgument(arg);
+    Value at = applyExpr(sb, loc, simplifyWithBounds(expr, bounds), coords);
+    if (lastStride(expr, bounds) == 1)
+      loads.push_back(vector::LoadOp::create(sb, loc, vec, buffer, ValueRange{at}));
+    else
+      loads.push_back(vector::BroadcastOp::create(
+          sb, loc, vec, memref::LoadOp::create(sb, loc, buffer, ValueRange{at})));
+  }
+  Value at = applyExpr(sb, loc, index, coords);
+  for (auto [i, result] :
+       llvm::enumerate(kernel.getBody().front().getTerminator()->getOperands())) {
+    Value v = epilogue.emit(sb, result, index, loads, failed, coords, {}, vec.getNumElements());
+    vector::StoreOp::create(sb, loc, v, entry->getArgument(kernel.getInputs().size() + i),
+                            ValueRange{at});
+  }
 }

@@ -72,6 +72,17 @@ void emitGemmEpilogueAt(OpBuilder &b, Location loc, KernelOp kernel, Operation *
                         Block *entry, Value sum, ValueRange coords, ArrayRef<int64_t> bounds,
                         AffineExpr resultIndex, bool &failed);
 
+/// Whether emitGemmEpilogueVector can evaluate this kernel's epilogue on
+/// vectors along the last coordinate: f32 throughout, every read either
+/// contiguous or constant along it, no guarded view.
+bool vectorizableGemmEpilogue(KernelOp kernel, Operation *root, ArrayRef<int64_t> bounds,
+                              AffineExpr resultIndex);
+/// As emitGemmEpilogueAt for the vector `sums` of consecutive results along
+/// the last coordinate, from `coords` on (all of them in bounds).
+void emitGemmEpilogueVector(OpBuilder &b, Location loc, KernelOp kernel, Operation *root,
+                            Block *entry, Value sums, ValueRange coords,
+                            ArrayRef<int64_t> bounds, AffineExpr resultIndex, bool &failed);
+
 Value constantIndex(OpBuilder &b, Location loc, int64_t v);
 /// affine.apply of `e` (simplified) to `dims`.
 Value applyExpr(OpBuilder &b, Location loc, AffineExpr e, ValueRange dims);

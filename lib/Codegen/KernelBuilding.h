@@ -106,9 +106,11 @@ public:
 
   /// Phase 2: the value of `v` at flat index `index`, built with `b`;
   /// `inputs` are the generic's block arguments, one per access.
+  /// With `lanes` > 1 every op is computed on vectors of that many
+  /// elements (`inputs` vectors too); no guarded views then.
   Value emit(OpBuilder &b, Value v, AffineExpr index, ValueRange inputs, bool &failed,
-             ValueRange dims = {}, ValueRange buffers = {}) {
-    emitState = {&b, inputs, &failed, dims, buffers};
+             ValueRange dims = {}, ValueRange buffers = {}, int64_t lanes = 1) {
+    emitState = {&b, inputs, &failed, dims, buffers, lanes};
     return visit(v, index, &b);
   }
 
@@ -119,6 +121,7 @@ private:
     bool *failed = nullptr;
     ValueRange dims; // the loop indices, for guarded views
     ValueRange buffers; // the kernel function's arguments, for gather
+    int64_t lanes = 1;
   };
 
   /// pad and concat: each operand read at its (maybe out of range) index,
