@@ -250,9 +250,12 @@ bool joins(const Group &group, Operation *op, bool readByHost);
 /// cheaper to recompute than a round trip through memory (softmax's
 /// exp(x - max) feeds both its sum and its division; layer norm's centered
 /// input both its variance and its normalization). Its operands then have
-/// several users in turn and are considered the same way. Users in kernels
-/// that refuse the copy (a matmul takes only views in front) keep the
-/// original, which becomes a kernel of its own.
+/// several users in turn and are considered the same way. When a user's
+/// kernel refuses the copy (a matmul or convolution reads its operands as
+/// they are), the value is written out anyway: then nobody gets a copy, and
+/// every user reads the one result. So the op stays fusible with its own
+/// producers (a residual's `linear(x) + x` is one kernel, not two), and
+/// nothing is computed twice.
 bool recomputeInUsers(Operation *op, SmallVector<Group, 0> &groups,
                       DenseMap<Operation *, int> &groupOf,
                       function_ref<bool(const Group &, Operation *)> fits) {
@@ -268,13 +271,11 @@ bool recomputeInUsers(Operation *op, SmallVector<Group, 0> &groups,
   }
   if (targets.size() < 2 || targets.size() > 4)
     return false;
-  bool kept = false;
+  for (int target : targets)
+    if (!fits(groups[target], op) || !joins(groups[target], op, /*readByHost=*/false))
+      return false;
   for (int target : targets) {
     Group &group = groups[target];
-    if (!fits(group, op) || !joins(group, op, /*readByHost=*/false)) {
-      kept = true;
-      continue;
-    }
     OpBuilder builder(op);
     Operation *copy = builder.clone(*op);
     op->getResult(0).replaceUsesWithIf(copy->getResult(0), [&](OpOperand &use) {
@@ -285,8 +286,6 @@ bool recomputeInUsers(Operation *op, SmallVector<Group, 0> &groups,
     addMember(group, copy);
     groupOf[copy] = target;
   }
-  if (kept)
-    return false; // the remaining users share the original, in its own kernel
   op->erase();
   return true;
 }
