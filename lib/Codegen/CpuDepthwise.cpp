@@ -4,12 +4,12 @@
 // are single filters, so the GEMM form would pack a panel for every few
 // FMAs. Here each outer iteration is one output plane (image, channel).
 // Its KH x KW weights are loaded once. Each output row is swept in
-// vectors of `kLanes` outputs: every vector accumulates all taps in a
+// vectors of 8 (or 4) outputs: every vector accumulates all taps in a
 // register, one (strided: loaded wide and shuffled) input vector per tap.
 // Rows of the window above or below the image are clamped and their
 // weights zeroed, so the sweep has no branch. The columns whose window
-// crosses the left or right edge, and the tail past the last whole
-// vector, take a scalar loop with per-tap checks. The epilogue (bias,
+// crosses the left or right edge take a scalar loop with per-tap checks;
+// a last vector overlapping the one before covers the interior's tail. The epilogue (bias,
 // activation, residual) runs on each vector's sums where it allows (f32,
 // every read contiguous or constant along the row), else per element.
 //
@@ -29,7 +29,6 @@ using namespace mlir;
 using namespace kiln;
 
 namespace {
-constexpr int64_t kLanes = 8;
 /// More taps than this stay untiled (their weights would not fit registers).
 constexpr int64_t kMaxTaps = 49;
 
@@ -66,13 +65,19 @@ FailureOr<func::FuncOp> kiln::buildCpuDepthwiseFunction(KernelOp kernel, Operati
   const int64_t interiorBegin = std::clamp<int64_t>(ceilDiv(pw, sw), 0, OW);
   const int64_t interiorEnd = std::clamp<int64_t>(
       floorDiv(W - 1 - (sw - 1) + pw - (KW - 1) * dw, sw) + 1, interiorBegin, OW);
-  const int64_t vectors = (interiorEnd - interiorBegin) / kLanes;
-  const int64_t vectorEnd = interiorBegin + vectors * kLanes;
+  // 8 lanes, or 4 for rows of fewer interior columns (7x7 planes).
+  const int64_t lanes = interiorEnd - interiorBegin >= 8 ? 8 : 4;
+  const int64_t vectors = (interiorEnd - interiorBegin) / lanes;
+  const int64_t vectorEnd = interiorBegin + vectors * lanes;
 
   Location loc = kernel.getLoc();
   MLIRContext *ctx = builder.getContext();
   Type f32 = Float32Type::get(ctx);
-  VectorType vec = VectorType::get({kLanes}, f32);
+  VectorType vec = VectorType::get({lanes}, f32);
+  VectorType wide = VectorType::get({lanes * sw}, f32);
+  SmallVector<int64_t> pick; // every sw-th lane of a wide load
+  for (int64_t l = 0; l < lanes; ++l)
+    pick.push_back(l * sw);
   const int64_t planes = images * outChannels;
   func::FuncOp func =
       createFlatKernelFunction(kernel, builder, name, planes * OH * OW * KH * KW, planes);
@@ -84,7 +89,7 @@ FailureOr<func::FuncOp> kiln::buildCpuDepthwiseFunction(KernelOp kernel, Operati
   };
   Value in = entry->getArgument(input.getArgNumber());
   Value weights = entry->getArgument(filter.getArgNumber());
-  Value block = memref::AllocaOp::create(b, loc, MemRefType::get({kLanes}, f32));
+  Value block = memref::AllocaOp::create(b, loc, MemRefType::get({lanes}, f32));
   Value zero = floatConstant(b, loc, f32, 0.0);
   SmallVector<AffineExpr> dims;
   for (unsigned d = 0; d < 4; ++d)
@@ -137,52 +142,53 @@ FailureOr<func::FuncOp> kiln::buildCpuDepthwiseFunction(KernelOp kernel, Operati
                 emitGemmEpilogueAt(eb, loc, kernel, root, entry, sum,
                                    ValueRange{image, outChannel, oh, ow}, y, resultIndex, failed);
               };
-              // Whole vectors of interior columns.
+              // Whole vectors of interior columns; a last vector overlaps the
+              // one before it rather than leave a tail (its outputs are
+              // written twice, with the same values).
+              auto vectorAt = [&](OpBuilder &vb, Value ow, ArrayRef<Value> splats) {
+                Value left = arith::SubIOp::create(
+                    vb, loc, arith::MulIOp::create(vb, loc, ow, idx(vb, sw)), idx(vb, pw));
+                Value acc = floatConstant(vb, loc, vec, 0.0);
+                for (int64_t kh = 0; kh < KH; ++kh)
+                  for (int64_t kw = 0; kw < KW; ++kw) {
+                    Value at = arith::AddIOp::create(
+                        vb, loc, rowOffset[kh],
+                        arith::AddIOp::create(vb, loc, left, idx(vb, kw * dw)));
+                    Value v;
+                    if (sw == 1) {
+                      v = vector::LoadOp::create(vb, loc, vec, in, ValueRange{at});
+                    } else {
+                      Value all = vector::LoadOp::create(vb, loc, wide, in, ValueRange{at});
+                      v = vector::ShuffleOp::create(vb, loc, all, all, pick);
+                    }
+                    acc = vector::FMAOp::create(vb, loc, splats[kh * KW + kw], v, acc);
+                  }
+                if (vectorEpilogue) {
+                  emitGemmEpilogueVector(vb, loc, kernel, root, entry, acc,
+                                         ValueRange{image, outChannel, oh, ow}, y, resultIndex,
+                                         failed);
+                  return;
+                }
+                vector::StoreOp::create(vb, loc, acc, block, ValueRange{idx(vb, 0)});
+                scf::ForOp::create(vb, loc, idx(vb, 0), idx(vb, lanes), idx(vb, 1), ValueRange{},
+                    [&](OpBuilder &lb, Location, Value l, ValueRange) {
+                      epilogue(lb, memref::LoadOp::create(lb, loc, block, ValueRange{l}),
+                               arith::AddIOp::create(lb, loc, ow, l));
+                      scf::YieldOp::create(lb, loc);
+                    });
+              };
               if (vectors > 0) {
                 SmallVector<Value> splats;
                 for (Value t : rowTaps)
                   splats.push_back(vector::BroadcastOp::create(rb, loc, vec, t));
-                SmallVector<int64_t> pick;
-                for (int64_t l = 0; l < kLanes; ++l)
-                  pick.push_back(l * sw);
-                VectorType wide = VectorType::get({kLanes * sw}, f32);
                 scf::ForOp::create(rb, loc, idx(rb, interiorBegin), idx(rb, vectorEnd),
-                                   idx(rb, kLanes), ValueRange{},
+                                   idx(rb, lanes), ValueRange{},
                     [&](OpBuilder &vb, Location, Value ow, ValueRange) {
-                      Value left = arith::SubIOp::create(
-                          vb, loc, arith::MulIOp::create(vb, loc, ow, idx(vb, sw)), idx(vb, pw));
-                      Value acc = floatConstant(vb, loc, vec, 0.0);
-                      for (int64_t kh = 0; kh < KH; ++kh)
-                        for (int64_t kw = 0; kw < KW; ++kw) {
-                          Value at = arith::AddIOp::create(
-                              vb, loc, rowOffset[kh],
-                              arith::AddIOp::create(vb, loc, left, idx(vb, kw * dw)));
-                          Value v;
-                          if (sw == 1) {
-                            v = vector::LoadOp::create(vb, loc, vec, in, ValueRange{at});
-                          } else {
-                            Value all = vector::LoadOp::create(vb, loc, wide, in, ValueRange{at});
-                            v = vector::ShuffleOp::create(vb, loc, all, all, pick);
-                          }
-                          acc = vector::FMAOp::create(vb, loc, splats[kh * KW + kw], v, acc);
-                        }
-                      if (vectorEpilogue) {
-                        emitGemmEpilogueVector(vb, loc, kernel, root, entry, acc,
-                                               ValueRange{image, outChannel, oh, ow}, y,
-                                               resultIndex, failed);
-                        scf::YieldOp::create(vb, loc);
-                        return;
-                      }
-                      vector::StoreOp::create(vb, loc, acc, block, ValueRange{idx(vb, 0)});
-                      scf::ForOp::create(vb, loc, idx(vb, 0), idx(vb, kLanes), idx(vb, 1),
-                                         ValueRange{},
-                          [&](OpBuilder &lb, Location, Value l, ValueRange) {
-                            epilogue(lb, memref::LoadOp::create(lb, loc, block, ValueRange{l}),
-                                     arith::AddIOp::create(lb, loc, ow, l));
-                            scf::YieldOp::create(lb, loc);
-                          });
+                      vectorAt(vb, ow, splats);
                       scf::YieldOp::create(vb, loc);
                     });
+                if (vectorEnd < interiorEnd)
+                  vectorAt(rb, idx(rb, interiorEnd - lanes), splats);
               }
               // The edge columns and the tail: every tap checked.
               auto scalarColumns = [&](int64_t begin, int64_t end) {
@@ -218,7 +224,7 @@ FailureOr<func::FuncOp> kiln::buildCpuDepthwiseFunction(KernelOp kernel, Operati
                     });
               };
               scalarColumns(0, interiorBegin);
-              scalarColumns(vectorEnd, OW);
+              scalarColumns(vectors > 0 ? interiorEnd : interiorBegin, OW);
               scf::YieldOp::create(rb, loc);
             });
         scf::YieldOp::create(pb, loc);

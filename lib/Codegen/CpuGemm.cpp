@@ -68,7 +68,7 @@ FailureOr<func::FuncOp> kiln::buildCpuGemmFunction(KernelOp kernel, Operation *r
   // LLVM vectorized its im2col packing into gathers, which halved its speed.
   Value packed = memref::AllocOp::create(
       b, loc, MemRefType::get({gemm.k * NC}, f32),
-      isa<MatmulOp>(root) ? b.getI64IntegerAttr(64) : IntegerAttr());
+      gemm.plainB ? b.getI64IntegerAttr(64) : IntegerAttr());
   Value block = memref::AllocaOp::create(b, loc, MemRefType::get({MR * NR}, f32));
   bool failed = false;
   scf::ForOp::create(
@@ -205,7 +205,7 @@ FailureOr<func::FuncOp> kiln::buildCpuGemmFunction(KernelOp kernel, Operation *r
         // reads into vector gathers, which halved the kernel's speed here.)
         if (gemm.conv) {
           packConv(ob, *gemm.conv);
-        } else if (!isa<MatmulOp>(root)) {
+        } else if (!gemm.plainB) {
           pack(ob, true);
         } else if (gemm.n % NC == 0) {
           pack(ob, false);

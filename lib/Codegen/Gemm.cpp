@@ -99,6 +99,7 @@ std::optional<Gemm> kiln::describeGemm(KernelOp kernel, Operation *root,
     gemm.readA = reader(lhs->first, lhs->second);
     gemm.readB = reader(rhs->first, rhs->second);
     gemm.resultIndex = (b * gemm.m + i) * gemm.n + j;
+    gemm.plainB = true;
     // Plain operands along their innermost dimension: every other term of
     // the element index is a multiple of that dimension's size.
     if (vectorizable(matmul.getRhs(), gemm.n)) {
@@ -135,6 +136,16 @@ std::optional<Gemm> kiln::describeGemm(KernelOp kernel, Operation *root,
     AffineExpr channel = b * w[1] + red[0];
     AffineExpr at = ((out[0] * x[1] + channel) * x[2] + h) * x[3] + col;
     unsigned arg = input.getArgNumber();
+    // A 1x1 convolution with stride 1 and no padding over one image reads
+    // B[b, k, j] = x[b * Cg + k, j]: a matrix, no gather.
+    if (w[2] == 1 && w[3] == 1 && x[0] == 1 && llvm::all_equal({conv.getStrides()[0],
+        conv.getStrides()[1], conv.getDilation()[0], conv.getDilation()[1], int64_t(1)}) &&
+        conv.getPadding()[0] == 0 && conv.getPadding()[1] == 0) {
+      gemm.readB = reader(arg, (b * w[1] + i) * (x[2] * x[3]) + j);
+      gemm.plainB = true;
+      gemm.resultIndex = (b * gemm.m + i) * gemm.n + j;
+      return gemm.k < 1 ? std::nullopt : std::optional<Gemm>(gemm);
+    }
     int64_t height = x[2], width = x[3], last = x[0] * x[1] * x[2] * x[3] - 1;
     gemm.readB = [entry, arg, h, col, at, height, width, last](OpBuilder &rb, Location loc,
                                                                  Value bv, Value kv, Value jv) {

@@ -50,8 +50,12 @@ struct Gemm {
   /// Likewise for A along k (K a multiple of 4), of (b, i, k4).
   std::optional<unsigned> aVectorArg;
   AffineExpr aVectorIndex;
-  /// Set for conv2d: readB's geometry.
+  /// Set for conv2d: readB's geometry (not for a pointwise one, whose B is
+  /// plain).
   std::optional<ConvGeometry> conv;
+  /// B is a row-major matrix in memory, read without checks: a matmul's,
+  /// or a 1x1 convolution's (stride 1, no padding, one image) input.
+  bool plainB = false;
 };
 
 /// `root` (a matmul, or a conv2d with at least `minRowsPerGroup` output

@@ -79,7 +79,8 @@ TEST_P(ConvOnEveryDevice, ExactOnSmallIntegers) {
 
 // Depthwise shapes wide enough for the CPU's vector form (8 columns a
 // vector): stride 1 and 2 with a tail, dilation, two filters per channel, a
-// 1x7 and a 7x7 window, padding past the window's reach, and a 9x9 window
+// 1x7 and a 7x7 window, padding past the window's reach, rows too short
+// for 8 lanes, and a 9x9 window
 // (more taps than the vector form holds: built untiled). Each with a bias,
 // a ReLU6 and a residual in its epilogue, as MobileNet fuses them.
 TEST_P(ConvOnEveryDevice, DepthwiseExactWithEpilogue) {
@@ -95,6 +96,9 @@ TEST_P(ConvOnEveryDevice, DepthwiseExactWithEpilogue) {
       {1, 2, 4, 30, 2, 1, 7, {1, 1}, {0, 3}, {1, 1}, 2},
       {1, 2, 12, 26, 2, 7, 7, {1, 1}, {3, 3}, {1, 1}, 2},
       {1, 2, 12, 26, 2, 9, 9, {1, 1}, {4, 4}, {1, 1}, 2},
+      // Rows of 5 interior columns: 4 lanes, the second vector overlapping.
+      {1, 2, 6, 7, 2, 3, 3, {1, 1}, {1, 1}, {1, 1}, 2},
+      {1, 3, 14, 14, 3, 3, 3, {2, 2}, {1, 1}, {1, 1}, 3},
   };
   for (const ConvCase &k : cases) {
     std::vector<float> xs = smallIntegers(k.n * k.c * k.h * k.w, rng);
