@@ -96,6 +96,16 @@ std::optional<Gemm> kiln::describeGemm(KernelOp kernel, Operation *root,
     gemm.m = c[c.size() - 2];
     gemm.n = c.back();
     gemm.k = shapeOf(matmul.getLhs()).back();
+    // A batch that shares its B (a [L, 1, E] x [E, F] projection) and whose
+    // A rows follow each other batch by batch is one GEMM of batch x M rows:
+    // B packed once, not once per batch.
+    if (gemm.batch > 1 && !rhs->second.isFunctionOfDim(0) &&
+        simplifyAffineExpr(lhs->second, 3, 0) ==
+            simplifyAffineExpr((b * gemm.m + i) * gemm.k + j, 3, 0)) {
+      gemm.m *= gemm.batch;
+      gemm.batch = 1;
+      lhs->second = i * gemm.k + j;
+    }
     gemm.readA = reader(lhs->first, lhs->second);
     gemm.readB = reader(rhs->first, rhs->second);
     gemm.resultIndex = (b * gemm.m + i) * gemm.n + j;

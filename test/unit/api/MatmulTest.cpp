@@ -57,6 +57,45 @@ TEST_P(MatmulOnEveryDevice, ExactOnSmallIntegers) {
   }
 }
 
+// A batch sharing its B is one GEMM of all the batch's rows (B packed
+// once): [L, 1, E] x [E, F] as the ONNX export of attention projects, a
+// two-dimensional batch, and a transposed A whose rows do not follow each
+// other (kept batched), each with a bias, exact on small integers.
+TEST_P(MatmulOnEveryDevice, SharedRightOperandAcrossTheBatch) {
+  std::mt19937 rng(5);
+  struct Case {
+    Shape a;
+    int64_t k, n;
+    bool transposeA;
+  };
+  for (const Case &c : {Case{{37, 1, 24}, 24, 40, false}, Case{{3, 4, 5, 16}, 16, 12, false},
+                        Case{{4, 16, 6}, 16, 20, true}}) {
+    int64_t batch = 1;
+    for (size_t d = 0; d + 2 < c.a.size(); ++d)
+      batch *= c.a[d];
+    int64_t m = c.transposeA ? c.a.back() : c.a[c.a.size() - 2];
+    std::vector<float> as = smallIntegers(batch * m * c.k, rng);
+    std::vector<float> bs = smallIntegers(c.k * c.n, rng), bias = smallIntegers(c.n, rng);
+    Tensor a = Tensor::from(as, c.a, *device);
+    if (c.transposeA)
+      a = a.transpose(-1, -2);
+    Tensor y = matmul(a, Tensor::from(bs, {c.k, c.n}, *device)) +
+               Tensor::from(bias, {c.n}, *device);
+    std::vector<float> got = y.to_vector<float>();
+    ASSERT_EQ(got.size(), size_t(batch * m * c.n));
+    for (int64_t p = 0; p < batch; ++p)
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < c.n; ++j) {
+          double want = bias[j];
+          for (int64_t q = 0; q < c.k; ++q) {
+            int64_t at = c.transposeA ? (p * c.k + q) * m + i : (p * m + i) * c.k + q;
+            want += double(as[at]) * bs[q * c.n + j];
+          }
+          ASSERT_EQ(got[(p * m + i) * c.n + j], want) << "batch " << p << " row " << i;
+        }
+  }
+}
+
 TEST_P(MatmulOnEveryDevice, BatchedWithBroadcastAndTransposedOperand) {
   Tensor a = Tensor::randn({3, 9, 31}, *device);
   Tensor bt = Tensor::randn({11, 31}); // used transposed: [31, 11]
