@@ -193,6 +193,12 @@ FailureOr<func::FuncOp> buildCpuGemmFunction(KernelOp kernel, Operation *root,
 FailureOr<func::FuncOp> buildCpuDepthwiseFunction(KernelOp kernel, Operation *root,
                                                   OpBuilder &builder, StringRef name);
 
+/// A max or average pooling kernel for the host CPU (CpuPool.cpp), its
+/// prologue evaluated on vectors along the output row. A null function
+/// when the kernel does not fit that form.
+FailureOr<func::FuncOp> buildCpuPoolFunction(KernelOp kernel, Operation *root,
+                                             OpBuilder &builder, StringRef name);
+
 } // namespace kiln
 
 #endif // KILN_LIB_CODEGEN_KERNELBUILDING_H

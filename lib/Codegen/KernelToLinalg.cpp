@@ -497,6 +497,9 @@ FailureOr<func::FuncOp> kiln::buildKernelFunction(KernelOp kernel,
     FailureOr<func::FuncOp> depthwise = buildCpuDepthwiseFunction(kernel, root, builder, name);
     if (failed(depthwise) || *depthwise)
       return depthwise;
+    FailureOr<func::FuncOp> pooling = buildCpuPoolFunction(kernel, root, builder, name);
+    if (failed(pooling) || *pooling)
+      return pooling;
   }
   if (root) {
     bool failedOp = false;

@@ -163,6 +163,53 @@ TEST_P(ConvOnEveryDevice, PoolingWithPadding) {
   EXPECT_TRUE(allClose(global_avg_pool2d(x).to_vector<float>(), gap));
 }
 
+// Pooling over rows wide enough for the CPU's vector form, strides 1 and
+// 2, with and without padding, straight from an input and behind a bias
+// and ReLU prologue (as after a convolution).
+TEST_P(ConvOnEveryDevice, PoolingWideRowsWithPrologue) {
+  struct Case {
+    int64_t h, w, k, stride, pad;
+  };
+  for (const Case &c : {Case{11, 37, 3, 2, 1}, Case{9, 30, 3, 1, 1}, Case{8, 40, 2, 2, 0},
+                        Case{7, 23, 3, 2, 0}}) {
+    for (bool prologue : {false, true}) {
+      Tensor x = Tensor::randn({2, 3, c.h, c.w}, *device);
+      Tensor bias = Tensor::randn({1, 3, 1, 1}, *device);
+      realize({x, bias});
+      Tensor in = prologue ? relu(x + bias) : x;
+      Tensor mx = max_pool2d(in, {c.k, c.k}, {c.stride, c.stride}, {c.pad, c.pad});
+      Tensor av = avg_pool2d(in, {c.k, c.k}, {c.stride, c.stride}, {c.pad, c.pad});
+      std::vector<float> xs = x.to_vector<float>(), bs = bias.to_vector<float>();
+      int64_t oh = (c.h + 2 * c.pad - c.k) / c.stride + 1, ow = (c.w + 2 * c.pad - c.k) / c.stride + 1;
+      ASSERT_EQ(mx.shape(), (Shape{2, 3, oh, ow}));
+      std::vector<double> wantMax, wantAvg;
+      for (int64_t n = 0; n < 2; ++n)
+        for (int64_t ch = 0; ch < 3; ++ch)
+          for (int64_t i = 0; i < oh; ++i)
+            for (int64_t j = 0; j < ow; ++j) {
+              double m = -INFINITY, s = 0;
+              for (int64_t a = 0; a < c.k; ++a)
+                for (int64_t b = 0; b < c.k; ++b) {
+                  int64_t h = i * c.stride - c.pad + a, w = j * c.stride - c.pad + b;
+                  if (h < 0 || h >= c.h || w < 0 || w >= c.w)
+                    continue;
+                  double v = xs[((n * 3 + ch) * c.h + h) * c.w + w];
+                  if (prologue)
+                    v = std::max(double(float(v + bs[ch])), 0.0);
+                  m = std::max(m, v);
+                  s += v;
+                }
+              wantMax.push_back(m);
+              wantAvg.push_back(s / double(c.k * c.k));
+            }
+      std::vector<float> gotMax = mx.to_vector<float>();
+      for (size_t i = 0; i < gotMax.size(); ++i)
+        ASSERT_EQ(gotMax[i], wantMax[i]) << c.w << " wide, stride " << c.stride << " at " << i;
+      EXPECT_TRUE(allClose(av.to_vector<float>(), wantAvg, 1e-5, 1e-6));
+    }
+  }
+}
+
 TEST_P(ConvOnEveryDevice, CnnBlockKernelCount) {
   // conv -> batch norm -> ReLU -> 2x2 max pool: the conv, then one kernel
   // for the pooling with batch norm and ReLU fused in front of it.
