@@ -24,8 +24,8 @@ func.func @mm(%a: tensor<64x32xf32>, %b: tensor<32x48xf32>) -> tensor<64x48xf32>
 // TILES: memref.load %[[B]]
 // TILES-COUNT-16: math.fma
 // 4 rows x 1 vector of 8 lanes per register block, 16-column panels: 3
-// panels, each with its 64 rows in 6 splits of 12.
-// CPU: attributes {kiln.iteration_size = 98304 : i64, kiln.outer_size = 18 : i64}
+// panels, each with its 64 rows in 2 splits of 32.
+// CPU: attributes {kiln.iteration_size = 98304 : i64, kiln.outer_size = 6 : i64}
 // CPU: memref.alloc() {alignment = 64 : i64} : memref<512xf32>
 // CPU-COUNT-4: vector.fma {{.*}} : vector<8xf32>
 // TOOBIG: error: 'kiln.kernel' op config: 256 work items exceed the device's 128
