@@ -318,6 +318,21 @@ void set_transfer_policy(TransferPolicy policy);
 /// created afterwards; costs about a microsecond per op (bench_graphs).
 void set_trace(bool enabled);
 
+/// While alive, the ops recorded on this thread carry `label` (an importer
+/// sets an ONNX node's name): profiles and kernel listings name them by it
+/// rather than by the source line that recorded them. Scopes nest; the
+/// innermost wins.
+class OpLabel {
+public:
+  explicit OpLabel(std::string label);
+  ~OpLabel();
+  OpLabel(const OpLabel &) = delete;
+  OpLabel &operator=(const OpLabel &) = delete;
+
+private:
+  std::shared_ptr<const std::string> previous_;
+};
+
 /// Realizes several tensors in one graph (shared work runs once). Returns
 /// when the results are computed.
 void realize(const std::vector<Tensor> &tensors, const RealizeOptions &options = {});

@@ -48,6 +48,9 @@ struct ApiCall {
   std::shared_ptr<const CallStack> stack; // KILN_TRACE=1
 };
 
+/// The label of the innermost live OpLabel on this thread, else null.
+std::shared_ptr<const std::string> currentOpLabel();
+
 struct Node {
   OpKind kind;
   std::string op; // "exp", "add", "lt": the kiln op mnemonic or predicate
@@ -58,6 +61,8 @@ struct Node {
   /// theirs in the placement pass).
   std::optional<Device> device;
   std::source_location loc;
+  /// The OpLabel live when it was recorded (an ONNX node's name), if any.
+  std::shared_ptr<const std::string> label = currentOpLabel();
   /// The compound API call that recorded this node, if any; null for an op
   /// the user called directly (add, where, ...).
   std::shared_ptr<const ApiCall> call;

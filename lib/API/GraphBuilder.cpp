@@ -37,6 +37,8 @@ Device kiln::deviceOf(Operation *op) {
 }
 
 SourceLocation kiln::sourceOf(Location loc) {
+  if (auto named = dyn_cast<NameLoc>(loc))
+    loc = named.getChildLoc();
   if (auto file = dyn_cast<FileLineColLoc>(loc))
     return {file.getFilename().str(), file.getLine(), file.getColumn()};
   return {};
@@ -83,6 +85,8 @@ DeviceAttr GraphBuilder::committedAttr(const Device &device) const {
 
 Value GraphBuilder::emit(OpBuilder &b, Node *node) {
   Location loc = locationOf(ctx, node->loc);
+  if (node->label)
+    loc = NameLoc::get(StringAttr::get(ctx, *node->label), loc);
   RankedTensorType type = tensorType(ctx, *node);
   if (node->realized() || node->kind == OpKind::Input) {
     // A realized uncommitted value stays uncommitted: it follows its users.

@@ -17,6 +17,7 @@
 #include <cstring>
 #include <mutex>
 #include <random>
+#include <utility>
 
 using namespace kiln;
 
@@ -54,6 +55,8 @@ void checkShape(const Shape &shape, std::source_location loc) {
 
 /// The compound API call being recorded on this thread, if any.
 thread_local std::shared_ptr<const ApiCall> currentCall;
+/// The innermost OpLabel's label on this thread.
+thread_local std::shared_ptr<const std::string> currentLabel;
 
 /// While alive, the nodes made on this thread belong to one API call (the
 /// outermost: layer_norm's inner mean is layer_norm's).
@@ -1087,3 +1090,11 @@ Tensor kiln::operator+(float a, At b) { return add(scalarLike(a, b.tensor, b.loc
 Tensor kiln::operator-(float a, At b) { return sub(scalarLike(a, b.tensor, b.loc), b.tensor, b.loc); }
 Tensor kiln::operator*(float a, At b) { return mul(scalarLike(a, b.tensor, b.loc), b.tensor, b.loc); }
 Tensor kiln::operator/(float a, At b) { return div(scalarLike(a, b.tensor, b.loc), b.tensor, b.loc); }
+
+std::shared_ptr<const std::string> kiln::currentOpLabel() { return currentLabel; }
+
+kiln::OpLabel::OpLabel(std::string label)
+    : previous_(std::exchange(currentLabel,
+                              std::make_shared<const std::string>(std::move(label)))) {}
+
+kiln::OpLabel::~OpLabel() { currentLabel = std::move(previous_); }

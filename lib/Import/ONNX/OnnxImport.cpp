@@ -413,6 +413,9 @@ OnnxModel importModel(const onnx::ModelProto &model, const std::string &name,
       ctx.fail("the operator is not supported by Kiln's importer",
                "see docs/onnx.md for the operators it takes");
     std::vector<Value> results;
+    // Profiles and listings name the node's ops by the node.
+    OpLabel label(node.name().empty() ? node.op_type() + " " + std::to_string(index)
+                                      : node.name());
     try {
       results = converter->second(ctx);
     } catch (const Error &e) {

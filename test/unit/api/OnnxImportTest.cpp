@@ -5,6 +5,7 @@
 
 #include "TestUtil.h"
 #include "kiln/Import.h"
+#include "kiln/Profile.h"
 
 #include <onnx/onnx_pb.h>
 
@@ -302,6 +303,22 @@ TEST(OnnxImport, ShapeSubgraphsFoldAtImport) {
     xs[i] = float(i);
   Device cpu = Device::parse("cpu:0");
   EXPECT_EQ(importAndRun(mb.bytes(), Tensor::from(xs, {2, 3, 4}, cpu), cpu, {{"x", {2, 3, 4}}}), xs);
+}
+
+// A profile of an imported model names each kernel's ops by the ONNX nodes
+// they came from (an unnamed node by its type and index), not by the
+// importer's source lines.
+TEST(OnnxImport, ProfilesNameTheNodes) {
+  ModelBuilder mb;
+  mb.input("x", {2, 8});
+  mb.node("Relu", {"x"}, {"r"}, "block1/act");
+  mb.node("Exp", {"r"}, {"y"});
+  mb.output("y");
+  OnnxModel m = import_onnx_bytes(mb.bytes(), "named.onnx");
+  realize(m.inputs);
+  Profile p = profile(m.outputs, 1);
+  ASSERT_EQ(p.kernels.size(), 1u) << p.table();
+  EXPECT_EQ(p.kernels[0].sources, "block1/act relu; Exp 1 exp") << p.table();
 }
 
 TEST(OnnxImport, ErrorsNameTheNodeAndTheFix) {
