@@ -159,7 +159,7 @@ std::optional<Gemm> kiln::describeGemm(KernelOp kernel, Operation *root,
     int64_t height = x[2], width = x[3], last = x[0] * x[1] * x[2] * x[3] - 1;
     gemm.readB = [entry, arg, h, col, at, height, width, last](OpBuilder &rb, Location loc,
                                                                  Value bv, Value kv, Value jv) {
-      ValueRange dims{bv, kv, jv};
+      SmallVector<Value> dims = {bv, kv, jv};
       Value hv = applyExpr(rb, loc, h, dims), wv = applyExpr(rb, loc, col, dims);
       auto cmp = [&](arith::CmpIPredicate p, Value a, int64_t c) {
         return arith::CmpIOp::create(rb, loc, p, a, constantIndex(rb, loc, c));

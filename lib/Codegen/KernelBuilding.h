@@ -193,6 +193,12 @@ FailureOr<func::FuncOp> buildCpuGemmFunction(KernelOp kernel, Operation *root,
 FailureOr<func::FuncOp> buildCpuDepthwiseFunction(KernelOp kernel, Operation *root,
                                                   OpBuilder &builder, StringRef name);
 
+/// A kernel ending in a concat, for the host CPU (CpuConcat.cpp): each
+/// input's values computed over its own rows into their place. A null
+/// function when the kernel does not fit that form.
+FailureOr<func::FuncOp> buildCpuConcatFunction(KernelOp kernel, OpBuilder &builder,
+                                               StringRef name);
+
 /// A max or average pooling kernel for the host CPU (CpuPool.cpp), its
 /// prologue evaluated on vectors along the output row. A null function
 /// when the kernel does not fit that form.

@@ -511,6 +511,11 @@ FailureOr<func::FuncOp> kiln::buildKernelFunction(KernelOp kernel,
     return func;
   }
 
+  if (!gpu && layout == KernelLayout::Coalesced) {
+    FailureOr<func::FuncOp> joined = buildCpuConcatFunction(kernel, builder, name);
+    if (failed(joined) || *joined)
+      return joined;
+  }
   // pad and concat read with bounds checks: explicit loops, clamped loads.
   // So does a view that reads a prefix of a larger input at the loop index
   // itself (x[0:1] of a [3] tensor): linalg would take the loop's size from

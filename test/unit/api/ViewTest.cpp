@@ -117,6 +117,35 @@ TEST_P(ViewOnEveryDevice, PadAndConcat) {
   EXPECT_THROW(concat({x, Tensor::zeros({2, 5})}, 1), Error);
 }
 
+// SqueezeNet's fire module: two branches' bias and ReLU joined along the
+// channels (the CPU writes each input's rows in place), three inputs along
+// the columns of a 3-D tensor, and one straight from inputs along rows.
+TEST_P(ViewOnEveryDevice, ConcatOfComputedInputs) {
+  Tensor a = Tensor::randn({2, 3, 4, 9}, *device), b = Tensor::randn({2, 5, 4, 9}, *device);
+  Tensor ba = Tensor::randn({1, 3, 1, 1}, *device), bb = Tensor::randn({1, 5, 1, 1}, *device);
+  realize({a, b, ba, bb});
+  std::vector<float> as = a.to_vector<float>(), bs = b.to_vector<float>();
+  std::vector<float> bas = ba.to_vector<float>(), bbs = bb.to_vector<float>();
+  std::vector<float> got = concat({relu(a + ba), relu(b + bb)}, 1).to_vector<float>();
+  ASSERT_EQ(got.size(), 2u * 8 * 4 * 9);
+  for (int n = 0; n < 2; ++n)
+    for (int c = 0; c < 8; ++c)
+      for (int p = 0; p < 36; ++p) {
+        float want = c < 3 ? std::max(as[(n * 3 + c) * 36 + p] + bas[c], 0.0f)
+                           : std::max(bs[(n * 5 + c - 3) * 36 + p] + bbs[c - 3], 0.0f);
+        ASSERT_EQ(got[(n * 8 + c) * 36 + p], want) << n << "," << c << "," << p;
+      }
+  Tensor x = Tensor::randn({2, 3, 4}, *device);
+  std::vector<float> xs = x.to_vector<float>();
+  std::vector<float> cols = concat({x * 2.0f, x.slice(2, 1, 3), -x}, 2).to_vector<float>();
+  ASSERT_EQ(cols.size(), 2u * 3 * 10);
+  for (int r = 0; r < 6; ++r)
+    for (int j = 0; j < 10; ++j) {
+      float want = j < 4 ? xs[r * 4 + j] * 2.0f : j < 6 ? xs[r * 4 + j - 3] : -xs[r * 4 + j - 6];
+      ASSERT_EQ(cols[r * 10 + j], want) << r << "," << j;
+    }
+}
+
 TEST_P(ViewOnEveryDevice, IndexSelect) {
   Tensor x = Tensor::randn({5, 7}, *device);
   std::vector<float> xs = x.to_vector<float>();
