@@ -7,9 +7,11 @@
 // vectors of 8 (or 4) outputs: every vector accumulates all taps in a
 // register, one (strided: loaded wide and shuffled) input vector per tap.
 // Rows of the window above or below the image are clamped and their
-// weights zeroed, so the sweep has no branch. The columns whose window
-// crosses the left or right edge take a scalar loop with per-tap checks;
-// a last vector overlapping the one before covers the interior's tail. The epilogue (bias,
+// weights zeroed, so the sweep has no branch. A vector whose window crosses
+// the left or right edge loads the span of the row it reads and shuffles
+// each tap's lanes out of it, zeros past the edge; a last vector
+// overlapping the one before covers the row's tail. No output is scalar
+// (but in rows under 4 wide). The epilogue (bias,
 // activation, residual) runs on each vector's sums where it allows (f32,
 // every read contiguous or constant along the row), else per element.
 //
@@ -24,6 +26,7 @@
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 #include <algorithm>
+#include <optional>
 
 using namespace mlir;
 using namespace kiln;
@@ -65,10 +68,18 @@ FailureOr<func::FuncOp> kiln::buildCpuDepthwiseFunction(KernelOp kernel, Operati
   const int64_t interiorBegin = std::clamp<int64_t>(ceilDiv(pw, sw), 0, OW);
   const int64_t interiorEnd = std::clamp<int64_t>(
       floorDiv(W - 1 - (sw - 1) + pw - (KW - 1) * dw, sw) + 1, interiorBegin, OW);
-  // 8 lanes, or 4 for rows of fewer interior columns (7x7 planes).
-  const int64_t lanes = interiorEnd - interiorBegin >= 8 ? 8 : 4;
-  const int64_t vectors = (interiorEnd - interiorBegin) / lanes;
-  const int64_t vectorEnd = interiorBegin + vectors * lanes;
+  // 8 lanes, or 4 for rows shorter than 8 (7x7 planes). The row is covered
+  // by vectors at 0, L, 2L, ... and, when L does not divide it, one more
+  // ending at the row's end, overlapping the one before (its outputs are
+  // written twice, with the same values). Rows under 4 go scalar.
+  const int64_t lanes = OW >= 8 ? 8 : 4;
+  const bool scalarRows = OW < 4;
+  auto interior = [&](int64_t p) { return p >= interiorBegin && p + lanes <= interiorEnd; };
+  SmallVector<int64_t> positions;
+  for (int64_t p = 0; !scalarRows && p + lanes <= OW; p += lanes)
+    positions.push_back(p);
+  if (!scalarRows && OW % lanes)
+    positions.push_back(OW - lanes);
 
   Location loc = kernel.getLoc();
   MLIRContext *ctx = builder.getContext();
@@ -145,24 +156,60 @@ FailureOr<func::FuncOp> kiln::buildCpuDepthwiseFunction(KernelOp kernel, Operati
               // Whole vectors of interior columns; a last vector overlaps the
               // one before it rather than leave a tail (its outputs are
               // written twice, with the same values).
-              auto vectorAt = [&](OpBuilder &vb, Value ow, ArrayRef<Value> splats) {
+              // `fixed`: a vector at a known column that may reach past the
+              // row's edges. Per window row it loads the span of the row its
+              // taps read, and each tap shuffles its lanes out of it, zero
+              // where a lane's column lies outside the row.
+              auto vectorAt = [&](OpBuilder &vb, Value ow, ArrayRef<Value> splats,
+                                  std::optional<int64_t> fixed = std::nullopt) {
                 Value left = arith::SubIOp::create(
                     vb, loc, arith::MulIOp::create(vb, loc, ow, idx(vb, sw)), idx(vb, pw));
                 Value acc = floatConstant(vb, loc, vec, 0.0);
-                for (int64_t kh = 0; kh < KH; ++kh)
+                bool edge = fixed && !interior(*fixed);
+                int64_t base = W, top = -1;
+                if (edge)
+                  for (int64_t l = 0; l < lanes; ++l)
+                    for (int64_t kw = 0; kw < KW; ++kw) {
+                      int64_t iw = (*fixed + l) * sw - pw + kw * dw;
+                      if (iw >= 0 && iw < W) {
+                        base = std::min(base, iw);
+                        top = std::max(top, iw);
+                      }
+                    }
+                for (int64_t kh = 0; kh < KH; ++kh) {
+                  Value span, none;
+                  if (edge && top >= base) {
+                    VectorType spanType = VectorType::get({top - base + 1}, f32);
+                    span = vector::LoadOp::create(
+                        vb, loc, spanType, in,
+                        ValueRange{arith::AddIOp::create(vb, loc, rowOffset[kh], idx(vb, base))});
+                    none = floatConstant(vb, loc, spanType, 0.0);
+                  }
                   for (int64_t kw = 0; kw < KW; ++kw) {
-                    Value at = arith::AddIOp::create(
-                        vb, loc, rowOffset[kh],
-                        arith::AddIOp::create(vb, loc, left, idx(vb, kw * dw)));
                     Value v;
-                    if (sw == 1) {
-                      v = vector::LoadOp::create(vb, loc, vec, in, ValueRange{at});
+                    if (edge) {
+                      if (!span)
+                        continue; // every column outside the row
+                      SmallVector<int64_t> lanesFrom;
+                      for (int64_t l = 0; l < lanes; ++l) {
+                        int64_t iw = (*fixed + l) * sw - pw + kw * dw;
+                        lanesFrom.push_back(iw >= 0 && iw < W ? iw - base : top - base + 1);
+                      }
+                      v = vector::ShuffleOp::create(vb, loc, span, none, lanesFrom);
                     } else {
-                      Value all = vector::LoadOp::create(vb, loc, wide, in, ValueRange{at});
-                      v = vector::ShuffleOp::create(vb, loc, all, all, pick);
+                      Value at = arith::AddIOp::create(
+                          vb, loc, rowOffset[kh],
+                          arith::AddIOp::create(vb, loc, left, idx(vb, kw * dw)));
+                      if (sw == 1) {
+                        v = vector::LoadOp::create(vb, loc, vec, in, ValueRange{at});
+                      } else {
+                        Value all = vector::LoadOp::create(vb, loc, wide, in, ValueRange{at});
+                        v = vector::ShuffleOp::create(vb, loc, all, all, pick);
+                      }
                     }
                     acc = vector::FMAOp::create(vb, loc, splats[kh * KW + kw], v, acc);
                   }
+                }
                 if (vectorEpilogue) {
                   emitGemmEpilogueVector(vb, loc, kernel, root, entry, acc,
                                          ValueRange{image, outChannel, oh, ow}, y, resultIndex,
@@ -177,18 +224,31 @@ FailureOr<func::FuncOp> kiln::buildCpuDepthwiseFunction(KernelOp kernel, Operati
                       scf::YieldOp::create(lb, loc);
                     });
               };
-              if (vectors > 0) {
+              if (!positions.empty()) {
                 SmallVector<Value> splats;
                 for (Value t : rowTaps)
                   splats.push_back(vector::BroadcastOp::create(rb, loc, vec, t));
-                scf::ForOp::create(rb, loc, idx(rb, interiorBegin), idx(rb, vectorEnd),
-                                   idx(rb, lanes), ValueRange{},
-                    [&](OpBuilder &vb, Location, Value ow, ValueRange) {
-                      vectorAt(vb, ow, splats);
-                      scf::YieldOp::create(vb, loc);
-                    });
-                if (vectorEnd < interiorEnd)
-                  vectorAt(rb, idx(rb, interiorEnd - lanes), splats);
+                // The regular interior positions in a loop, the rest (edges
+                // and the overlapping last one) one by one.
+                size_t first = 0;
+                while (first < positions.size() && !interior(positions[first]))
+                  ++first;
+                size_t last = first;
+                while (last < positions.size() && interior(positions[last]) &&
+                       positions[last] == positions[first] + int64_t(last - first) * lanes)
+                  ++last;
+                for (size_t k = 0; k < first; ++k)
+                  vectorAt(rb, idx(rb, positions[k]), splats, positions[k]);
+                if (last > first)
+                  scf::ForOp::create(rb, loc, idx(rb, positions[first]),
+                                     idx(rb, positions[last - 1] + lanes), idx(rb, lanes),
+                                     ValueRange{},
+                      [&](OpBuilder &vb, Location, Value ow, ValueRange) {
+                        vectorAt(vb, ow, splats);
+                        scf::YieldOp::create(vb, loc);
+                      });
+                for (size_t k = last; k < positions.size(); ++k)
+                  vectorAt(rb, idx(rb, positions[k]), splats, positions[k]);
               }
               // The edge columns and the tail: every tap checked.
               auto scalarColumns = [&](int64_t begin, int64_t end) {
@@ -223,8 +283,8 @@ FailureOr<func::FuncOp> kiln::buildCpuDepthwiseFunction(KernelOp kernel, Operati
                       scf::YieldOp::create(sb, loc);
                     });
               };
-              scalarColumns(0, interiorBegin);
-              scalarColumns(vectors > 0 ? interiorEnd : interiorBegin, OW);
+              if (scalarRows)
+                scalarColumns(0, OW);
               scf::YieldOp::create(rb, loc);
             });
         scf::YieldOp::create(pb, loc);

@@ -4,8 +4,8 @@
 // outer loop runs over output planes (image, channel), each loading its 9
 // weights once; each output row is swept in vectors of 8 outputs with the
 // 9 taps accumulated in one register (wide loads shuffled to every second
-// input column), then the edge columns by a checked scalar loop. The
-// epilogue runs on the vectors.
+// input column); vectors over the row's edges shuffle zeros in for the
+// columns outside it. The epilogue runs on the vectors.
 
 func.func @depthwise(%x: tensor<1x16x20x40xf32>, %w: tensor<16x1x3x3xf32>, %b: tensor<1x16x1x1xf32>) -> tensor<1x16x10x20xf32> {
   %0 = kiln.kernel on "cpu:0" (%x, %w, %b) : (tensor<1x16x20x40xf32>, tensor<16x1x3x3xf32>, tensor<1x16x1x1xf32>) -> tensor<1x16x10x20xf32> {
@@ -25,23 +25,29 @@ func.func @depthwise(%x: tensor<1x16x20x40xf32>, %w: tensor<16x1x3x3xf32>, %b: t
 // CHECK: scf.for
 // A row's window rows outside the image weigh zero.
 // CHECK: arith.select
-// Interior columns 1 to 19: two vectors of 8, then one more at 11 that
-// overlaps the second rather than leave a tail.
-// CHECK: scf.for %{{.*}} = %c1{{(_[0-9]+)?}} to %c17 step %c8{{(_[0-9]+)?}}
-// CHECK: vector.load {{.*}} : memref<12800xf32>, vector<16xf32>
-// CHECK: vector.shuffle {{.*}} [0, 2, 4, 6, 8, 10, 12, 14] : vector<16xf32>, vector<16xf32>
-// CHECK-COUNT-9: vector.fma
+// Vectors at columns 0, 8 and 12 (the last overlapping the one before).
+// Column 0's window reaches left of the row: per window row one load of the
+// span its taps read, each tap shuffling its lanes out of it (lane 0 of the
+// first tap reads the zero vector).
+// CHECK: %[[SPAN:.*]] = vector.load {{.*}} : memref<12800xf32>, vector<16xf32>
+// CHECK: vector.shuffle %[[SPAN]], %{{.*}} [16, 1, 3, 5, 7, 9, 11, 13]
+// CHECK: vector.fma
+// CHECK: vector.shuffle %[[SPAN]], %{{.*}} [0, 2, 4, 6, 8, 10, 12, 14]
+// CHECK: vector.shuffle %[[SPAN]], %{{.*}} [1, 3, 5, 7, 9, 11, 13, 15]
 // The bias and ReLU on the vector of sums.
 // CHECK: vector.broadcast {{.*}} : f32 to vector<8xf32>
 // CHECK: arith.addf {{.*}} : vector<8xf32>
 // CHECK: arith.maximumf {{.*}} : vector<8xf32>
 // CHECK: vector.store {{.*}} : memref<3200xf32>, vector<8xf32>
-// CHECK: %[[LAST:.*]] = arith.constant 11 : index
+// Column 8 inside: a loop of plain loads, every second lane kept.
+// CHECK: scf.for %{{.*}} = %c8{{(_[0-9]+)?}} to %c16{{(_[0-9]+)?}} step %c8{{(_[0-9]+)?}}
+// CHECK: vector.load {{.*}} : memref<12800xf32>, vector<16xf32>
+// CHECK: vector.shuffle {{.*}} [0, 2, 4, 6, 8, 10, 12, 14] : vector<16xf32>, vector<16xf32>
 // CHECK-COUNT-9: vector.fma
 // CHECK: vector.store
-// The edge columns 0 and 19, every tap checked.
-// CHECK: scf.for %{{.*}} = %c0{{(_[0-9]+)?}} to %c1{{(_[0-9]+)?}} step %c1{{(_[0-9]+)?}}
-// CHECK: math.fma
-// CHECK: scf.for %{{.*}} = %c19{{(_[0-9]+)?}} to %c20{{(_[0-9]+)?}} step %c1{{(_[0-9]+)?}}
+// Column 12 reaches past the row's end (its last lane's last tap).
+// CHECK: vector.shuffle {{.*}} [0, 2, 4, 6, 8, 10, 12, 14]
+// CHECK: vector.store
+// CHECK-NOT: math.fma
 // LLVM: llvm.func @depthwise_kernel0
 // LLVM: llvm.intr.fmuladd({{.*}}) : (vector<8xf32>
