@@ -32,6 +32,22 @@ func.func @odd(%a: tensor<5x3xf32>) -> tensor<5x3xf32> {
 
 // -----
 
+// On the CPU a long k narrows the panel so that k x panel stays within about
+// half a megabyte (L2): 4608 x 32 floats, not 4608 x 64 (only on AVX-512
+// hosts is 32 still two register blocks' worth).
+// CPU-LABEL: func.func @long_k
+// CPU: config {form = "cpu_gemm", lanes = {{8|16}} : i64, panel = {{16|32}} : i64
+func.func @long_k(%a: tensor<64x4608xf32>, %b: tensor<4608x64xf32>) -> tensor<64x64xf32> {
+  %0 = kiln.kernel on "cpu:0" (%a, %b) : (tensor<64x4608xf32>, tensor<4608x64xf32>) -> tensor<64x64xf32> {
+  ^bb0(%x: tensor<64x4608xf32>, %y: tensor<4608x64xf32>):
+    %m = kiln.matmul %x, %y : tensor<64x4608xf32>, tensor<4608x64xf32> -> tensor<64x64xf32>
+    kiln.yield %m : tensor<64x64xf32>
+  }
+  return %0 : tensor<64x64xf32>
+}
+
+// -----
+
 // A 128 x 512 result takes the smallest tiles on 132 SMs (even 16 x 32
 // tiles give fewer than two workgroups per SM), and k split four ways (its
 // 16 k slices allow no more at four per group): 512 warps; on the CPU the
