@@ -35,6 +35,10 @@ FailureOr<func::FuncOp> kiln::buildCpuGemmFunction(KernelOp kernel, Operation *r
   if (!described)
     return func::FuncOp();
   const Gemm &gemm = *described;
+  FailureOr<func::FuncOp> gemv =
+      buildCpuGemvFunction(kernel, root, gemm, builder, name, config.lanes);
+  if (failed(gemv) || *gemv)
+    return gemv;
   Location loc = kernel.getLoc();
   MLIRContext *ctx = builder.getContext();
   Type f32 = Float32Type::get(ctx);

@@ -108,6 +108,8 @@ std::optional<Gemm> kiln::describeGemm(KernelOp kernel, Operation *root,
     }
     gemm.readA = reader(lhs->first, lhs->second);
     gemm.readB = reader(rhs->first, rhs->second);
+    gemm.aAccess = *lhs;
+    gemm.bAccess = *rhs;
     gemm.resultIndex = (b * gemm.m + i) * gemm.n + j;
     gemm.plainB = true;
     // Plain operands along their innermost dimension: every other term of

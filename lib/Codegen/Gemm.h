@@ -53,6 +53,9 @@ struct Gemm {
   /// Set for conv2d: readB's geometry (not for a pointwise one, whose B is
   /// plain).
   std::optional<ConvGeometry> conv;
+  /// A matmul's operands as (kernel argument, element index of (b, row,
+  /// col)): readA and readB read these.
+  std::optional<std::pair<unsigned, AffineExpr>> aAccess, bAccess;
   /// B is a row-major matrix in memory, read without checks: a matmul's,
   /// or a 1x1 convolution's (stride 1, no padding, one image) input.
   bool plainB = false;
@@ -62,6 +65,12 @@ struct Gemm {
 /// channels per group) of `kernel` as a GEMM; none when its operands are
 /// behind more than views.
 std::optional<Gemm> describeGemm(KernelOp kernel, Operation *root, int64_t minRowsPerGroup);
+
+/// A one-row matmul against a transposed, row-major f32 weight (a linear
+/// layer at batch 1) as a matrix-vector product over W's rows, `lanes` wide
+/// (CpuGemv.cpp); a null function when `gemm` is not one.
+FailureOr<func::FuncOp> buildCpuGemvFunction(KernelOp kernel, Operation *root, const Gemm &gemm,
+                                             OpBuilder &builder, StringRef name, int64_t lanes);
 
 /// Binds the contraction to `sum` (f32) at flat result index `at`, evaluates
 /// the kernel's epilogue there and stores every kernel result.

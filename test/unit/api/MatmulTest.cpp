@@ -57,6 +57,27 @@ TEST_P(MatmulOnEveryDevice, ExactOnSmallIntegers) {
   }
 }
 
+// A linear layer at batch 1 (the CPU's matrix-vector form over the weight's
+// rows: k in whole vectors and a tail, outputs in groups of 4 and a
+// remainder), with a bias and ReLU, exact on small integers.
+TEST_P(MatmulOnEveryDevice, LinearAtBatchOne) {
+  std::mt19937 rng(9);
+  for (auto [k, n] : {std::pair{7, 5}, {37, 1}, {300, 6}, {1280, 1000}, {64, 16}}) {
+    std::vector<float> xs = smallIntegers(k, rng), ws = smallIntegers(n * k, rng),
+                       bs = smallIntegers(n, rng);
+    Tensor y = relu(linear(Tensor::from(xs, {1, k}, *device), Tensor::from(ws, {n, k}, *device),
+                           Tensor::from(bs, {n}, *device)));
+    std::vector<float> got = y.to_vector<float>();
+    ASSERT_EQ(got.size(), size_t(n));
+    for (int j = 0; j < n; ++j) {
+      double want = bs[j];
+      for (int q = 0; q < k; ++q)
+        want += double(xs[q]) * ws[j * k + q];
+      ASSERT_EQ(got[j], std::max(want, 0.0)) << k << "x" << n << " at " << j;
+    }
+  }
+}
+
 // A batch sharing its B is one GEMM of all the batch's rows (B packed
 // once): [L, 1, E] x [E, F] as the ONNX export of attention projects, a
 // two-dimensional batch, and a transposed A whose rows do not follow each
