@@ -10,7 +10,8 @@ kiln-run --benchmark on cpu:0 (median), ONNX Runtime's CPU build through
 bench/ort_run.js (median; npm install --ignore-scripts onnxruntime-node in
 ORT_DIR, default /tmp/ort), and both outputs' largest difference from the
 reference, and PyTorch's latency on NAME.pt (TorchScript, when present;
-bench/export_onnx_networks.py writes all of these).
+bench/export_onnx_networks.py writes all of these). All on this machine's
+threads, or on THREADS=N.
 """
 import glob
 import os
@@ -30,7 +31,8 @@ build = os.path.join(here, "..", "build", "bin")
 folder = sys.argv[1]
 runs = int(sys.argv[2]) if len(sys.argv) > 2 else 20
 ort_dir = sys.argv[3] if len(sys.argv) > 3 else "/tmp/ort"
-threads = os.cpu_count()
+# THREADS=1 for the one-thread comparison; Kiln gets it as KILN_NUM_THREADS.
+threads = int(os.environ.get("THREADS", os.cpu_count()))
 if torch:
     torch.set_num_threads(threads)
 
@@ -72,7 +74,8 @@ for model in sorted(glob.glob(os.path.join(folder, "*.onnx"))):
         continue
     out = subprocess.run([os.path.join(build, "kiln-run"), kiln_file, "--device", "cpu:0",
                           "--input", f"x={x}", "--output", f"y=/tmp/{name}_kiln.npy",
-                          "--benchmark", str(runs)], capture_output=True, text=True, check=True).stdout
+                          "--benchmark", str(runs)], capture_output=True, text=True, check=True,
+                         env=dict(os.environ, KILN_NUM_THREADS=str(threads))).stdout
     kiln_ms = float(re.search(r"median ([0-9.]+) ms", out).group(1))
     kernels = int(re.search(r"([0-9]+) dispatches", out).group(1)) // runs
     ort = subprocess.run(["node", os.path.join(here, "ort_run.js"), model, x, str(runs), str(threads),
