@@ -211,7 +211,143 @@ FailureOr<func::FuncOp> kiln::buildCpuGemmFunction(KernelOp kernel, Operation *r
         };
         // (Not for a convolution: without the checks LLVM turned its im2col
         // reads into vector gathers, which halved the kernel's speed here.)
-        if (gemm.conv) {
+        // Stride 1 along the row: the panel's columns are runs of one output
+        // row each, and each run reads a contiguous stretch of an input row
+        // per k. So per k and run: zeros where the window hangs past the
+        // row's ends, a plain copy between (LLVM vectorizes it), no
+        // per-element table or check.
+        auto packConvRuns = [&](OpBuilder &pb, const ConvGeometry &g) {
+          const int64_t plane = g.height * g.width, OW = g.outWidth;
+          const int64_t runs = (NC - 1) / OW + 2; // the most a panel can touch
+          const int64_t taps = g.kernelH * g.kernelW;
+          Value input = entry->getArgument(g.inputArg);
+          Value zeroF = floatConstant(pb, loc, f32, 0.0);
+          // The first column's output row (over images x rows) and column.
+          Value col0 = j0;
+          Value row0 = arith::DivUIOp::create(pb, loc, col0, idx(pb, OW));
+          Value first = arith::RemUIOp::create(pb, loc, col0, idx(pb, OW));
+          Value firstLen = arith::SubIOp::create(pb, loc, idx(pb, OW), first);
+          auto fill = [&](OpBuilder &fb, Value rowAt, Value from, Value to) {
+            scf::ForOp::create(fb, loc, from, to, idx(fb, 1), ValueRange{},
+                [&](OpBuilder &zb, Location, Value c, ValueRange) {
+                  memref::StoreOp::create(zb, loc, zeroF, packed,
+                                          ValueRange{arith::AddIOp::create(zb, loc, rowAt, c)});
+                  scf::YieldOp::create(zb, loc);
+                });
+          };
+          scf::ForOp::create(pb, loc, idx(pb, 0), idx(pb, runs), idx(pb, 1), ValueRange{},
+              [&](OpBuilder &rb, Location, Value run, ValueRange) {
+                // Run `run` covers panel columns [start, start + len).
+                Value isFirst =
+                    arith::CmpIOp::create(rb, loc, arith::CmpIPredicate::eq, run, idx(rb, 0));
+                Value start = arith::SelectOp::create(
+                    rb, loc, isFirst, idx(rb, 0),
+                    arith::AddIOp::create(
+                        rb, loc, firstLen,
+                        arith::MulIOp::create(rb, loc,
+                                              arith::SubIOp::create(rb, loc, run, idx(rb, 1)),
+                                              idx(rb, OW))));
+                Value ow = arith::SelectOp::create(rb, loc, isFirst, first, idx(rb, 0));
+                // Columns past the panel or past N are not this run's.
+                Value end = arith::MinSIOp::create(
+                    rb, loc,
+                    arith::MinSIOp::create(
+                        rb, loc, arith::AddIOp::create(rb, loc, start,
+                                                       arith::SubIOp::create(rb, loc, idx(rb, OW),
+                                                                             ow)),
+                        idx(rb, NC)),
+                    arith::SubIOp::create(rb, loc, idx(rb, gemm.n), j0));
+                Value len = arith::MaxSIOp::create(
+                    rb, loc, arith::SubIOp::create(rb, loc, end, start), idx(rb, 0));
+                Value outRow = arith::AddIOp::create(rb, loc, row0, run);
+                Value image = arith::DivUIOp::create(rb, loc, outRow, idx(rb, g.outHeight));
+                Value h = arith::SubIOp::create(
+                    rb, loc,
+                    arith::MulIOp::create(
+                        rb, loc, arith::RemUIOp::create(rb, loc, outRow, idx(rb, g.outHeight)),
+                        idx(rb, g.strideH)),
+                    idx(rb, g.padH));
+                Value w0 = arith::SubIOp::create(rb, loc, ow, idx(rb, g.padW));
+                Value base = arith::AddIOp::create(
+                    rb, loc,
+                    arith::MulIOp::create(rb, loc, image, idx(rb, g.channels * plane)),
+                    arith::AddIOp::create(rb, loc,
+                                          arith::MulIOp::create(rb, loc, h, idx(rb, g.width)), w0));
+                scf::ForOp::create(rb, loc, idx(rb, 0), idx(rb, gemm.k), idx(rb, 1), ValueRange{},
+                    [&](OpBuilder &kb, Location, Value k, ValueRange) {
+                      Value tap = arith::RemUIOp::create(kb, loc, k, idx(kb, taps));
+                      Value channel = arith::AddIOp::create(
+                          kb, loc, arith::MulIOp::create(kb, loc, batch, idx(kb, g.groupChannels)),
+                          arith::DivUIOp::create(kb, loc, k, idx(kb, taps)));
+                      Value dh = arith::MulIOp::create(
+                          kb, loc, arith::DivUIOp::create(kb, loc, tap, idx(kb, g.kernelW)),
+                          idx(kb, g.dilationH));
+                      Value dw = arith::MulIOp::create(
+                          kb, loc, arith::RemUIOp::create(kb, loc, tap, idx(kb, g.kernelW)),
+                          idx(kb, g.dilationW));
+                      Value rowAt = arith::AddIOp::create(
+                          kb, loc, arith::MulIOp::create(kb, loc, k, idx(kb, NC)), start);
+                      Value hh = arith::AddIOp::create(kb, loc, h, dh);
+                      Value rowInside = arith::CmpIOp::create(kb, loc, arith::CmpIPredicate::ult,
+                                                              hh, idx(kb, g.height));
+                      // The run's columns whose input column lies in the row:
+                      // w0 + dw + c in [0, W).
+                      Value ws = arith::AddIOp::create(kb, loc, w0, dw);
+                      Value lo = arith::MinSIOp::create(
+                          kb, loc,
+                          arith::MaxSIOp::create(kb, loc,
+                                                 arith::SubIOp::create(kb, loc, idx(kb, 0), ws),
+                                                 idx(kb, 0)),
+                          len);
+                      Value hi = arith::MaxSIOp::create(
+                          kb, loc,
+                          arith::MinSIOp::create(kb, loc,
+                                                 arith::SubIOp::create(kb, loc, idx(kb, g.width),
+                                                                       ws),
+                                                 len),
+                          lo);
+                      hi = arith::SelectOp::create(kb, loc, rowInside, hi, lo);
+                      fill(kb, rowAt, idx(kb, 0), lo);
+                      Value from = arith::AddIOp::create(
+                          kb, loc, base,
+                          arith::AddIOp::create(
+                              kb, loc, arith::MulIOp::create(kb, loc, channel, idx(kb, plane)),
+                              arith::AddIOp::create(
+                                  kb, loc, arith::MulIOp::create(kb, loc, dh, idx(kb, g.width)),
+                                  dw)));
+                      scf::ForOp::create(kb, loc, lo, hi, idx(kb, 1), ValueRange{},
+                          [&](OpBuilder &cb, Location, Value c, ValueRange) {
+                            Value v = widen(cb, memref::LoadOp::create(
+                                                    cb, loc, input,
+                                                    ValueRange{arith::AddIOp::create(cb, loc, from,
+                                                                                     c)}));
+                            memref::StoreOp::create(
+                                cb, loc, v, packed,
+                                ValueRange{arith::AddIOp::create(cb, loc, rowAt, c)});
+                            scf::YieldOp::create(cb, loc);
+                          });
+                      fill(kb, rowAt, hi, len);
+                      scf::YieldOp::create(kb, loc);
+                    });
+                scf::YieldOp::create(rb, loc);
+              });
+          // Panel columns past N (the last panel): zero, as packConv leaves them.
+          Value valid = arith::MaxSIOp::create(
+              pb, loc,
+              arith::MinSIOp::create(pb, loc, idx(pb, NC),
+                                     arith::SubIOp::create(pb, loc, idx(pb, gemm.n), j0)),
+              idx(pb, 0));
+          scf::ForOp::create(pb, loc, idx(pb, 0), idx(pb, gemm.k), idx(pb, 1), ValueRange{},
+              [&](OpBuilder &kb, Location, Value k, ValueRange) {
+                fill(kb, arith::MulIOp::create(kb, loc, k, idx(kb, NC)), valid, idx(kb, NC));
+                scf::YieldOp::create(kb, loc);
+              });
+        };
+        // (Runs of under 16 columns cost more in loop overhead than the
+        // per-column tables: 7x7 outputs keep those.)
+        if (gemm.conv && gemm.conv->strideW == 1 && gemm.conv->outWidth >= 16) {
+          packConvRuns(ob, *gemm.conv);
+        } else if (gemm.conv) {
           packConv(ob, *gemm.conv);
         } else if (!gemm.plainB) {
           pack(ob, true);

@@ -62,6 +62,12 @@ TEST_P(ConvOnEveryDevice, ExactOnSmallIntegers) {
       {2, 8, 9, 11, 32, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1},
       {1, 6, 10, 10, 36, 3, 3, {2, 2}, {1, 1}, {1, 1}, 2},
       {1, 3, 12, 12, 70, 5, 3, {1, 2}, {2, 0}, {2, 1}, 1},
+      // Rows of 16+ outputs at stride 1 along them: the CPU packs its panel
+      // by runs of an output row (two images, padding, a dilated window,
+      // groups, a stride along the height only).
+      {2, 3, 10, 37, 8, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1},
+      {1, 4, 9, 40, 8, 3, 3, {1, 1}, {0, 2}, {1, 2}, 2},
+      {1, 2, 6, 20, 4, 1, 3, {2, 1}, {0, 1}, {1, 1}, 1},
   };
   for (const ConvCase &k : cases) {
     std::vector<float> xs = smallIntegers(k.n * k.c * k.h * k.w, rng);
