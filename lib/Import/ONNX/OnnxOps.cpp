@@ -161,13 +161,19 @@ Values pool(const NodeContext &ctx, bool isMax) {
     return v ? *v : std::vector<int64_t>(name == "pads" ? 4 : 2, otherwise);
   };
   std::optional<std::vector<int64_t>> kernel = ctx.attrInts("kernel_shape");
-  if (oneD && kernel && kernel->size() == 1)
+  if (oneD && kernel && kernel->size() != 1)
+    ctx.fail("'kernel_shape' must give 1 size for a 1-D input");
+  if (oneD && kernel)
     kernel->insert(kernel->begin(), 1);
   if (!kernel || kernel->size() != 2)
     ctx.fail("'kernel_shape' must give 2 sizes");
   positiveSizes(ctx, "kernel_shape", *kernel);
   std::vector<int64_t> strides = oneD ? attr2("strides", 1, 1) : pairAttr(ctx, "strides", 1);
   std::vector<int64_t> dil = oneD ? attr2("dilations", 1, 1) : pairAttr(ctx, "dilations", 1);
+  // (A fuzzed MaxPool with an empty 'strides' list read past it.)
+  if (strides.size() != 2 || dil.size() != 2)
+    ctx.fail(std::string("'strides' and 'dilations' must give ") +
+             (oneD ? "1 size each for a 1-D input" : "2 sizes each"));
   positiveSizes(ctx, "strides", strides);
   positiveSizes(ctx, "dilations", dil);
   bool dilated = dil != std::vector<int64_t>{1, 1};
