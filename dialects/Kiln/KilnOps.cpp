@@ -479,7 +479,7 @@ LogicalResult Pool2dOp::verify() {
     return emitOpError("input must be rank 4 (NCHW), got ") << shapeString(x);
   if (getKernel().size() != 2 || getStrides().size() != 2 || getPadding().size() != 2)
     return emitOpError("kernel, strides and padding need two values each");
-  SmallVector<int64_t> expected = {x[0], x[1]};
+  SmallVector<int64_t> expected = {x[0], x[1]}, rounded = {x[0], x[1]};
   for (int i = 0; i < 2; ++i) {
     int64_t k = getKernel()[i], s = getStrides()[i], p = getPadding()[i];
     if (k < 1 || s < 1 || p < 0 || 2 * p > k)
@@ -488,8 +488,17 @@ LogicalResult Pool2dOp::verify() {
       return emitOpError("the window (") << k << ") is larger than the padded input ("
                                          << x[2 + i] + 2 * p << ")";
     expected.push_back((x[2 + i] + 2 * p - k) / s + 1);
+    // ceil_mode: one more window where a partial one starts inside the
+    // input or its leading padding.
+    int64_t up = (x[2 + i] + 2 * p - k + s - 1) / s + 1;
+    rounded.push_back((up - 1) * s >= x[2 + i] + p ? up - 1 : up);
   }
-  if (ArrayRef<int64_t>(expected) != y)
+  for (int i = 2; i < 4; ++i)
+    if (y.size() != 4 || (y[i] != expected[i] && y[i] != rounded[i]))
+      return emitOpError("result shape ")
+             << shapeString(y) << " should be " << shapeString(expected)
+             << (expected == rounded ? "" : " (or " + shapeString(rounded) + " with ceil_mode)");
+  if (y[0] != x[0] || y[1] != x[1])
     return emitOpError("result shape ") << shapeString(y) << " should be " << shapeString(expected);
   return success();
 }

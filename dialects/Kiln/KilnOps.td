@@ -356,6 +356,10 @@ def Kiln_Pool2dOp : Kiln_Op<"pool2d", [Pure, Kiln_Reduction]> {
   let description = [{
     `kind` is `max` or `mean` (average, padding counted as zeros, as
     PyTorch's default `count_include_pad`). Padding reads as -inf for max.
+    The result may have ceil_mode's sizes (one more window where a partial
+    one starts inside the input or its leading padding); the part of such a
+    window past the padding reads as padding too, and a mean still divides
+    by the whole window (the Tensor API rescales it to PyTorch's divisor).
     ```mlir
     %p = kiln.pool2d max %x kernel [2, 2] strides [2, 2] padding [0, 0]
         : tensor<1x4x8x8xf32> -> tensor<1x4x4x4xf32>

@@ -237,12 +237,17 @@ Tensor linear(const Tensor &x, const Tensor &weight, const Tensor &bias,
 Tensor conv2d(const Tensor &x, const Tensor &filter, std::array<int64_t, 2> stride = {1, 1},
               std::array<int64_t, 2> padding = {0, 0}, std::array<int64_t, 2> dilation = {1, 1},
               int64_t groups = 1, std::source_location loc = std::source_location::current());
+/// Max pooling. With ceil_mode the output sizes round up: one more window
+/// where a partial one still starts inside the input or its leading
+/// padding (PyTorch's rule).
 Tensor max_pool2d(const Tensor &x, std::array<int64_t, 2> kernel, std::array<int64_t, 2> stride,
-                  std::array<int64_t, 2> padding = {0, 0},
+                  std::array<int64_t, 2> padding = {0, 0}, bool ceil_mode = false,
                   std::source_location loc = std::source_location::current());
-/// Average pooling; padding counts as zeros (PyTorch's count_include_pad).
+/// Average pooling; padding counts as zeros (PyTorch's count_include_pad),
+/// but a ceil_mode window's part past the padding does not count (PyTorch's
+/// divisor).
 Tensor avg_pool2d(const Tensor &x, std::array<int64_t, 2> kernel, std::array<int64_t, 2> stride,
-                  std::array<int64_t, 2> padding = {0, 0},
+                  std::array<int64_t, 2> padding = {0, 0}, bool ceil_mode = false,
                   std::source_location loc = std::source_location::current());
 /// Mean over H and W, keeping them as size 1.
 Tensor global_avg_pool2d(const Tensor &x,

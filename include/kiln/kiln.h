@@ -5,6 +5,7 @@
 
 #include "kiln/Device.h"
 #include "kiln/Errors.h"
+#include "kiln/NetworkOps.h"
 #include "kiln/Profile.h"
 #include "kiln/Program.h"
 #include "kiln/Stats.h"

@@ -9,36 +9,40 @@
 #include "Devices.h"
 #include "CallStack.h"
 #include "Graph.h"
+#include "OpRecording.h"
 
 #include "kiln/runtime/Cpu.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <mutex>
 #include <random>
+#include <string_view>
 #include <utility>
 
 using namespace kiln;
+using namespace kiln::detail;
 
-namespace {
-std::string shapeText(const Shape &shape) {
+std::string kiln::detail::shapeText(const Shape &shape) {
   std::string s = "[";
   for (size_t i = 0; i < shape.size(); ++i)
     s += (i ? ", " : "") + std::to_string(shape[i]);
   return s + "]";
 }
 
-std::string sitePrefix(std::source_location loc) {
+std::string kiln::detail::sitePrefix(std::source_location loc) {
   return std::string(loc.file_name()) + ":" + std::to_string(loc.line()) + ": ";
 }
 
-const Node &nodeOf(const Tensor &t, std::source_location loc) {
+const Node &kiln::detail::nodeOf(const Tensor &t, std::source_location loc) {
   if (!t.defined())
     throw Error(sitePrefix(loc) + "use of an empty (default-constructed) Tensor");
   return *t.node();
 }
 
+namespace {
 void checkShape(const Shape &shape, std::source_location loc) {
   int64_t total = 1;
   for (int64_t d : shape) {
@@ -58,35 +62,29 @@ thread_local std::shared_ptr<const ApiCall> currentCall;
 /// The innermost OpLabel's label on this thread.
 thread_local std::shared_ptr<const std::string> currentLabel;
 
-/// While alive, the nodes made on this thread belong to one API call (the
-/// outermost: layer_norm's inner mean is layer_norm's).
-class CallScope {
-public:
-  CallScope(const char *name, std::source_location loc,
-            std::initializer_list<std::pair<const char *, const Tensor *>> args) {
-    if (currentCall)
-      return;
-    auto call = std::make_shared<ApiCall>();
-    call->name = name;
-    call->loc = loc;
-    for (auto [argName, tensor] : args)
-      if (tensor->defined())
-        call->args.push_back({argName, tensor->node()});
-    call->stack = recordCallStack();
-    currentCall = std::move(call);
-    owner = true;
-  }
-  ~CallScope() {
-    if (owner)
-      currentCall.reset();
-  }
-  CallScope(const CallScope &) = delete;
-  CallScope &operator=(const CallScope &) = delete;
+} // namespace
 
-private:
-  bool owner = false;
-};
+CallScope::CallScope(const char *name, std::source_location loc,
+                     std::initializer_list<std::pair<const char *, const Tensor *>> args) {
+  if (currentCall)
+    return;
+  auto call = std::make_shared<ApiCall>();
+  call->name = name;
+  call->loc = loc;
+  for (auto [argName, tensor] : args)
+    if (tensor->defined())
+      call->args.push_back({argName, tensor->node()});
+  call->stack = recordCallStack();
+  currentCall = std::move(call);
+  owner = true;
+}
 
+CallScope::~CallScope() {
+  if (owner)
+    currentCall.reset();
+}
+
+namespace {
 /// The tensor of a new op node, its derived shape checked like a created
 /// one: [2^21, 1] + [1, 2^21] must not wrap into another size.
 Tensor made(std::shared_ptr<Node> node) {
@@ -142,13 +140,16 @@ Tensor constant(Shape shape, float value, std::optional<Device> device,
   return made(node);
 }
 
-/// A scalar operand next to `other`: in its floating dtype, so `h * 2.0f`
-/// works on f16 tensors as it does on f32 ones.
-Tensor scalarLike(float value, const Tensor &other, std::source_location loc) {
+} // namespace
+
+/// In `other`'s floating dtype, so `h * 2.0f` works on f16 tensors as it
+/// does on f32 ones.
+Tensor kiln::detail::scalarLike(float value, const Tensor &other, std::source_location loc) {
   DType dtype = other.defined() && other.node()->dtype == DType::f16 ? DType::f16 : DType::f32;
   return constant({}, value, std::nullopt, loc, dtype);
 }
 
+namespace {
 std::mutex rngMutex;
 std::mt19937_64 &generator() {
   static std::mt19937_64 rng{std::random_device{}()};
@@ -173,8 +174,11 @@ Tensor random(Shape shape, std::optional<Device> device, std::source_location lo
   return input(std::move(data), std::move(shape), std::move(device), loc);
 }
 
-bool isFloat(DType dtype) { return dtype == DType::f32 || dtype == DType::f16; }
+} // namespace
 
+bool kiln::detail::isFloat(DType dtype) { return dtype == DType::f32 || dtype == DType::f16; }
+
+namespace {
 Tensor unary(const char *op, const Tensor &x, std::source_location loc) {
   const Node &in = nodeOf(x, loc);
   if (!isFloat(in.dtype))
@@ -333,14 +337,16 @@ std::shared_ptr<Node> view(const Tensor &x, const char *op, Shape shape, std::so
   return node;
 }
 
-int64_t normalizeDim(int64_t dim, size_t rank, std::source_location loc, const char *op) {
+} // namespace
+
+int64_t kiln::detail::normalizeDim(int64_t dim, size_t rank, std::source_location loc,
+                                   const char *op) {
   int64_t r = static_cast<int64_t>(rank);
   if (dim < -r || dim >= r)
     throw Error(sitePrefix(loc) + op + ": dimension " + std::to_string(dim) +
                 " is out of range for a rank-" + std::to_string(rank) + " tensor");
   return dim < 0 ? dim + r : dim;
 }
-} // namespace
 
 Tensor Tensor::permute(std::vector<int64_t> order, Loc loc) const {
   const Node &in = nodeOf(*this, loc);
@@ -974,7 +980,7 @@ Tensor kiln::conv2d(const Tensor &x, const Tensor &filter, std::array<int64_t, 2
 
 namespace {
 Tensor pool(const char *kind, const Tensor &x, std::array<int64_t, 2> kernel,
-            std::array<int64_t, 2> stride, std::array<int64_t, 2> padding,
+            std::array<int64_t, 2> stride, std::array<int64_t, 2> padding, bool ceilMode,
             std::source_location loc) {
   const Node &in = nodeOf(x, loc);
   if (in.shape.size() != 4)
@@ -982,36 +988,65 @@ Tensor pool(const char *kind, const Tensor &x, std::array<int64_t, 2> kernel,
   if (!isFloat(in.dtype))
     throw Error(sitePrefix(loc) + "pooling needs a floating-point tensor");
   Shape shape = {in.shape[0], in.shape[1]};
+  std::array<int64_t, 2> extra = {0, 0}; // ceil_mode's windows past the padding
   for (int i = 0; i < 2; ++i) {
     if (kernel[i] < 1 || 2 * padding[i] > kernel[i])
       throw Error(sitePrefix(loc) + "pooling: the kernel must be positive and padding at most "
                   "half of it");
-    shape.push_back(windowCount(in.shape[2 + i], kernel[i], stride[i], padding[i], "pooling", loc));
+    int64_t out = windowCount(in.shape[2 + i], kernel[i], stride[i], padding[i], "pooling", loc);
+    if (ceilMode) {
+      int64_t span = in.shape[2 + i] + 2 * padding[i] - kernel[i];
+      int64_t rounded = (span + stride[i] - 1) / stride[i] + 1;
+      // The last window must start inside the input or its leading padding.
+      if ((rounded - 1) * stride[i] >= in.shape[2 + i] + padding[i])
+        --rounded;
+      extra[i] = (rounded - 1) * stride[i] + kernel[i] - (in.shape[2 + i] + 2 * padding[i]);
+      extra[i] = std::max<int64_t>(0, extra[i]);
+      out = rounded;
+    }
+    shape.push_back(out);
   }
   auto node = std::make_shared<Node>();
   node->kind = OpKind::Pool2d;
   node->op = kind;
   node->operands = {x.node()};
-  node->shape = std::move(shape);
+  node->shape = shape;
   node->dtype = in.dtype;
   node->loc = loc;
   node->window = {kernel[0], kernel[1]};
   node->stride = {stride[0], stride[1]};
   node->padding = {padding[0], padding[1]};
-  return made(node);
+  Tensor y = made(node);
+  if (std::string_view(kind) == "max" || (!extra[0] && !extra[1]))
+    return y;
+  // A ceil_mode window past the padding: the pool read zeros there and
+  // divided by the whole window; PyTorch divides by the part inside the
+  // input and its padding.
+  CallScope scope("avg_pool2d", loc, {{"x", &x}});
+  std::vector<float> factor(size_t(shape[2] * shape[3]));
+  for (int64_t i = 0; i < shape[2]; ++i)
+    for (int64_t j = 0; j < shape[3]; ++j) {
+      int64_t rows = std::min(i * stride[0] + kernel[0], in.shape[2] + 2 * padding[0]) -
+                     i * stride[0];
+      int64_t cols = std::min(j * stride[1] + kernel[1], in.shape[3] + 2 * padding[1]) -
+                     j * stride[1];
+      factor[size_t(i * shape[3] + j)] = float(kernel[0] * kernel[1]) / float(rows * cols);
+    }
+  Tensor f = Tensor::like(x, std::move(factor), {1, 1, shape[2], shape[3]}, loc);
+  return mul(y, in.dtype == DType::f32 ? f : f.to(in.dtype, loc), loc);
 }
 } // namespace
 
 Tensor kiln::max_pool2d(const Tensor &x, std::array<int64_t, 2> kernel,
                         std::array<int64_t, 2> stride, std::array<int64_t, 2> padding,
-                        std::source_location loc) {
-  return pool("max", x, kernel, stride, padding, loc);
+                        bool ceil_mode, std::source_location loc) {
+  return pool("max", x, kernel, stride, padding, ceil_mode, loc);
 }
 
 Tensor kiln::avg_pool2d(const Tensor &x, std::array<int64_t, 2> kernel,
                         std::array<int64_t, 2> stride, std::array<int64_t, 2> padding,
-                        std::source_location loc) {
-  return pool("mean", x, kernel, stride, padding, loc);
+                        bool ceil_mode, std::source_location loc) {
+  return pool("mean", x, kernel, stride, padding, ceil_mode, loc);
 }
 
 Tensor kiln::global_avg_pool2d(const Tensor &x, std::source_location loc) {

@@ -193,11 +193,18 @@ Values pool(const NodeContext &ctx, bool isMax) {
   auto finish = [&](Tensor y) {
     return one(oneD ? y.reshape({y.shape()[0], y.shape()[1], y.shape()[3]}) : y);
   };
+  std::array<int64_t, 2> k2 = {(*kernel)[0], (*kernel)[1]}, s2 = {strides[0], strides[1]};
+  bool ceilMode = ctx.attrInt("ceil_mode", 0) != 0;
+  // Max pooling takes ceil_mode itself when its padding is the op's own
+  // (symmetric, at most half the window): one kernel, no padded copy.
+  if (isMax && ceilMode && !dilated && p.symmetric() && p.top <= k2[0] / 2 &&
+      p.left <= k2[1] / 2)
+    return finish(max_pool2d(x, k2, s2, {p.top, p.left}, true));
   bool ceilExtra = false;
   // ceil_mode: one more window where a partial one starts inside the image
   // or the leading padding (PyTorch's and ONNX's rule), made by padding the
   // end further.
-  if (ctx.attrInt("ceil_mode", 0)) {
+  if (ceilMode) {
     int64_t *ends[2] = {&p.bottom, &p.right};
     int64_t begins[2] = {p.top, p.left};
     for (int i = 0; i < 2; ++i) {
@@ -212,7 +219,6 @@ Values pool(const NodeContext &ctx, bool isMax) {
       ceilExtra = ceilExtra || extra > 0;
     }
   }
-  std::array<int64_t, 2> k2 = {(*kernel)[0], (*kernel)[1]}, s2 = {strides[0], strides[1]};
   // The pooling ops take symmetric padding of at most half the window;
   // other padding is made explicit first.
   bool direct = p.symmetric() && p.top <= k2[0] / 2 && p.left <= k2[1] / 2;

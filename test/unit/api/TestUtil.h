@@ -68,8 +68,9 @@ inline ::testing::AssertionResult allClose(const std::vector<float> &got,
     return ::testing::AssertionFailure()
            << "size " << got.size() << " != " << want.size();
   for (size_t i = 0; i < got.size(); ++i) {
-    bool bothNaN = std::isnan(got[i]) && std::isnan(want[i]);
-    if (!bothNaN && !(std::abs(got[i] - want[i]) <= atol + rtol * std::abs(want[i])))
+    // NaN matches NaN, and an infinity itself (as in numpy's allclose).
+    bool same = (std::isnan(got[i]) && std::isnan(want[i])) || double(got[i]) == want[i];
+    if (!same && !(std::abs(got[i] - want[i]) <= atol + rtol * std::abs(want[i])))
       return ::testing::AssertionFailure()
              << "element " << i << ": got " << got[i] << ", want " << want[i]
              << " (of " << got.size() << ")";

@@ -1,0 +1,132 @@
+// Whole networks written with the Tensor API (examples/networks): ResNet-18
+// and MobileNetV2 at 224x224, and a BERT-base encoder layer (768 wide, 12
+// heads, 128 tokens), at batch 1 and 8. Each iteration records the network
+// again and realizes it, as a user's inference loop does (the graph cache
+// turns the second recording into a replay of its Program).
+//
+//   build/bin/kiln-bench-networks [--benchmark_filter=...]      timing, cpu:0
+//   KILN_BENCH_DEVICE=vulkan:0 ...                              another device
+//   kiln-bench-networks --check NET DIR [DEVICE]                PyTorch's weights
+//
+// --check loads DIR/<state_dict key>.npy and DIR/x.npy, runs NET (resnet18,
+// mobilenet_v2 or encoder) once and writes DIR/kiln_y.npy;
+// bench/compare_networks.py compares it with PyTorch's output, then times
+// Kiln, PyTorch and ONNX Runtime side by side. KILN_BENCH_SMOKE=1 runs each
+// network once at 64x64 / 16 tokens (CI).
+
+#include "../examples/networks/KilnOps.h"
+
+#include "kiln/runtime/Npy.h"
+
+#include <benchmark/benchmark.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+using namespace kiln;
+using namespace kiln::networks;
+
+namespace {
+bool smoke() { return std::getenv("KILN_BENCH_SMOKE") != nullptr; }
+
+Device benchDevice() {
+  const char *name = std::getenv("KILN_BENCH_DEVICE");
+  return name ? Device::parse(name) : Device::cpu();
+}
+
+Tensor randomInput(const Shape &shape, const Device &d) {
+  Tensor t = Tensor::randn(shape);
+  t = Tensor::from(t.to_vector(), shape, d);
+  realize({t});
+  return t;
+}
+
+template <class Net> void run(benchmark::State &state, Shape inputShape, Net net) {
+  Device d = benchDevice();
+  manual_seed(1);
+  auto weights = std::make_shared<RandomWeights>(d);
+  KilnOps ops;
+  ops.weight = [weights](const std::string &n, const Shape &s) { return (*weights)(n, s); };
+  Tensor x = randomInput(inputShape, d);
+  realize({net(ops, x)}); // compile outside the timing
+  for (auto _ : state) {
+    Tensor y = net(ops, x);
+    realize({y});
+    benchmark::DoNotOptimize(y);
+  }
+  state.counters["batch"] = double(inputShape[0]);
+}
+
+void ResNet18(benchmark::State &state) {
+  int64_t side = smoke() ? 64 : 224;
+  run(state, {state.range(0), 3, side, side},
+      [](KilnOps &o, const Tensor &x) { return resnet18(o, x); });
+}
+void MobileNetV2(benchmark::State &state) {
+  int64_t side = smoke() ? 64 : 224;
+  run(state, {state.range(0), 3, side, side},
+      [](KilnOps &o, const Tensor &x) { return mobilenet_v2(o, x); });
+}
+void EncoderLayer(benchmark::State &state) {
+  run(state, {state.range(0), smoke() ? 16 : 128, 768},
+      [](KilnOps &o, const Tensor &x) { return encoder_layer(o, x); });
+}
+BENCHMARK(ResNet18)->Arg(1)->Arg(8)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(MobileNetV2)->Arg(1)->Arg(8)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(EncoderLayer)->Arg(1)->Arg(8)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+Tensor loadNpy(const std::string &path, const Device &d) {
+  auto array = rt::readNpy(path);
+  if (!array.isOk())
+    throw Error(array.status().message());
+  if (array->type.element != rt::ElementType::f32)
+    throw Error(path + ": expected float32 values");
+  std::vector<float> values(array->data.size() / 4);
+  std::memcpy(values.data(), array->data.data(), array->data.size());
+  return Tensor::from(std::move(values), array->type.shape, d);
+}
+
+int check(const std::string &net, const std::string &dir, const Device &d) {
+  KilnOps ops;
+  ops.weight = [&](const std::string &name, const Shape &shape) {
+    Tensor t = loadNpy(dir + "/" + name + ".npy", d);
+    if (t.shape() != shape)
+      throw Error(dir + "/" + name + ".npy has the wrong shape for " + net);
+    return t;
+  };
+  Tensor x = loadNpy(dir + "/x.npy", d);
+  Tensor y = net == "resnet18"       ? resnet18(ops, x)
+             : net == "mobilenet_v2" ? mobilenet_v2(ops, x)
+             : net == "encoder"      ? encoder_layer(ops, x)
+                                     : throw Error("unknown network " + net +
+                                                   " (resnet18, mobilenet_v2, encoder)");
+  reset_stats();
+  realize({y});
+  std::printf("%s on %s: %llu kernels\n", net.c_str(), d.name().c_str(),
+              (unsigned long long)stats().kernels_dispatched);
+  std::vector<float> values = y.to_vector();
+  rt::NpyArray out;
+  out.type = {y.shape(), rt::ElementType::f32};
+  out.data.resize(values.size() * 4);
+  std::memcpy(out.data.data(), values.data(), out.data.size());
+  if (rt::Status s = rt::writeNpy(dir + "/kiln_y.npy", out); !s.isOk())
+    throw Error(s.message());
+  return 0;
+}
+} // namespace
+
+int main(int argc, char **argv) {
+  if (argc >= 4 && std::strcmp(argv[1], "--check") == 0) {
+    try {
+      return check(argv[2], argv[3], argc > 4 ? Device::parse(argv[4]) : Device::cpu());
+    } catch (const std::exception &e) {
+      std::fprintf(stderr, "kiln-bench-networks: %s\n", e.what());
+      return 1;
+    }
+  }
+  benchmark::Initialize(&argc, argv);
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
