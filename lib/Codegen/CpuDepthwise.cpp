@@ -11,7 +11,9 @@
 // the left or right edge loads the span of the row it reads and shuffles
 // each tap's lanes out of it, zeros past the edge; a last vector
 // overlapping the one before covers the row's tail. No output is scalar
-// (but in rows under 4 wide). The epilogue (bias,
+// (but in rows under 4 wide). Small planes at stride 1 (14x14, 7x7) are
+// swept flat instead, 16 outputs of the plane per vector across rows, each
+// tap a load with its lanes outside the image zeroed. The epilogue (bias,
 // activation, residual) runs on each vector's sums where it allows (f32,
 // every read contiguous or constant along the row), else per element.
 //
@@ -81,6 +83,17 @@ FailureOr<func::FuncOp> kiln::buildCpuDepthwiseFunction(KernelOp kernel, Operati
   if (!scalarRows && OW % lanes)
     positions.push_back(OW - lanes);
 
+  // Small planes at stride 1 that keep their size ("same" padding, as
+  // MobileNet's 14x14 and 7x7 layers): rows under 16 leave most lanes of a
+  // row vector idle, so the plane is swept as one flat run of 16-lane
+  // vectors instead (the last overlapping the one before). Output q's tap
+  // reads input q + (kh - ph) W + (kw - pw) where that row and column lie
+  // inside; which lanes those are is known here, so a tap is one load and
+  // a constant select, or a shuffle where the load would leave the plane.
+  const int64_t flatLanes = 16, planeSize = H * W;
+  const bool flat = sh == 1 && sw == 1 && dh == 1 && dw == 1 && OH == H && OW == W && OW < 16 &&
+                    planeSize >= flatLanes && planeSize <= 256;
+
   Location loc = kernel.getLoc();
   MLIRContext *ctx = builder.getContext();
   Type f32 = Float32Type::get(ctx);
@@ -107,7 +120,81 @@ FailureOr<func::FuncOp> kiln::buildCpuDepthwiseFunction(KernelOp kernel, Operati
     dims.push_back(getAffineDimExpr(d, ctx));
   AffineExpr resultIndex = linearizeExpr(y, dims, ctx);
   const bool vectorEpilogue = vectorizableGemmEpilogue(kernel, root, y, resultIndex);
+  // The flat sweep sees the result as [images, channels, plane].
+  const SmallVector<int64_t> flatBounds = {images, outChannels, planeSize};
+  AffineExpr flatIndex = linearizeExpr(flatBounds, ArrayRef(dims).take_front(3), ctx);
+  const bool flatVectorEpilogue =
+      flat && vectorizableGemmEpilogue(kernel, root, flatBounds, flatIndex);
   bool failed = false;
+
+  auto flatPlane = [&](OpBuilder &fb, Value image, Value outChannel, Value inBase,
+                       ArrayRef<Value> taps) {
+    VectorType fvec = VectorType::get({flatLanes}, f32);
+    VectorType fmask = VectorType::get({flatLanes}, fb.getI1Type());
+    SmallVector<Value> splats;
+    for (Value t : taps)
+      splats.push_back(vector::BroadcastOp::create(fb, loc, fvec, t));
+    Value zeros = floatConstant(fb, loc, fvec, 0.0);
+    Value lanesOut;
+    if (!flatVectorEpilogue)
+      lanesOut = memref::AllocaOp::create(fb, loc, MemRefType::get({flatLanes}, f32));
+    SmallVector<int64_t> starts;
+    for (int64_t p = 0; p + flatLanes <= planeSize; p += flatLanes)
+      starts.push_back(p);
+    if (planeSize % flatLanes)
+      starts.push_back(planeSize - flatLanes);
+    for (int64_t p : starts) {
+      Value acc = zeros;
+      for (int64_t kh = 0; kh < KH; ++kh)
+        for (int64_t kw = 0; kw < KW; ++kw) {
+          const int64_t offset = (kh - ph) * W + (kw - pw);
+          SmallVector<bool> valid;
+          for (int64_t l = 0; l < flatLanes; ++l) {
+            int64_t ih = (p + l) / W + kh - ph, iw = (p + l) % W + kw - pw;
+            valid.push_back(ih >= 0 && ih < H && iw >= 0 && iw < W);
+          }
+          if (!llvm::is_contained(valid, true))
+            continue; // this tap reads only padding here
+          const int64_t base = p + offset;
+          Value v;
+          if (base >= 0 && base + flatLanes <= planeSize) {
+            v = vector::LoadOp::create(
+                fb, loc, fvec, in, ValueRange{arith::AddIOp::create(fb, loc, inBase, idx(fb, base))});
+            if (llvm::is_contained(valid, false))
+              v = arith::SelectOp::create(
+                  fb, loc,
+                  arith::ConstantOp::create(fb, loc, DenseElementsAttr::get(fmask, ArrayRef<bool>(valid))),
+                  v, zeros);
+          } else {
+            // Load the plane's nearest 16 and move each lane into place.
+            const int64_t from = std::clamp<int64_t>(base, 0, planeSize - flatLanes);
+            Value raw = vector::LoadOp::create(
+                fb, loc, fvec, in, ValueRange{arith::AddIOp::create(fb, loc, inBase, idx(fb, from))});
+            SmallVector<int64_t> lanesFrom;
+            for (int64_t l = 0; l < flatLanes; ++l)
+              lanesFrom.push_back(valid[l] ? base + l - from : flatLanes);
+            v = vector::ShuffleOp::create(fb, loc, raw, zeros, lanesFrom);
+          }
+          acc = vector::FMAOp::create(fb, loc, splats[kh * KW + kw], v, acc);
+        }
+      if (flatVectorEpilogue) {
+        emitGemmEpilogueVector(fb, loc, kernel, root, entry, acc,
+                               ValueRange{image, outChannel, idx(fb, p)}, flatBounds, flatIndex,
+                               failed);
+        continue;
+      }
+      vector::StoreOp::create(fb, loc, acc, lanesOut, ValueRange{idx(fb, 0)});
+      scf::ForOp::create(fb, loc, idx(fb, 0), idx(fb, flatLanes), idx(fb, 1), ValueRange{},
+          [&](OpBuilder &lb, Location, Value l, ValueRange) {
+            emitGemmEpilogueAt(lb, loc, kernel, root, entry,
+                               memref::LoadOp::create(lb, loc, lanesOut, ValueRange{l}),
+                               ValueRange{image, outChannel,
+                                          arith::AddIOp::create(lb, loc, l, idx(lb, p))},
+                               flatBounds, flatIndex, failed);
+            scf::YieldOp::create(lb, loc);
+          });
+    }
+  };
 
   scf::ForOp::create(b, loc, idx(b, 0), idx(b, planes), idx(b, 1), ValueRange{},
       [&](OpBuilder &pb, Location, Value plane, ValueRange) {
@@ -128,6 +215,11 @@ FailureOr<func::FuncOp> kiln::buildCpuDepthwiseFunction(KernelOp kernel, Operati
                                        pb, loc, weights,
                                        ValueRange{arith::AddIOp::create(pb, loc, filterBase,
                                                                         idx(pb, t))})));
+        if (flat) {
+          flatPlane(pb, image, outChannel, inBase, taps);
+          scf::YieldOp::create(pb, loc);
+          return;
+        }
         scf::ForOp::create(pb, loc, idx(pb, 0), idx(pb, OH), idx(pb, 1), ValueRange{},
             [&](OpBuilder &rb, Location, Value oh, ValueRange) {
               // Per window row: its input row's offset (clamped into the

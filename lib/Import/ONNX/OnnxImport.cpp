@@ -367,15 +367,21 @@ OnnxModel importModel(const onnx::ModelProto &model, const std::string &name,
   for (const onnx::TensorProto &init : graph.initializer())
     values[init.name()] =
         valueOfTensorProto(init, name + ": initializer '" + init.name() + "'", dir);
+  // Each input becomes a leaf holding zeros (compile's example inputs must
+  // not be computed), so their sizes are capped together: a corrupt or
+  // mistyped dimension must give this error, not exhaust the host.
+  constexpr int64_t kMaxExampleElements = int64_t(1) << 28; // 1 GiB of f32
+  int64_t exampleElements = 0;
   for (const onnx::ValueInfoProto &info : graph.input()) {
     if (values.count(info.name()))
       continue; // an initializer listed as an input (older exporters)
     Shape shape = inputShape(info, givenShapes, name);
-    // A leaf with data (compile's example inputs must not be computed).
     int64_t elements = checkedElements(shape, name + ": input '" + info.name() + "'");
-    if (elements > (int64_t(1) << 31))
+    exampleElements += elements;
+    if (exampleElements > kMaxExampleElements)
       throw Error(name + ": input '" + info.name() + "' of shape " + shapeText(shape) +
-                  " is larger than Kiln's 2^31-element example input");
+                  " takes the model's inputs past 2^28 elements (1 GiB), more than Kiln "
+                  "compiles for; check its dimensions or give smaller ones with --input-shape");
     Tensor x = Tensor::from(std::vector<float>(static_cast<size_t>(elements), 0.0f), shape);
     values[info.name()] = Value::of(x);
     out.inputs.push_back(x);

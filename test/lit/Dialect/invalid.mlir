@@ -200,6 +200,15 @@ func.func @pool_window(%x: tensor<1x1x2x2xf32>) {
 
 // -----
 
+// 8 rows, window 3, stride 2: 3 windows, or 4 with ceil_mode; 5 is neither.
+func.func @pool_ceil_size(%x: tensor<1x1x8x8xf32>) {
+  // expected-error @+1 {{'kiln.pool2d' op result shape [1, 1, 5, 4] should be [1, 1, 3, 3] (or [1, 1, 4, 4] with ceil_mode)}}
+  %0 = kiln.pool2d max %x kernel [3, 3] strides [2, 2] padding [0, 0] : tensor<1x1x8x8xf32> -> tensor<1x1x5x4xf32>
+  return
+}
+
+// -----
+
 func.func @pad_shape(%x: tensor<4x3xf32>) {
   // expected-error @+1 {{'kiln.pad' op dimension 1: 3 + 0 + 3 is not 5}}
   %0 = kiln.pad %x low [1, 0] high [2, 3] value 0.0 : tensor<4x3xf32> -> tensor<7x5xf32>

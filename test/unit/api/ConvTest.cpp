@@ -105,6 +105,15 @@ TEST_P(ConvOnEveryDevice, DepthwiseExactWithEpilogue) {
       // Rows of 5 interior columns: 4 lanes, the second vector overlapping.
       {1, 2, 6, 7, 2, 3, 3, {1, 1}, {1, 1}, {1, 1}, 2},
       {1, 3, 14, 14, 3, 3, 3, {2, 2}, {1, 1}, {1, 1}, 3},
+      // Small "same" planes at stride 1, swept flat in 16-lane vectors: 196
+      // and 49 outputs (a last vector overlapping), exactly 16, 5x5 taps,
+      // two filters per channel, and a plane that is not square.
+      {2, 4, 14, 14, 4, 3, 3, {1, 1}, {1, 1}, {1, 1}, 4},
+      {1, 3, 7, 7, 3, 3, 3, {1, 1}, {1, 1}, {1, 1}, 3},
+      {1, 2, 4, 4, 2, 3, 3, {1, 1}, {1, 1}, {1, 1}, 2},
+      {1, 2, 8, 12, 2, 5, 5, {1, 1}, {2, 2}, {1, 1}, 2},
+      {1, 2, 7, 7, 4, 3, 3, {1, 1}, {1, 1}, {1, 1}, 2},
+      {1, 2, 5, 9, 2, 3, 3, {1, 1}, {1, 1}, {1, 1}, 2},
   };
   for (const ConvCase &k : cases) {
     std::vector<float> xs = smallIntegers(k.n * k.c * k.h * k.w, rng);
@@ -118,13 +127,17 @@ TEST_P(ConvOnEveryDevice, DepthwiseExactWithEpilogue) {
     int64_t ho = y.shape()[2], wo = y.shape()[3];
     // A residual where the shapes allow one.
     bool residual = k.cout == k.c && ho == k.h && wo == k.w;
+    // On 7x7 planes the residual is read transposed: an epilogue that is
+    // not contiguous along the plane runs per element.
+    bool transposed = residual && k.h == 7 && k.w == 7;
     if (residual)
-      y = y + x;
+      y = y + (transposed ? x.transpose(2, 3) : x);
     std::vector<float> got = y.to_vector<float>();
     std::vector<double> want = convReference(xs, fs, k, ho, wo);
     for (size_t i = 0; i < want.size(); ++i) {
       int64_t co = (i / (ho * wo)) % k.cout;
-      want[i] = std::min(std::max(want[i] + bs[co], 0.0), 6.0) + (residual ? xs[i] : 0);
+      size_t from = transposed ? (i / 49) * 49 + (i % 7) * 7 + (i % 49) / 7 : i;
+      want[i] = std::min(std::max(want[i] + bs[co], 0.0), 6.0) + (residual ? xs[from] : 0);
     }
     ASSERT_EQ(got.size(), want.size());
     for (size_t i = 0; i < got.size(); ++i)
