@@ -74,7 +74,7 @@ FailureOr<func::FuncOp> kiln::buildCpuDepthwiseFunction(KernelOp kernel, Operati
   // by vectors at 0, L, 2L, ... and, when L does not divide it, one more
   // ending at the row's end, overlapping the one before (its outputs are
   // written twice, with the same values). Rows under 4 go scalar.
-  const int64_t lanes = OW >= 8 ? 8 : 4;
+  const int64_t lanes = OW >= 16 ? 16 : OW >= 8 ? 8 : 4;
   const bool scalarRows = OW < 4;
   auto interior = [&](int64_t p) { return p >= interiorBegin && p + lanes <= interiorEnd; };
   SmallVector<int64_t> positions;
