@@ -137,7 +137,9 @@ FailureOr<func::FuncOp> kiln::buildCpuGemmFunction(KernelOp kernel, Operation *r
               [&](OpBuilder &tb, Location, Value j, ValueRange) {
                 Value col = arith::AddIOp::create(tb, loc, j0, j);
                 Value clamped = arith::MinUIOp::create(tb, loc, col, idx(tb, gemm.n - 1));
-                Value image = arith::DivUIOp::create(tb, loc, clamped, idx(tb, outPlane));
+                Value image = arith::AddIOp::create(
+                    tb, loc, arith::DivUIOp::create(tb, loc, clamped, idx(tb, outPlane)),
+                    arith::DivUIOp::create(tb, loc, batch, idx(tb, g.groups)));
                 Value at = arith::RemUIOp::create(tb, loc, clamped, idx(tb, outPlane));
                 Value h = arith::SubIOp::create(
                     tb, loc,
@@ -172,7 +174,10 @@ FailureOr<func::FuncOp> kiln::buildCpuGemmFunction(KernelOp kernel, Operation *r
               [&](OpBuilder &kb, Location, Value k, ValueRange) {
                 Value tap = arith::RemUIOp::create(kb, loc, k, idx(kb, taps));
                 Value channel = arith::AddIOp::create(
-                    kb, loc, arith::MulIOp::create(kb, loc, batch, idx(kb, g.groupChannels)),
+                    kb, loc,
+                    arith::MulIOp::create(kb, loc,
+                                          arith::RemUIOp::create(kb, loc, batch, idx(kb, g.groups)),
+                                          idx(kb, g.groupChannels)),
                     arith::DivUIOp::create(kb, loc, k, idx(kb, taps)));
                 Value dh = arith::MulIOp::create(
                     kb, loc, arith::DivUIOp::create(kb, loc, tap, idx(kb, g.kernelW)),
@@ -260,7 +265,9 @@ FailureOr<func::FuncOp> kiln::buildCpuGemmFunction(KernelOp kernel, Operation *r
                 Value len = arith::MaxSIOp::create(
                     rb, loc, arith::SubIOp::create(rb, loc, end, start), idx(rb, 0));
                 Value outRow = arith::AddIOp::create(rb, loc, row0, run);
-                Value image = arith::DivUIOp::create(rb, loc, outRow, idx(rb, g.outHeight));
+                Value image = arith::AddIOp::create(
+                    rb, loc, arith::DivUIOp::create(rb, loc, outRow, idx(rb, g.outHeight)),
+                    arith::DivUIOp::create(rb, loc, batch, idx(rb, g.groups)));
                 Value h = arith::SubIOp::create(
                     rb, loc,
                     arith::MulIOp::create(
@@ -277,7 +284,10 @@ FailureOr<func::FuncOp> kiln::buildCpuGemmFunction(KernelOp kernel, Operation *r
                     [&](OpBuilder &kb, Location, Value k, ValueRange) {
                       Value tap = arith::RemUIOp::create(kb, loc, k, idx(kb, taps));
                       Value channel = arith::AddIOp::create(
-                          kb, loc, arith::MulIOp::create(kb, loc, batch, idx(kb, g.groupChannels)),
+                          kb, loc,
+                          arith::MulIOp::create(
+                              kb, loc, arith::RemUIOp::create(kb, loc, batch, idx(kb, g.groups)),
+                              idx(kb, g.groupChannels)),
                           arith::DivUIOp::create(kb, loc, k, idx(kb, taps)));
                       Value dh = arith::MulIOp::create(
                           kb, loc, arith::DivUIOp::create(kb, loc, tap, idx(kb, g.kernelW)),

@@ -131,31 +131,36 @@ std::optional<Gemm> kiln::describeGemm(KernelOp kernel, Operation *root,
     if (!input || !filter || w[0] / conv.getGroupsAttr().getInt() < minRowsPerGroup)
       return std::nullopt; // depthwise and narrow groups: untiled
     int64_t groups = conv.getGroupsAttr().getInt();
-    gemm.batch = groups;
+    // One GEMM per (image, group): b = n * groups + g. Columns stay within
+    // one image, so a 1x1 convolution reads a plain matrix at any batch and
+    // a row of results is contiguous (the epilogue runs on vectors).
+    gemm.batch = x[0] * groups;
     gemm.m = w[0] / groups;
     gemm.k = w[1] * w[2] * w[3];
-    gemm.n = y[0] * y[2] * y[3];
-    // A: the filter rows of group b. B: input element (k, j), zero padding.
-    gemm.readA = reader(filter.getArgNumber(), (b * gemm.m + i) * gemm.k + j);
+    gemm.n = y[2] * y[3];
+    AffineExpr image = b.floorDiv(groups), group = b % groups;
+    // A: the filter rows of group g. B: input element (k, j), zero padding.
+    gemm.readA = reader(filter.getArgNumber(), (group * gemm.m + i) * gemm.k + j);
     if (vectorizable(conv.getFilter(), gemm.k)) {
       gemm.aVectorArg = filter.getArgNumber();
-      gemm.aVectorIndex = (b * gemm.m + i) * (gemm.k / 4) + j;
+      gemm.aVectorIndex = (group * gemm.m + i) * (gemm.k / 4) + j;
     }
-    SmallVector<AffineExpr> red = delinearize(i, w.drop_front());      // ci, kh, kw
-    SmallVector<AffineExpr> out = delinearize(j, {y[0], y[2], y[3]}); // n, ho, wo
-    AffineExpr h = out[1] * conv.getStrides()[0] - conv.getPadding()[0] + red[1] * conv.getDilation()[0];
-    AffineExpr col = out[2] * conv.getStrides()[1] - conv.getPadding()[1] + red[2] * conv.getDilation()[1];
-    AffineExpr channel = b * w[1] + red[0];
-    AffineExpr at = ((out[0] * x[1] + channel) * x[2] + h) * x[3] + col;
+    SmallVector<AffineExpr> red = delinearize(i, w.drop_front()); // ci, kh, kw
+    SmallVector<AffineExpr> out = delinearize(j, {y[2], y[3]});   // ho, wo
+    AffineExpr h = out[0] * conv.getStrides()[0] - conv.getPadding()[0] + red[1] * conv.getDilation()[0];
+    AffineExpr col = out[1] * conv.getStrides()[1] - conv.getPadding()[1] + red[2] * conv.getDilation()[1];
+    AffineExpr channel = group * w[1] + red[0];
+    AffineExpr at = ((image * x[1] + channel) * x[2] + h) * x[3] + col;
     unsigned arg = input.getArgNumber();
-    // A 1x1 convolution with stride 1 and no padding over one image reads
-    // B[b, k, j] = x[b * Cg + k, j]: a matrix, no gather.
-    if (w[2] == 1 && w[3] == 1 && x[0] == 1 && llvm::all_equal({conv.getStrides()[0],
+    // C[b, i, j] is y[n, g * M + i, ho, wo].
+    gemm.resultIndex = (image * y[1] + group * gemm.m + i) * (y[2] * y[3]) + j;
+    // A 1x1 convolution with stride 1 and no padding reads
+    // B[b, k, j] = x[n, g * Cg + k, j]: a matrix, no gather.
+    if (w[2] == 1 && w[3] == 1 && llvm::all_equal({conv.getStrides()[0],
         conv.getStrides()[1], conv.getDilation()[0], conv.getDilation()[1], int64_t(1)}) &&
         conv.getPadding()[0] == 0 && conv.getPadding()[1] == 0) {
-      gemm.readB = reader(arg, (b * w[1] + i) * (x[2] * x[3]) + j);
+      gemm.readB = reader(arg, (image * x[1] + group * w[1] + i) * (x[2] * x[3]) + j);
       gemm.plainB = true;
-      gemm.resultIndex = (b * gemm.m + i) * gemm.n + j;
       return gemm.k < 1 ? std::nullopt : std::optional<Gemm>(gemm);
     }
     int64_t height = x[2], width = x[3], last = x[0] * x[1] * x[2] * x[3] - 1;
@@ -183,10 +188,7 @@ std::optional<Gemm> kiln::describeGemm(KernelOp kernel, Operation *root,
                              x[0], x[1], x[2], x[3], y[2], y[3], w[1], w[2], w[3],
                              conv.getStrides()[0], conv.getStrides()[1],
                              conv.getPadding()[0], conv.getPadding()[1],
-                             conv.getDilation()[0], conv.getDilation()[1]};
-    // C[b, i, j] is y[n, b * M + i, ho, wo].
-    SmallVector<AffineExpr> o = delinearize(j, {y[0], y[2], y[3]});
-    gemm.resultIndex = ((o[0] * y[1] + b * gemm.m + i) * y[2] + o[1]) * y[3] + o[2];
+                             conv.getDilation()[0], conv.getDilation()[1], groups};
   }
   if (gemm.k < 1)
     return std::nullopt; // the untiled form reports the empty reduction

@@ -31,6 +31,7 @@ struct ConvGeometry {
   int64_t outHeight = 1, outWidth = 1, groupChannels = 1;
   int64_t kernelH = 1, kernelW = 1, strideH = 1, strideW = 1;
   int64_t padH = 0, padW = 0, dilationH = 1, dilationW = 1;
+  int64_t groups = 1; ///< the GEMM's batch index b is image * groups + group
 };
 
 struct Gemm {
@@ -51,13 +52,14 @@ struct Gemm {
   std::optional<unsigned> aVectorArg;
   AffineExpr aVectorIndex;
   /// Set for conv2d: readB's geometry (not for a pointwise one, whose B is
-  /// plain).
+  /// plain). A convolution's GEMMs are one per (image, group), columns
+  /// (ho, wo) of one image.
   std::optional<ConvGeometry> conv;
   /// A matmul's operands as (kernel argument, element index of (b, row,
   /// col)): readA and readB read these.
   std::optional<std::pair<unsigned, AffineExpr>> aAccess, bAccess;
   /// B is a row-major matrix in memory, read without checks: a matmul's,
-  /// or a 1x1 convolution's (stride 1, no padding, one image) input.
+  /// or a 1x1 convolution's (stride 1, no padding) input.
   bool plainB = false;
 };
 

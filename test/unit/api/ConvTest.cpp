@@ -68,6 +68,13 @@ TEST_P(ConvOnEveryDevice, ExactOnSmallIntegers) {
       {2, 3, 10, 37, 8, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1},
       {1, 4, 9, 40, 8, 3, 3, {1, 1}, {0, 2}, {1, 2}, 2},
       {1, 2, 6, 20, 4, 1, 3, {2, 1}, {0, 1}, {1, 1}, 1},
+      // Several images with groups: one GEMM per (image, group), in each
+      // form (runs of a row, per-column tables, a 1x1 plain matrix, the
+      // GPU's implicit GEMM).
+      {3, 4, 9, 20, 8, 3, 3, {1, 1}, {1, 1}, {1, 1}, 2},
+      {2, 4, 8, 8, 8, 3, 3, {2, 2}, {1, 1}, {1, 1}, 2},
+      {3, 6, 5, 7, 12, 1, 1, {1, 1}, {0, 0}, {1, 1}, 3},
+      {2, 8, 6, 6, 32, 3, 3, {1, 1}, {1, 1}, {1, 1}, 2},
   };
   for (const ConvCase &k : cases) {
     std::vector<float> xs = smallIntegers(k.n * k.c * k.h * k.w, rng);

@@ -352,6 +352,33 @@ TEST_P(NetworkOps, ScaledDotProductAttention) {
                 .find("not both"),
             std::string::npos);
 }
+
+TEST_P(NetworkOps, BatchNormFoldsGivenParameters) {
+  // Parameters given as data fold into one scale and shift per channel (no
+  // rsqrt left in the convolution's epilogue); computed ones keep the
+  // formula. Both agree with float64.
+  std::vector<float> xv = randomValues(2 * 3 * 6 * 6, 12), wv = randomValues(8 * 3 * 3 * 3, 13),
+                     mv = randomValues(8, 14), vv = randomValues(8, 15, 0.5f, 1.5f),
+                     gv = randomValues(8, 16, 0.5f, 1.5f), bv = randomValues(8, 17);
+  Tensor x = on(xv, {2, 3, 6, 6}), w = on(wv, {8, 3, 3, 3});
+  Tensor m = on(mv, {8}), v = on(vv, {8}), g = on(gv, {8}), b = on(bv, {8});
+  Tensor conv = conv2d(x, w, {1, 1}, {1, 1});
+  std::vector<float> c = conv.to_vector<float>();
+  std::vector<double> want(c.size());
+  for (size_t i = 0; i < c.size(); ++i) {
+    size_t ch = (i / 36) % 8;
+    want[i] = (double(c[i]) - mv[ch]) / std::sqrt(double(vv[ch]) + 1e-5) * gv[ch] + bv[ch];
+  }
+  Tensor folded = batch_norm(conv2d(x, w, {1, 1}, {1, 1}), m, v, g, b);
+  Tensor computed = batch_norm(conv2d(x, w, {1, 1}, {1, 1}), m * 1.0f, v, g, b);
+  Profile pf = profile({folded}, 1), pc = profile({computed}, 1);
+  ASSERT_EQ(pf.kernels.size(), 1u);
+  ASSERT_EQ(pc.kernels.size(), 1u); // m * 1 joins the epilogue
+  EXPECT_EQ(pf.kernels[0].ops.find("rsqrt"), std::string::npos) << pf.kernels[0].ops;
+  EXPECT_NE(pc.kernels[0].ops.find("rsqrt"), std::string::npos) << pc.kernels[0].ops;
+  EXPECT_TRUE(allClose(folded.to_vector<float>(), want, 1e-5, 1e-5));
+  EXPECT_TRUE(allClose(computed.to_vector<float>(), want, 1e-5, 1e-5));
+}
 } // namespace
 
 KILN_ON_EVERY_DEVICE(NetworkOps);
