@@ -68,6 +68,12 @@ TEST_P(ConvOnEveryDevice, ExactOnSmallIntegers) {
       {2, 3, 10, 37, 8, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1},
       {1, 4, 9, 40, 8, 3, 3, {1, 1}, {0, 2}, {1, 2}, 2},
       {1, 2, 6, 20, 4, 1, 3, {2, 1}, {0, 1}, {1, 1}, 1},
+      // Rows of 16+ outputs at a stride along them (packed per column, by
+      // tables): a ResNet-like 7x7 stem, a 3x3 at stride 2, stride 3 with
+      // dilation.
+      {2, 3, 11, 40, 8, 3, 3, {2, 2}, {1, 1}, {1, 1}, 1},
+      {1, 3, 20, 38, 8, 7, 7, {2, 2}, {3, 3}, {1, 1}, 1},
+      {1, 2, 9, 50, 4, 3, 3, {1, 3}, {1, 2}, {1, 2}, 1},
       // Several images with groups: one GEMM per (image, group), in each
       // form (runs of a row, per-column tables, a 1x1 plain matrix, the
       // GPU's implicit GEMM).
