@@ -1068,58 +1068,6 @@ void checkParameter(const char *op, const char *name, const Tensor &param, int64
 }
 } // namespace
 
-namespace {
-/// Inference batch norm's parameters as one scale and one shift per
-/// channel, computed once on the host while the four stay alive: with f32
-/// parameters given as data or already computed, as a network's weights are. The
-/// fused kernel's epilogue is then one multiply-add per element, where the
-/// unfolded form evaluates rsqrt(var + eps) * gamma for every element
-/// (twice the work of a 16-channel 1x1 convolution). Parameters still to be
-/// computed keep the unfolded form.
-std::optional<std::pair<Tensor, Tensor>> foldedBatchNorm(const Tensor &mean, const Tensor &var,
-                                                         const Tensor &gamma, const Tensor &beta,
-                                                         float eps, std::source_location loc) {
-  const Tensor *params[4] = {&mean, &var, &gamma, &beta};
-  for (const Tensor *t : params)
-    if (t->dtype() != DType::f32 || (t->node()->kind != OpKind::Input && !t->is_realized()))
-      return std::nullopt;
-  struct Entry {
-    std::weak_ptr<Node> params[4];
-    float eps;
-    Tensor scale, shift;
-  };
-  static std::mutex mutex;
-  static std::vector<Entry> cache;
-  std::lock_guard<std::mutex> lock(mutex);
-  std::erase_if(cache, [](const Entry &e) {
-    return std::any_of(std::begin(e.params), std::end(e.params),
-                       [](const std::weak_ptr<Node> &w) { return w.expired(); });
-  });
-  for (const Entry &e : cache) {
-    bool same = e.eps == eps;
-    for (int i = 0; i < 4 && same; ++i)
-      same = e.params[i].lock() == params[i]->node();
-    if (same)
-      return std::pair{e.scale, e.shift};
-  }
-  std::vector<float> m = mean.to_vector<float>(), v = var.to_vector<float>(),
-                     g = gamma.to_vector<float>(), b = beta.to_vector<float>();
-  std::vector<float> scale(m.size()), shift(m.size());
-  for (size_t c = 0; c < m.size(); ++c) {
-    double s = double(g[c]) / std::sqrt(double(v[c]) + double(eps));
-    scale[c] = float(s);
-    shift[c] = float(double(b[c]) - double(m[c]) * s);
-  }
-  Shape shape = {int64_t(m.size())};
-  Entry e{{mean.node(), var.node(), gamma.node(), beta.node()},
-          eps,
-          Tensor::like(gamma, std::move(scale), shape, loc),
-          Tensor::like(beta, std::move(shift), shape, loc)};
-  cache.push_back(e);
-  return std::pair{e.scale, e.shift};
-}
-} // namespace
-
 Tensor kiln::batch_norm(const Tensor &x, const Tensor &mean, const Tensor &var,
                         const Tensor &gamma, const Tensor &beta, float eps,
                         std::source_location loc) {
@@ -1138,8 +1086,6 @@ Tensor kiln::batch_norm(const Tensor &x, const Tensor &mean, const Tensor &var,
   Shape param = {in.shape[1]};
   param.insert(param.end(), in.shape.size() - 2, 1);
   auto p = [&](const Tensor &t) { return t.reshape(param, loc); };
-  if (auto folded = foldedBatchNorm(mean, var, gamma, beta, eps, loc))
-    return add(mul(x, p(folded->first), loc), p(folded->second), loc);
   Tensor scale = mul(p(gamma), rsqrt(add(p(var), scalarLike(eps, var, loc), loc), loc), loc);
   return add(mul(sub(x, p(mean), loc), scale, loc), p(beta), loc);
 }
