@@ -7,6 +7,7 @@
 //   build/bin/kiln-bench-networks [--benchmark_filter=...]      timing, cpu:0
 //   KILN_BENCH_DEVICE=vulkan:0 ...                              another device
 //   kiln-bench-networks --check NET DIR [DEVICE]                PyTorch's weights
+//   kiln-bench-networks --profile NET [BATCH] [RUNS]            kiln::profile's table
 //
 // --check loads DIR/<state_dict key>.npy and DIR/x.npy, runs NET (resnet18,
 // mobilenet_v2 or encoder) once and writes DIR/kiln_y.npy;
@@ -87,6 +88,29 @@ Tensor loadNpy(const std::string &path, const Device &d) {
   return Tensor::from(std::move(values), array->type.shape, d);
 }
 
+Tensor build(const std::string &net, KilnOps &ops, const Tensor &x) {
+  if (net == "resnet18")
+    return resnet18(ops, x);
+  if (net == "mobilenet_v2")
+    return mobilenet_v2(ops, x);
+  if (net == "encoder")
+    return encoder_layer(ops, x);
+  throw Error("unknown network " + net + " (resnet18, mobilenet_v2, encoder)");
+}
+
+/// One network's kernels, each timed alone (random weights, cpu:0 or
+/// KILN_BENCH_DEVICE).
+int profileNetwork(const std::string &net, int64_t batch, int runs) {
+  Device d = benchDevice();
+  manual_seed(1);
+  auto weights = std::make_shared<RandomWeights>(d);
+  KilnOps ops;
+  ops.weight = [weights](const std::string &n, const Shape &s) { return (*weights)(n, s); };
+  Shape shape = net == "encoder" ? Shape{batch, 128, 768} : Shape{batch, 3, 224, 224};
+  std::printf("%s", profile({build(net, ops, randomInput(shape, d))}, runs).table().c_str());
+  return 0;
+}
+
 int check(const std::string &net, const std::string &dir, const Device &d) {
   KilnOps ops;
   ops.weight = [&](const std::string &name, const Shape &shape) {
@@ -96,11 +120,7 @@ int check(const std::string &net, const std::string &dir, const Device &d) {
     return t;
   };
   Tensor x = loadNpy(dir + "/x.npy", d);
-  Tensor y = net == "resnet18"       ? resnet18(ops, x)
-             : net == "mobilenet_v2" ? mobilenet_v2(ops, x)
-             : net == "encoder"      ? encoder_layer(ops, x)
-                                     : throw Error("unknown network " + net +
-                                                   " (resnet18, mobilenet_v2, encoder)");
+  Tensor y = build(net, ops, x);
   reset_stats();
   realize({y});
   std::printf("%s on %s: %llu kernels\n", net.c_str(), d.name().c_str(),
@@ -120,6 +140,15 @@ int main(int argc, char **argv) {
   if (argc >= 4 && std::strcmp(argv[1], "--check") == 0) {
     try {
       return check(argv[2], argv[3], argc > 4 ? Device::parse(argv[4]) : Device::cpu());
+    } catch (const std::exception &e) {
+      std::fprintf(stderr, "kiln-bench-networks: %s\n", e.what());
+      return 1;
+    }
+  }
+  if (argc >= 3 && std::strcmp(argv[1], "--profile") == 0) {
+    try {
+      return profileNetwork(argv[2], argc > 3 ? std::atoi(argv[3]) : 1,
+                            argc > 4 ? std::atoi(argv[4]) : 10);
     } catch (const std::exception &e) {
       std::fprintf(stderr, "kiln-bench-networks: %s\n", e.what());
       return 1;

@@ -11,7 +11,7 @@
 // the left or right edge loads the span of the row it reads and shuffles
 // each tap's lanes out of it, zeros past the edge; a last vector
 // overlapping the one before covers the row's tail. No output is scalar
-// (but in rows under 4 wide). Planes at stride 1 with rows under 32 are
+// (but in rows under 4 wide). Planes at stride 1 that keep their size are
 // swept flat instead, 16 outputs of the plane per vector across rows, each
 // tap a load with its lanes outside the image zeroed. Taps accumulate per
 // window row, so no FMA waits on more than KW others. The epilogue (bias,
@@ -100,18 +100,18 @@ FailureOr<func::FuncOp> kiln::buildCpuDepthwiseFunction(KernelOp kernel, Operati
   if (!scalarRows && OW % lanes)
     positions.push_back(OW - lanes);
 
-  // Planes at stride 1 that keep their size ("same" padding) with rows
-  // under 32 (MobileNet's 28x28, 14x14 and 7x7 layers): a row of 16-lane
-  // vectors would be mostly edge vectors or idle lanes, so the plane is
-  // swept as one flat run of 16-lane vectors instead (the last overlapping
-  // the one before). Output q's tap reads input q + (kh - ph) W + (kw - pw)
-  // where that row and column lie inside. Near the plane's ends the lanes
-  // inside are known here (a constant select, or a shuffle where the load
-  // would leave the plane); in between a loop selects by each lane's
-  // column. (Measured against the row sweep at one thread: 28x28 55 vs 88
-  // us; at 56 wide even; at 112 wide the rows won, 103 vs 160 us.)
+  // Planes at stride 1 that keep their size ("same" padding, every
+  // stride-1 layer of MobileNet): swept as one flat run of 16-lane vectors
+  // (the last overlapping the one before) rather than row by row, where a
+  // row's vectors are mostly edge vectors or idle lanes. Output q's tap
+  // reads input q + (kh - ph) W + (kw - pw) where that row and column lie
+  // inside. Near the plane's ends the lanes inside are known here (a
+  // constant select, or a shuffle where the load would leave the plane); in
+  // between a loop selects by each lane's column, carried from vector to
+  // vector. (Against the row sweep at one thread: 28x28 45 vs 88 us, 56x56
+  // 120 vs 157 us, 112x112 even.)
   const int64_t flatLanes = 16, planeSize = H * W;
-  const bool flat = sh == 1 && sw == 1 && dh == 1 && dw == 1 && OH == H && OW == W && OW < 32 &&
+  const bool flat = sh == 1 && sw == 1 && dh == 1 && dw == 1 && OH == H && OW == W &&
                     planeSize >= flatLanes;
 
   Location loc = kernel.getLoc();
@@ -236,19 +236,25 @@ FailureOr<func::FuncOp> kiln::buildCpuDepthwiseFunction(KernelOp kernel, Operati
       fixedVector(fb, starts[k]);
     if (last > first) {
       VectorType ivec = VectorType::get({flatLanes}, fb.getI32Type());
-      SmallVector<int32_t> iota;
+      auto splat = [&](OpBuilder &cb, int64_t v) -> Value {
+        return arith::ConstantOp::create(cb, loc, DenseElementsAttr::get(ivec, int32_t(v)));
+      };
+      // Each lane's column, carried from vector to vector: the first
+      // vector's is known here; each next one adds 16 mod W and wraps once.
+      SmallVector<int32_t> firstColumns;
       for (int64_t l = 0; l < flatLanes; ++l)
-        iota.push_back(int32_t(l));
-      Value lanes = arith::ConstantOp::create(fb, loc, DenseElementsAttr::get(ivec, ArrayRef<int32_t>(iota)));
+        firstColumns.push_back(int32_t((starts[first] + l) % W));
+      Value firstCol = arith::ConstantOp::create(
+          fb, loc, DenseElementsAttr::get(ivec, ArrayRef<int32_t>(firstColumns)));
       scf::ForOp::create(fb, loc, idx(fb, starts[first]), idx(fb, starts[last - 1] + flatLanes),
-                         idx(fb, flatLanes), ValueRange{},
-          [&](OpBuilder &vb, Location, Value p, ValueRange) {
-            // Each lane's column: (p mod W + lane) mod W.
-            Value start = arith::IndexCastOp::create(
-                vb, loc, vb.getI32Type(), arith::RemUIOp::create(vb, loc, p, idx(vb, W)));
-            Value col = arith::RemUIOp::create(
-                vb, loc, arith::AddIOp::create(vb, loc, vector::BroadcastOp::create(vb, loc, ivec, start), lanes),
-                arith::ConstantOp::create(vb, loc, DenseElementsAttr::get(ivec, int32_t(W))));
+                         idx(fb, flatLanes), ValueRange{firstCol},
+          [&](OpBuilder &vb, Location, Value p, ValueRange carried) {
+            Value col = carried[0];
+            Value stepped = arith::AddIOp::create(vb, loc, col, splat(vb, flatLanes % W));
+            Value wrapped = arith::SelectOp::create(
+                vb, loc,
+                arith::CmpIOp::create(vb, loc, arith::CmpIPredicate::uge, stepped, splat(vb, W)),
+                arith::SubIOp::create(vb, loc, stepped, splat(vb, W)), stepped);
             // Per column offset of the window: the lanes whose column stays in the row.
             SmallVector<Value> columnOk(KW);
             for (int64_t kw = 0; kw < KW; ++kw) {
@@ -256,10 +262,9 @@ FailureOr<func::FuncOp> kiln::buildCpuDepthwiseFunction(KernelOp kernel, Operati
               if (shift == 0)
                 continue;
               Value shifted = arith::AddIOp::create(
-                  vb, loc, col, arith::ConstantOp::create(vb, loc, DenseElementsAttr::get(ivec, int32_t(shift))));
-              columnOk[kw] = arith::CmpIOp::create(
-                  vb, loc, arith::CmpIPredicate::ult, shifted,
-                  arith::ConstantOp::create(vb, loc, DenseElementsAttr::get(ivec, int32_t(W))));
+                  vb, loc, col, splat(vb, shift));
+              columnOk[kw] = arith::CmpIOp::create(vb, loc, arith::CmpIPredicate::ult, shifted,
+                                                   splat(vb, W));
             }
             SmallVector<Value> accs(KH, zeros);
             for (int64_t kh = 0; kh < KH; ++kh)
@@ -273,7 +278,7 @@ FailureOr<func::FuncOp> kiln::buildCpuDepthwiseFunction(KernelOp kernel, Operati
                 accs[kh] = vector::FMAOp::create(vb, loc, splats[kh * KW + kw], v, accs[kh]);
               }
             finish(vb, sumOf(vb, loc, accs), p);
-            scf::YieldOp::create(vb, loc);
+            scf::YieldOp::create(vb, loc, wrapped);
           });
     }
     for (size_t k = last; k < starts.size(); ++k)

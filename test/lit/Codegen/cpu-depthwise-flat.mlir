@@ -7,8 +7,8 @@
 // inside is a plain load, one with some outside selects zeros with a
 // constant mask, one whose load would start before the plane shuffles from
 // the plane's first 16. At 16 (a loop over the positions whose loads stay
-// in the plane) each lane's column is computed and the taps left and right
-// of it select by it. Taps accumulate per window row (3 chains, then
+// in the plane) each lane's column, carried from the vector before (plus 16
+// mod 7, wrapped once), decides the taps left and right of it. Taps accumulate per window row (3 chains, then
 // summed). The epilogue runs on the vectors, indexed along the plane.
 
 func.func @flat(%x: tensor<1x8x7x7xf32>, %w: tensor<8x1x3x3xf32>, %b: tensor<1x8x1x1xf32>) -> tensor<1x8x7x7xf32> {
@@ -34,8 +34,9 @@ func.func @flat(%x: tensor<1x8x7x7xf32>, %w: tensor<8x1x3x3xf32>, %b: tensor<1x8
 // CHECK: vector.fma {{.*}} : vector<16xf32>
 // CHECK: arith.addf {{.*}} : vector<16xf32>
 // CHECK: arith.maximumf {{.*}} : vector<16xf32>
-// CHECK: scf.for %{{.*}} = %c16{{(_[0-9]+)?}} to %c32{{(_[0-9]+)?}} step %c16
-// CHECK: arith.remui {{.*}} : vector<16xi32>
+// CHECK: scf.for %{{.*}} = %c16{{(_[0-9]+)?}} to %c32{{(_[0-9]+)?}} step %c16{{.*}} iter_args
+// CHECK: arith.addi {{.*}} : vector<16xi32>
+// CHECK: arith.cmpi uge, {{.*}} : vector<16xi32>
 // CHECK: arith.cmpi ult, {{.*}} : vector<16xi32>
 // CHECK: arith.select {{.*}} : vector<16xi1>, vector<16xf32>
 // CHECK: arith.minimumf {{.*}} : vector<16xf32>
