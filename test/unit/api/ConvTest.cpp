@@ -118,6 +118,12 @@ TEST_P(ConvOnEveryDevice, DepthwiseExactWithEpilogue) {
       // Rows of 5 interior columns: 4 lanes, the second vector overlapping.
       {1, 2, 6, 7, 2, 3, 3, {1, 1}, {1, 1}, {1, 1}, 2},
       {1, 3, 14, 14, 3, 3, 3, {2, 2}, {1, 1}, {1, 1}, 3},
+      // Stride 2 along rows of 16+ (8 and 16 lanes, no padding, 5x5 taps,
+      // 112 wide).
+      {1, 2, 10, 16, 2, 3, 3, {2, 2}, {1, 1}, {1, 1}, 2},
+      {1, 2, 9, 112, 2, 3, 3, {2, 2}, {1, 1}, {1, 1}, 2},
+      {1, 2, 7, 36, 2, 3, 3, {2, 2}, {0, 0}, {1, 1}, 2},
+      {2, 2, 11, 32, 4, 5, 5, {2, 2}, {2, 2}, {1, 1}, 2},
       // Small "same" planes at stride 1, swept flat in 16-lane vectors: 196
       // and 49 outputs (a last vector overlapping), exactly 16, 5x5 taps,
       // two filters per channel, and a plane that is not square.
