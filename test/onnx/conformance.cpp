@@ -9,8 +9,8 @@
 // compiled for each device (default: every device of the machine), run on
 // its inputs and compared with its outputs (|got - want| <= 1e-5 + 1e-3
 // |want|, ONNX's backend-test tolerance; booleans and integers exactly).
-// Non-float inputs (shapes, axes, indices, conditions) are given to the
-// importer as constants: Kiln specializes them at import. The table counts
+// Non-float inputs (shapes, axes, indices, conditions) and Resize's scales
+// are given to the importer as constants: Kiln specializes them at import. The table counts
 // single-operator cases per operator, and the function-expanded cases
 // (several operators) in a row of their own. With --known-failures (one
 // case name per line, '#' comments) it exits 1 when a case outside the list
@@ -71,6 +71,12 @@ std::string outsideTheClaim(const fs::path &dir, const onnx::ModelProto &model) 
   for (const onnx::ValueInfoProto &info : model.graph().output())
     if (std::string why = typeProblem(info.type()); !why.empty())
       return "output '" + info.name() + "': " + why;
+  for (const onnx::NodeProto &node : model.graph().node())
+    if (node.op_type() == "Resize")
+      for (const onnx::AttributeProto &a : node.attribute())
+        if ((a.name() == "mode" && a.s() == "cubic") ||
+            (a.name() == "coordinate_transformation_mode" && a.s() == "tf_crop_and_resize"))
+          return "Resize with " + a.s() + " (Kiln resizes nearest and linear)";
   for (const onnx::NodeProto &node : model.graph().node())
     if (node.op_type() == "Cast")
       for (const onnx::AttributeProto &a : node.attribute())
@@ -158,7 +164,13 @@ std::string runCase(const fs::path &dir, onnx::ModelProto model,
   std::set<std::string> initialized;
   for (const onnx::TensorProto &init : model.graph().initializer())
     initialized.insert(init.name());
-  // Inputs in order; non-float ones become constants of the model.
+  // Inputs in order; non-float ones become constants of the model, and so
+  // do Resize's roi and scales (they decide shapes, which Kiln specializes).
+  std::set<std::string> shapeInputs;
+  for (const onnx::NodeProto &node : model.graph().node())
+    if (node.op_type() == "Resize")
+      for (int i = 1; i < std::min(node.input_size(), 3); ++i)
+        shapeInputs.insert(node.input(i));
   std::map<std::string, kiln::Shape> shapes;
   std::vector<std::pair<std::string, onnx::TensorProto>> floats;
   int index = 0;
@@ -168,7 +180,7 @@ std::string runCase(const fs::path &dir, onnx::ModelProto model,
     onnx::TensorProto t;
     if (!readProto(data / ("input_" + std::to_string(index++) + ".pb"), t))
       throw kiln::Error("cannot read input " + std::to_string(index - 1));
-    if (t.data_type() == onnx::TensorProto::FLOAT) {
+    if (t.data_type() == onnx::TensorProto::FLOAT && !shapeInputs.count(info.name())) {
       shapes[info.name()] = kiln::Shape(t.dims().begin(), t.dims().end());
       floats.push_back({info.name(), t});
     } else {

@@ -91,6 +91,9 @@ private:
 
 /// Converts one node: its outputs, in order.
 using Converter = std::function<std::vector<Value>(const NodeContext &)>;
+/// Resize (nearest and linear) and Not (OnnxResize.cpp).
+std::vector<Value> resize(const NodeContext &ctx);
+std::vector<Value> logicalNot(const NodeContext &ctx);
 /// The supported operators of the default domain.
 const std::map<std::string, Converter> &converters();
 

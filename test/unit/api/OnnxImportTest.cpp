@@ -279,6 +279,63 @@ TEST(OnnxImport, CeilModePoolsKeepThePartialWindows) {
   EXPECT_EQ(ceilPool("AveragePool"), (std::vector<float>{3, 4.5f, 7.5f, 9}));
 }
 
+// Resize as torch.nn.Upsample and F.interpolate export it: nearest x2
+// (asymmetric, floor) and bilinear x2 (half_pixel), from sizes and from
+// scales; its rows and columns worked out by hand.
+std::vector<float> resize2x(const std::string &mode, bool bySizes) {
+  ModelBuilder mb;
+  mb.input("x", {1, 1, 2, 2});
+  mb.weights("roi", {0}, {});
+  std::vector<std::string> inputs = {"x", "roi"};
+  if (bySizes) {
+    mb.weights("scales", {0}, {});
+    mb.ints("sizes", {4}, {1, 1, 4, 4});
+    inputs.insert(inputs.end(), {"scales", "sizes"});
+  } else {
+    mb.weights("scales", {4}, {1, 1, 2, 2});
+    inputs.push_back("scales");
+  }
+  onnx::NodeProto *n = mb.node("Resize", inputs, {"y"});
+  ModelBuilder::attr(n, "mode", mode);
+  if (mode == "nearest") {
+    ModelBuilder::attr(n, "coordinate_transformation_mode", std::string("asymmetric"));
+    ModelBuilder::attr(n, "nearest_mode", std::string("floor"));
+  }
+  mb.output("y");
+  Device cpu = Device::parse("cpu:0");
+  return importAndRun(mb.bytes(), Tensor::from({1, 2, 3, 4}, {1, 1, 2, 2}, cpu), cpu);
+}
+
+TEST(OnnxImport, ResizeNearestAndLinear) {
+  std::vector<float> nearest = {1, 1, 2, 2, 1, 1, 2, 2, 3, 3, 4, 4, 3, 3, 4, 4};
+  EXPECT_EQ(resize2x("nearest", true), nearest);
+  EXPECT_EQ(resize2x("nearest", false), nearest);
+  // half_pixel: output o reads (o + 0.5) / 2 - 0.5 = -0.25, 0.25, 0.75,
+  // 1.25, clamped to [0, 1]: weights 0, 0.25, 0.75, 1 along each axis.
+  std::vector<float> row0 = {1, 1.25f, 1.75f, 2}, row3 = {3, 3.25f, 3.75f, 4};
+  std::vector<float> linear;
+  for (float t : {0.0f, 0.25f, 0.75f, 1.0f})
+    for (int j = 0; j < 4; ++j)
+      linear.push_back(row0[j] + (row3[j] - row0[j]) * t);
+  EXPECT_EQ(resize2x("linear", true), linear);
+  EXPECT_EQ(resize2x("linear", false), linear);
+  EXPECT_NE(kiln::test::messageOf([] { resize2x("cubic", true); }).find("mode 'cubic'"),
+            std::string::npos);
+}
+
+// Not, on a comparison computed at run time and on booleans known at import.
+TEST(OnnxImport, NotNegatesBooleans) {
+  ModelBuilder mb;
+  mb.input("x", {4});
+  mb.weights("zero", {}, {0.0f});
+  mb.node("Greater", {"x", "zero"}, {"positive"});
+  mb.node("Not", {"positive"}, {"y"});
+  mb.output("y");
+  Device cpu = Device::parse("cpu:0");
+  EXPECT_EQ(importAndRun(mb.bytes(), Tensor::from({-1, 2, 0, 5}, {4}, cpu), cpu),
+            (std::vector<float>{1, 0, 1, 0}));
+}
+
 // Shape -> Gather -> Unsqueeze -> Concat -> Reshape, as exporters write a
 // flatten: folded at import, no kernel for the integers.
 TEST(OnnxImport, ShapeSubgraphsFoldAtImport) {
@@ -326,10 +383,10 @@ TEST(OnnxImport, ErrorsNameTheNodeAndTheFix) {
     ModelBuilder mb;
     mb.input("x", {2, 2});
     mb.node("Relu", {"x"}, {"r"});
-    mb.node("Resize", {"r"}, {"y"}, "resize1");
+    mb.node("Einsum", {"r"}, {"y"}, "einsum1");
     mb.output("y");
     std::string msg = messageOf([&] { import_onnx_bytes(mb.bytes(), "m.onnx"); });
-    EXPECT_NE(msg.find("m.onnx: node 'resize1' (Resize, node 1): the operator is not supported"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("m.onnx: node 'einsum1' (Einsum, node 1): the operator is not supported"), std::string::npos) << msg;
   }
   {
     ModelBuilder mb;
