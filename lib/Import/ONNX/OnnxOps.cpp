@@ -845,7 +845,18 @@ const std::map<std::string, Converter> &onnx_import::converters() {
       {"Neg", unary(neg)},
       {"Not", logicalNot},
       {"Pad", padOp},
-      {"Pow", binary(kiln::pow, integerPower)},
+      {"Pow",
+       [](const NodeContext &c) -> Values {
+         Values y = binary(kiln::pow, integerPower)(c);
+         // An integer base keeps its type (ONNX's T): the f32 power rounded
+         // to the nearest integer, so 3^6 is 729 and not 729.0002 on a GPU.
+         if (!c.input(0).ints || y[0].ints)
+           return y;
+         Tensor p = *y[0].tensor;
+         Tensor half = where(ge(p, Tensor::scalar(0.0f)), Tensor::scalar(0.5f),
+                             Tensor::scalar(-0.5f));
+         return one((p + half).to(DType::i32));
+       }},
       {"Reciprocal", [](const NodeContext &c) { return one(Tensor::scalar(1.0f) / c.tensor(0)); }},
       {"ReduceMax", reduce(amax, false)},
       {"ReduceMean", reduce(mean, false)},
