@@ -145,8 +145,72 @@ Values conv(const NodeContext &ctx) {
   return one(y);
 }
 
+/// 3-D pooling ([N, C, D, H, W]) as 2-D pooling of each window depth's
+/// slices, combined: the largest, or the sum over the count of elements
+/// inside (count_include_pad = 0) or over the window (1). Explicit pads,
+/// no dilation, no ceil_mode.
+Values pool3d(const NodeContext &ctx, bool isMax, Tensor x) {
+  const Shape in = x.shape();
+  std::optional<std::vector<int64_t>> kernel = ctx.attrInts("kernel_shape");
+  if (!kernel || kernel->size() != 3)
+    ctx.fail("'kernel_shape' must give 3 sizes for a 3-D input");
+  positiveSizes(ctx, "kernel_shape", *kernel);
+  std::vector<int64_t> strides = ctx.attrInts("strides").value_or(std::vector<int64_t>(3, 1));
+  std::vector<int64_t> pads = ctx.attrInts("pads").value_or(std::vector<int64_t>(6, 0));
+  std::vector<int64_t> dil = ctx.attrInts("dilations").value_or(std::vector<int64_t>(3, 1));
+  std::string autoPad = ctx.attrString("auto_pad", "NOTSET");
+  if (strides.size() != 3 || pads.size() != 6 || dil.size() != 3)
+    ctx.fail("'strides' and 'dilations' must give 3 sizes and 'pads' 6 for a 3-D input");
+  positiveSizes(ctx, "strides", strides);
+  if (dil != std::vector<int64_t>(3, 1) || ctx.attrInt("ceil_mode", 0) ||
+      (autoPad != "NOTSET" && autoPad != "VALID"))
+    ctx.fail("3-D pooling takes explicit pads only, without dilation or ceil_mode");
+  if (autoPad == "VALID")
+    pads.assign(6, 0);
+  if (ctx.node.output_size() > 1 && !ctx.node.output(1).empty())
+    ctx.fail("the Indices output of a 3-D MaxPool is not supported");
+  float fill = isMax ? -std::numeric_limits<float>::infinity() : 0.0f;
+  auto padded = [&](const Tensor &t) {
+    return kiln::pad(t, {0, 0, pads[0], pads[1], pads[2]}, {0, 0, pads[3], pads[4], pads[5]},
+                     fill);
+  };
+  Tensor xp = padded(x);
+  int64_t out[3];
+  for (int i = 0; i < 3; ++i) {
+    out[i] = (xp.shape()[size_t(2 + i)] - (*kernel)[size_t(i)]) / strides[size_t(i)] + 1;
+    if (out[i] < 1)
+      ctx.fail("the window is larger than the padded input");
+  }
+  // Per window depth: the slices it reads, pooled as images.
+  auto combined = [&](const Tensor &t) {
+    std::optional<Tensor> y;
+    for (int64_t kd = 0; kd < (*kernel)[0]; ++kd) {
+      std::vector<int64_t> depths;
+      for (int64_t d = 0; d < out[0]; ++d)
+        depths.push_back(d * strides[0] + kd);
+      Tensor s = index_select(t, 2, depths);
+      Shape flat = {s.shape()[0], s.shape()[1] * out[0], s.shape()[3], s.shape()[4]};
+      std::array<int64_t, 2> k2 = {(*kernel)[1], (*kernel)[2]}, s2 = {strides[1], strides[2]};
+      Tensor p = isMax ? max_pool2d(s.reshape(flat), k2, s2)
+                       : avg_pool2d(s.reshape(flat), k2, s2) * float(k2[0] * k2[1]);
+      p = p.reshape({s.shape()[0], s.shape()[1], out[0], out[1], out[2]});
+      y = !y ? p : isMax ? maximum(*y, p) : *y + p;
+    }
+    return *y;
+  };
+  Tensor y = combined(xp);
+  if (isMax)
+    return one(y);
+  if (ctx.attrInt("count_include_pad", 0))
+    return one(y / float((*kernel)[0] * (*kernel)[1] * (*kernel)[2]));
+  Tensor ones = Tensor::full({1, 1, in[2], in[3], in[4]}, 1.0f);
+  return one(y / combined(padded(ones)));
+}
+
 Values pool(const NodeContext &ctx, bool isMax) {
   Tensor x = ctx.tensor(0);
+  if (x.shape().size() == 5)
+    return pool3d(ctx, isMax, x);
   // 1-D pooling ([N, C, L]) is 2-D pooling of [N, C, 1, L].
   bool oneD = x.shape().size() == 3;
   if (oneD)
@@ -179,8 +243,10 @@ Values pool(const NodeContext &ctx, bool isMax) {
   bool dilated = dil != std::vector<int64_t>{1, 1};
   if (dilated && !isMax)
     ctx.fail("dilated average pooling is not supported");
-  if (isMax && ctx.node.output_size() > 1 && !ctx.node.output(1).empty())
-    ctx.fail("the Indices output of MaxPool is not supported");
+  const bool wantIndices = isMax && ctx.node.output_size() > 1 && !ctx.node.output(1).empty();
+  if (wantIndices && x.numel() > (int64_t(1) << 24))
+    ctx.fail("MaxPool's Indices output is supported up to 2^24 input elements (the indices are "
+             "computed exactly in f32)");
   Padding p;
   if (oneD && ctx.attrString("auto_pad", "NOTSET") == "NOTSET") {
     std::vector<int64_t> pads = attr2("pads", 0, 0);
@@ -197,7 +263,7 @@ Values pool(const NodeContext &ctx, bool isMax) {
   bool ceilMode = ctx.attrInt("ceil_mode", 0) != 0;
   // Max pooling takes ceil_mode itself when its padding is the op's own
   // (symmetric, at most half the window): one kernel, no padded copy.
-  if (isMax && ceilMode && !dilated && p.symmetric() && p.top <= k2[0] / 2 &&
+  if (isMax && ceilMode && !dilated && !wantIndices && p.symmetric() && p.top <= k2[0] / 2 &&
       p.left <= k2[1] / 2)
     return finish(max_pool2d(x, k2, s2, {p.top, p.left}, true));
   bool ceilExtra = false;
@@ -222,9 +288,11 @@ Values pool(const NodeContext &ctx, bool isMax) {
   // The pooling ops take symmetric padding of at most half the window;
   // other padding is made explicit first.
   bool direct = p.symmetric() && p.top <= k2[0] / 2 && p.left <= k2[1] / 2;
-  if (isMax && dilated) {
-    // Each tap of the dilated window is a strided pick of the padded image;
-    // the result is the largest of the taps.
+  if (isMax && (dilated || wantIndices)) {
+    // Each tap of the (dilated) window is a strided pick of the padded
+    // image; the result is the largest of the taps, the first one on ties,
+    // and with Indices its flat position in the input (row-major, or
+    // column-major within each image plane for storage_order 1).
     Tensor xp = kiln::pad(x, {0, 0, p.top, p.left}, {0, 0, p.bottom, p.right},
                           -std::numeric_limits<float>::infinity());
     int64_t spans[2], outs[2];
@@ -234,7 +302,9 @@ Values pool(const NodeContext &ctx, bool isMax) {
       if (outs[i] < 1)
         ctx.fail("the dilated window is larger than the padded input");
     }
-    std::optional<Tensor> y;
+    const int64_t H = x.shape()[2], W = x.shape()[3];
+    const bool columnMajor = ctx.attrInt("storage_order", 0) != 0;
+    std::optional<Tensor> y, at;
     for (int64_t a = 0; a < k2[0]; ++a) {
       std::vector<int64_t> rows;
       for (int64_t i = 0; i < outs[0]; ++i)
@@ -245,8 +315,40 @@ Values pool(const NodeContext &ctx, bool isMax) {
         for (int64_t j = 0; j < outs[1]; ++j)
           cols.push_back(b * dil[1] + j * s2[1]);
         Tensor tap = index_select(picked, 3, cols);
-        y = y ? maximum(*y, tap) : tap;
+        if (!wantIndices) {
+          y = y ? maximum(*y, tap) : tap;
+          continue;
+        }
+        // This tap's position in its image plane, per output (padding
+        // never wins: it reads -inf).
+        std::vector<float> position;
+        for (int64_t i = 0; i < outs[0]; ++i)
+          for (int64_t j = 0; j < outs[1]; ++j) {
+            int64_t h = rows[size_t(i)] - p.top, w = cols[size_t(j)] - p.left;
+            position.push_back(float(columnMajor ? w * H + h : h * W + w));
+          }
+        Tensor tapAt = Tensor::from(std::move(position), {1, 1, outs[0], outs[1]});
+        if (!y) {
+          y = tap;
+          at = tapAt;
+          continue;
+        }
+        Tensor better = gt(tap, *y);
+        y = where(better, tap, *y);
+        at = where(better, tapAt, *at);
       }
+    }
+    if (wantIndices) {
+      // Plus the plane's offset: (n C + c) H W.
+      int64_t planes = x.shape()[0] * x.shape()[1];
+      std::vector<float> offsets;
+      for (int64_t q = 0; q < planes; ++q)
+        offsets.push_back(float(q * H * W));
+      Tensor index = (*at + Tensor::from(std::move(offsets), {x.shape()[0], x.shape()[1], 1, 1}))
+                         .to(DType::i32);
+      Values out = finish(*y);
+      out.push_back(finish(index)[0]);
+      return out;
     }
     return finish(*y);
   }

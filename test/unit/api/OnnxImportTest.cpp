@@ -323,6 +323,38 @@ TEST(OnnxImport, ResizeNearestAndLinear) {
             std::string::npos);
 }
 
+// 3-D pooling with padding: ONNX's average counts only the elements inside
+// (so a constant input stays constant), the max ignores the padding.
+TEST(OnnxImport, ThreeDimensionalPooling) {
+  for (const std::string op : {"AveragePool", "MaxPool"}) {
+    ModelBuilder mb;
+    mb.input("x", {1, 1, 3, 3, 3});
+    onnx::NodeProto *n = mb.node(op, {"x"}, {"y"});
+    ModelBuilder::attr(n, "kernel_shape", std::vector<int64_t>{2, 2, 2});
+    ModelBuilder::attr(n, "strides", std::vector<int64_t>{2, 2, 2});
+    ModelBuilder::attr(n, "pads", std::vector<int64_t>{1, 1, 1, 1, 1, 1});
+    mb.output("y");
+    Device cpu = Device::parse("cpu:0");
+    std::vector<float> v(27);
+    for (size_t i = 0; i < v.size(); ++i)
+      v[i] = op == "MaxPool" ? -float(i) : 2.0f;
+    std::vector<float> got = importAndRun(mb.bytes(), Tensor::from(v, {1, 1, 3, 3, 3}, cpu), cpu);
+    ASSERT_EQ(got.size(), 8u) << op;
+    if (op == "AveragePool") {
+      EXPECT_EQ(got, std::vector<float>(8, 2.0f));
+    } else {
+      // Window (d, h, w) starts at 2 * index - 1: its first inside element
+      // (the largest of -i) is at max(0, 2 * index - 1) per axis.
+      std::vector<float> want;
+      for (int d = 0; d < 2; ++d)
+        for (int h = 0; h < 2; ++h)
+          for (int w = 0; w < 2; ++w)
+            want.push_back(-float((d ? 1 : 0) * 9 + (h ? 1 : 0) * 3 + (w ? 1 : 0)));
+      EXPECT_EQ(got, want);
+    }
+  }
+}
+
 // Not, on a comparison computed at run time and on booleans known at import.
 TEST(OnnxImport, NotNegatesBooleans) {
   ModelBuilder mb;
