@@ -62,7 +62,7 @@ fi
 bin="$out/onnx-fuzzer"
 "$cxx" -std=c++20 -g -O1 -fsanitize=fuzzer,address -fno-omit-frame-pointer -fexceptions \
   -DONNX_NAMESPACE=onnx -DONNX_ML=1 -I"$root/include" -I"$root/runtime/include" -I"$root/lib/Import/ONNX" \
-  "$root/test/fuzz/OnnxFuzzer.cpp" "$root/lib/Import/ONNX/OnnxImport.cpp" "$root/lib/Import/ONNX/OnnxOps.cpp" \
+  "$root/test/fuzz/OnnxFuzzer.cpp" "$root"/lib/Import/ONNX/*.cpp \
   "$build/lib/libkiln.a" "$build/lib/libKilnCompiler.a" "$build/lib/libKilnDialect.a" \
   "$build/runtime/libkiln_runtime.a" /usr/lib/llvm-22/lib/libMLIR.so.22.1 /usr/lib/llvm-22/lib/libLLVM.so.1 \
   /usr/lib/x86_64-linux-gnu/libSPIRV-Tools.a -lspirv-cross-c-shared -lvulkan -lsqlite3 -lonnx_proto \

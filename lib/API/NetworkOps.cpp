@@ -263,6 +263,19 @@ Tensor kiln::scaled_dot_product_attention(const Tensor &q, const Tensor &k, cons
     throw Error(sitePrefix(loc) + "scaled_dot_product_attention: q " + shapeText(qn.shape) +
                 ", k " + shapeText(kn.shape) + " and v " + shapeText(vn.shape) +
                 " do not fit: k needs q's last size (E) and v needs k's length (S)");
+  if (qn.dtype != kn.dtype || qn.dtype != vn.dtype)
+    throw Error(sitePrefix(loc) + "scaled_dot_product_attention: q, k and v are " +
+                dtype_name(qn.dtype) + ", " + dtype_name(kn.dtype) + " and " +
+                dtype_name(vn.dtype) + "; give them one dtype");
+  // The batch dimensions (all but the last two) broadcast, as in matmul.
+  Shape qb(qn.shape.begin(), qn.shape.end() - 2), kb(kn.shape.begin(), kn.shape.end() - 2);
+  for (size_t i = 0; i < std::min(qb.size(), kb.size()); ++i) {
+    int64_t a = qb[qb.size() - 1 - i], c = kb[kb.size() - 1 - i];
+    if (a != c && a != 1 && c != 1)
+      throw Error(sitePrefix(loc) + "scaled_dot_product_attention: the batch dimensions of q " +
+                  shapeText(qn.shape) + " and k " + shapeText(kn.shape) +
+                  " do not broadcast (every dimension but the last two must match or be 1)");
+  }
   if (mask.defined() && causal)
     throw Error(sitePrefix(loc) + "scaled_dot_product_attention: give a mask or causal, not "
                 "both (PyTorch refuses the pair too); fold the causal rule into the mask");

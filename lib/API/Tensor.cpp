@@ -900,7 +900,9 @@ Tensor kiln::index_select(const Tensor &x, int64_t dim, const std::vector<int64_
 Tensor kiln::matmul(const Tensor &a, const Tensor &b, std::source_location loc) {
   const Node &l = nodeOf(a, loc), &r = nodeOf(b, loc);
   if (l.dtype != r.dtype || (l.dtype != DType::f32 && l.dtype != DType::f16))
-    throw Error(sitePrefix(loc) + "matmul needs two floating-point tensors of one dtype");
+    throw Error(sitePrefix(loc) + "matmul needs two floating-point tensors of one dtype, got " +
+                dtype_name(l.dtype) + " and " + dtype_name(r.dtype) +
+                " (convert one with .to(DType::...))");
   if (l.shape.size() < 2 || r.shape.size() < 2)
     throw Error(sitePrefix(loc) + "matmul needs operands of rank 2 or more, got " +
                 shapeText(l.shape) + " and " + shapeText(r.shape));

@@ -348,6 +348,13 @@ TEST_P(NetworkOps, ScaledDotProductAttention) {
 
   EXPECT_NE(messageOf([&] { scaled_dot_product_attention(q, v, k); }).find("do not fit"),
             std::string::npos);
+  EXPECT_NE(messageOf([&] {
+              scaled_dot_product_attention(q, on(kv, {heads, batch, s, e}), v);
+            }).find("batch dimensions"),
+            std::string::npos);
+  EXPECT_NE(messageOf([&] { scaled_dot_product_attention(q, k.to(DType::f16), v); })
+                .find("give them one dtype"),
+            std::string::npos);
   EXPECT_NE(messageOf([&] { scaled_dot_product_attention(q, k, v, boolMask, true); })
                 .find("not both"),
             std::string::npos);
