@@ -61,7 +61,7 @@ if [ ! -f "$build/lib/libkiln_onnx.a" ]; then
 fi
 bin="$out/onnx-fuzzer"
 "$cxx" -std=c++20 -g -O1 -fsanitize=fuzzer,address -fno-omit-frame-pointer -fexceptions \
-  -DONNX_NAMESPACE=onnx -DONNX_ML=1 -I"$root/include" -I"$root/runtime/include" -I"$root/lib/Import/ONNX" \
+  -DONNX_NAMESPACE=onnx -DONNX_ML=1 -I"$root" -I"$root/include" -I"$root/runtime/include" -I"$root/lib/Import/ONNX" \
   "$root/test/fuzz/OnnxFuzzer.cpp" "$root"/lib/Import/ONNX/*.cpp \
   "$build/lib/libkiln.a" "$build/lib/libKilnCompiler.a" "$build/lib/libKilnDialect.a" \
   "$build/runtime/libkiln_runtime.a" /usr/lib/llvm-22/lib/libMLIR.so.22.1 /usr/lib/llvm-22/lib/libLLVM.so.1 \

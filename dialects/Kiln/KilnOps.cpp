@@ -1,6 +1,7 @@
 //===- KilnOps.cpp - kiln op verifiers and builders -----------------------===//
 
 #include "dialects/Kiln/KilnDialect.h"
+#include "dialects/Kiln/WindowRules.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
@@ -487,11 +488,8 @@ LogicalResult Pool2dOp::verify() {
     if (x[2 + i] + 2 * p < k)
       return emitOpError("the window (") << k << ") is larger than the padded input ("
                                          << x[2 + i] + 2 * p << ")";
-    expected.push_back((x[2 + i] + 2 * p - k) / s + 1);
-    // ceil_mode: one more window where a partial one starts inside the
-    // input or its leading padding.
-    int64_t up = (x[2 + i] + 2 * p - k + s - 1) / s + 1;
-    rounded.push_back((up - 1) * s >= x[2 + i] + p ? up - 1 : up);
+    expected.push_back(windowCount(x[2 + i], k, s, p, p, /*ceilMode=*/false));
+    rounded.push_back(windowCount(x[2 + i], k, s, p, p, /*ceilMode=*/true));
   }
   for (int i = 2; i < 4; ++i)
     if (y.size() != 4 || (y[i] != expected[i] && y[i] != rounded[i]))

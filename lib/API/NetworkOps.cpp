@@ -284,13 +284,16 @@ Tensor kiln::scaled_dot_product_attention(const Tensor &q, const Tensor &k, cons
   float factor = scale ? *scale : float(1.0 / std::sqrt(double(e)));
   Tensor scores = mul(matmul(q, k.transpose(-1, -2, loc), loc), scalarLike(factor, q, loc), loc);
   if (causal) {
-    // Top-left aligned, as PyTorch: row i keeps columns 0..i.
-    std::vector<float> bias(size_t(l * s), 0.0f);
-    for (int64_t i = 0; i < l; ++i)
-      for (int64_t j = i + 1; j < s; ++j)
-        bias[size_t(i * s + j)] = -std::numeric_limits<float>::infinity();
-    Tensor b = Tensor::like(q, std::move(bias), {l, s}, loc);
-    scores = add(scores, qn.dtype == DType::f32 ? b : b.to(qn.dtype, loc), loc);
+    // Top-left aligned, as PyTorch: row i keeps columns 0..i. The rule is
+    // a comparison of a column and a row index vector (L + S values, not an
+    // L x S mask), evaluated in the scores' kernel.
+    std::vector<float> rowIndex(static_cast<size_t>(l)), colIndex(static_cast<size_t>(s));
+    std::iota(rowIndex.begin(), rowIndex.end(), 0.0f);
+    std::iota(colIndex.begin(), colIndex.end(), 0.0f);
+    Tensor rows = Tensor::like(q, std::move(rowIndex), {l, 1}, loc);
+    Tensor cols = Tensor::like(q, std::move(colIndex), {1, s}, loc);
+    scores = where(le(cols, rows, loc), scores,
+                   scalarLike(-std::numeric_limits<float>::infinity(), q, loc), loc);
   } else if (mask.defined()) {
     if (nodeOf(mask, loc).dtype == DType::boolean)
       scores = where(mask, scores,

@@ -11,6 +11,8 @@
 #include "Graph.h"
 #include "OpRecording.h"
 
+#include "dialects/Kiln/WindowRules.h"
+
 #include "kiln/runtime/Cpu.h"
 
 #include <algorithm>
@@ -934,14 +936,14 @@ Tensor kiln::matmul(const Tensor &a, const Tensor &b, std::source_location loc) 
 namespace {
 /// Output size of a window of `span` (dilated) sliding with `stride` over
 /// `size` padded by `pad` on both sides; throws on a window larger than that.
-int64_t windowCount(int64_t size, int64_t span, int64_t stride, int64_t pad, const char *op,
-                    std::source_location loc) {
+int64_t checkedWindowCount(int64_t size, int64_t span, int64_t stride, int64_t pad,
+                           bool ceilMode, const char *op, std::source_location loc) {
   if (stride < 1 || pad < 0)
     throw Error(sitePrefix(loc) + op + ": stride must be positive and padding non-negative");
   if (size + 2 * pad < span)
     throw Error(sitePrefix(loc) + op + ": the window (" + std::to_string(span) +
                 ") is larger than the padded input (" + std::to_string(size + 2 * pad) + ")");
-  return (size + 2 * pad - span) / stride + 1;
+  return windowCount(size, span, stride, pad, pad, ceilMode);
 }
 } // namespace
 
@@ -963,8 +965,8 @@ Tensor kiln::conv2d(const Tensor &x, const Tensor &filter, std::array<int64_t, 2
   for (int i = 0; i < 2; ++i) {
     if (dilation[i] < 1)
       throw Error(sitePrefix(loc) + "conv2d: dilation must be positive");
-    shape.push_back(windowCount(in.shape[2 + i], dilation[i] * (w.shape[2 + i] - 1) + 1,
-                                stride[i], padding[i], "conv2d", loc));
+    shape.push_back(checkedWindowCount(in.shape[2 + i], dilation[i] * (w.shape[2 + i] - 1) + 1,
+                                       stride[i], padding[i], false, "conv2d", loc));
   }
   auto node = std::make_shared<Node>();
   node->kind = OpKind::Conv2d;
@@ -990,22 +992,14 @@ Tensor pool(const char *kind, const Tensor &x, std::array<int64_t, 2> kernel,
   if (!isFloat(in.dtype))
     throw Error(sitePrefix(loc) + "pooling needs a floating-point tensor");
   Shape shape = {in.shape[0], in.shape[1]};
-  std::array<int64_t, 2> extra = {0, 0}; // ceil_mode's windows past the padding
+  bool pastPadding = false; // a ceil_mode window reaching past the padding
   for (int i = 0; i < 2; ++i) {
     if (kernel[i] < 1 || 2 * padding[i] > kernel[i])
       throw Error(sitePrefix(loc) + "pooling: the kernel must be positive and padding at most "
                   "half of it");
-    int64_t out = windowCount(in.shape[2 + i], kernel[i], stride[i], padding[i], "pooling", loc);
-    if (ceilMode) {
-      int64_t span = in.shape[2 + i] + 2 * padding[i] - kernel[i];
-      int64_t rounded = (span + stride[i] - 1) / stride[i] + 1;
-      // The last window must start inside the input or its leading padding.
-      if ((rounded - 1) * stride[i] >= in.shape[2 + i] + padding[i])
-        --rounded;
-      extra[i] = (rounded - 1) * stride[i] + kernel[i] - (in.shape[2 + i] + 2 * padding[i]);
-      extra[i] = std::max<int64_t>(0, extra[i]);
-      out = rounded;
-    }
+    int64_t out = checkedWindowCount(in.shape[2 + i], kernel[i], stride[i], padding[i], ceilMode,
+                                     "pooling", loc);
+    pastPadding |= (out - 1) * stride[i] + kernel[i] > in.shape[2 + i] + 2 * padding[i];
     shape.push_back(out);
   }
   auto node = std::make_shared<Node>();
@@ -1019,7 +1013,7 @@ Tensor pool(const char *kind, const Tensor &x, std::array<int64_t, 2> kernel,
   node->stride = {stride[0], stride[1]};
   node->padding = {padding[0], padding[1]};
   Tensor y = made(node);
-  if (std::string_view(kind) == "max" || (!extra[0] && !extra[1]))
+  if (std::string_view(kind) == "max" || !pastPadding)
     return y;
   // A ceil_mode window past the padding: the pool read zeros there and
   // divided by the whole window; PyTorch divides by the part inside the

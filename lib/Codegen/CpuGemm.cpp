@@ -125,22 +125,44 @@ FailureOr<func::FuncOp> kiln::buildCpuGemmFunction(KernelOp kernel, Operation *r
         // panel; per k only a shift and two bounds checks remain (decomposing
         // every column index per element cost as much as the FMAs with 64
         // output channels).
+        // A convolution's GEMMs are one per (image, group): the image and
+        // the group's first channel come from the batch index, and k is
+        // (channel in the group, window row, window column).
+        struct Tap {
+          Value channel, dh, dw;
+        };
+        auto imageOf = [&](OpBuilder &ib, const ConvGeometry &g) -> Value {
+          return arith::DivUIOp::create(ib, loc, batch, idx(ib, g.groups));
+        };
+        auto tapOf = [&](OpBuilder &kb, const ConvGeometry &g, Value k) -> Tap {
+          const int64_t taps = g.kernelH * g.kernelW;
+          Value tap = arith::RemUIOp::create(kb, loc, k, idx(kb, taps));
+          Value channel = arith::AddIOp::create(
+              kb, loc,
+              arith::MulIOp::create(kb, loc, arith::RemUIOp::create(kb, loc, batch, idx(kb, g.groups)),
+                                    idx(kb, g.groupChannels)),
+              arith::DivUIOp::create(kb, loc, k, idx(kb, taps)));
+          Value dh = arith::MulIOp::create(
+              kb, loc, arith::DivUIOp::create(kb, loc, tap, idx(kb, g.kernelW)), idx(kb, g.dilationH));
+          Value dw = arith::MulIOp::create(
+              kb, loc, arith::RemUIOp::create(kb, loc, tap, idx(kb, g.kernelW)), idx(kb, g.dilationW));
+          return {channel, dh, dw};
+        };
         auto packConv = [&](OpBuilder &pb, const ConvGeometry &g) {
           auto table = [&] {
             return memref::AllocaOp::create(pb, loc, MemRefType::get({NC}, pb.getIndexType()))
                 .getResult();
           };
           Value tabBase = table(), tabH = table(), tabW = table();
-          const int64_t plane = g.height * g.width, outPlane = g.outHeight * g.outWidth;
+          const int64_t plane = g.height * g.width;
+          Value image = imageOf(pb, g);
           scf::ForOp::create(
               pb, loc, idx(pb, 0), idx(pb, NC), idx(pb, 1), ValueRange{},
               [&](OpBuilder &tb, Location, Value j, ValueRange) {
                 Value col = arith::AddIOp::create(tb, loc, j0, j);
-                Value clamped = arith::MinUIOp::create(tb, loc, col, idx(tb, gemm.n - 1));
-                Value image = arith::AddIOp::create(
-                    tb, loc, arith::DivUIOp::create(tb, loc, clamped, idx(tb, outPlane)),
-                    arith::DivUIOp::create(tb, loc, batch, idx(tb, g.groups)));
-                Value at = arith::RemUIOp::create(tb, loc, clamped, idx(tb, outPlane));
+                // The output position in the image (clamped: past N the
+                // checks below fail anyway).
+                Value at = arith::MinUIOp::create(tb, loc, col, idx(tb, gemm.n - 1));
                 Value h = arith::SubIOp::create(
                     tb, loc,
                     arith::MulIOp::create(tb, loc,
@@ -166,25 +188,12 @@ FailureOr<func::FuncOp> kiln::buildCpuGemmFunction(KernelOp kernel, Operation *r
                 memref::StoreOp::create(tb, loc, w, tabW, ValueRange{j});
                 scf::YieldOp::create(tb, loc);
               });
-          const int64_t taps = g.kernelH * g.kernelW;
           const int64_t last = g.images * g.channels * plane - 1;
           Value input = entry->getArgument(g.inputArg);
           scf::ForOp::create(
               pb, loc, idx(pb, 0), idx(pb, gemm.k), idx(pb, 1), ValueRange{},
               [&](OpBuilder &kb, Location, Value k, ValueRange) {
-                Value tap = arith::RemUIOp::create(kb, loc, k, idx(kb, taps));
-                Value channel = arith::AddIOp::create(
-                    kb, loc,
-                    arith::MulIOp::create(kb, loc,
-                                          arith::RemUIOp::create(kb, loc, batch, idx(kb, g.groups)),
-                                          idx(kb, g.groupChannels)),
-                    arith::DivUIOp::create(kb, loc, k, idx(kb, taps)));
-                Value dh = arith::MulIOp::create(
-                    kb, loc, arith::DivUIOp::create(kb, loc, tap, idx(kb, g.kernelW)),
-                    idx(kb, g.dilationH));
-                Value dw = arith::MulIOp::create(
-                    kb, loc, arith::RemUIOp::create(kb, loc, tap, idx(kb, g.kernelW)),
-                    idx(kb, g.dilationW));
+                auto [channel, dh, dw] = tapOf(kb, g, k);
                 Value shift = arith::AddIOp::create(
                     kb, loc, arith::MulIOp::create(kb, loc, channel, idx(kb, plane)),
                     arith::AddIOp::create(kb, loc,
@@ -224,10 +233,10 @@ FailureOr<func::FuncOp> kiln::buildCpuGemmFunction(KernelOp kernel, Operation *r
         auto packConvRuns = [&](OpBuilder &pb, const ConvGeometry &g) {
           const int64_t plane = g.height * g.width, OW = g.outWidth;
           const int64_t runs = (NC - 1) / OW + 2; // the most a panel can touch
-          const int64_t taps = g.kernelH * g.kernelW;
           Value input = entry->getArgument(g.inputArg);
           Value zeroF = floatConstant(pb, loc, f32, 0.0);
-          // The first column's output row (over images x rows) and column.
+          Value image = imageOf(pb, g);
+          // The first column's output row and column.
           Value col0 = j0;
           Value row0 = arith::DivUIOp::create(pb, loc, col0, idx(pb, OW));
           Value first = arith::RemUIOp::create(pb, loc, col0, idx(pb, OW));
@@ -264,15 +273,10 @@ FailureOr<func::FuncOp> kiln::buildCpuGemmFunction(KernelOp kernel, Operation *r
                     arith::SubIOp::create(rb, loc, idx(rb, gemm.n), j0));
                 Value len = arith::MaxSIOp::create(
                     rb, loc, arith::SubIOp::create(rb, loc, end, start), idx(rb, 0));
+                // (A run past the image's last row has no columns: len 0.)
                 Value outRow = arith::AddIOp::create(rb, loc, row0, run);
-                Value image = arith::AddIOp::create(
-                    rb, loc, arith::DivUIOp::create(rb, loc, outRow, idx(rb, g.outHeight)),
-                    arith::DivUIOp::create(rb, loc, batch, idx(rb, g.groups)));
                 Value h = arith::SubIOp::create(
-                    rb, loc,
-                    arith::MulIOp::create(
-                        rb, loc, arith::RemUIOp::create(rb, loc, outRow, idx(rb, g.outHeight)),
-                        idx(rb, g.strideH)),
+                    rb, loc, arith::MulIOp::create(rb, loc, outRow, idx(rb, g.strideH)),
                     idx(rb, g.padH));
                 Value w0 = arith::SubIOp::create(rb, loc, ow, idx(rb, g.padW));
                 Value base = arith::AddIOp::create(
@@ -282,19 +286,7 @@ FailureOr<func::FuncOp> kiln::buildCpuGemmFunction(KernelOp kernel, Operation *r
                                           arith::MulIOp::create(rb, loc, h, idx(rb, g.width)), w0));
                 scf::ForOp::create(rb, loc, idx(rb, 0), idx(rb, gemm.k), idx(rb, 1), ValueRange{},
                     [&](OpBuilder &kb, Location, Value k, ValueRange) {
-                      Value tap = arith::RemUIOp::create(kb, loc, k, idx(kb, taps));
-                      Value channel = arith::AddIOp::create(
-                          kb, loc,
-                          arith::MulIOp::create(
-                              kb, loc, arith::RemUIOp::create(kb, loc, batch, idx(kb, g.groups)),
-                              idx(kb, g.groupChannels)),
-                          arith::DivUIOp::create(kb, loc, k, idx(kb, taps)));
-                      Value dh = arith::MulIOp::create(
-                          kb, loc, arith::DivUIOp::create(kb, loc, tap, idx(kb, g.kernelW)),
-                          idx(kb, g.dilationH));
-                      Value dw = arith::MulIOp::create(
-                          kb, loc, arith::RemUIOp::create(kb, loc, tap, idx(kb, g.kernelW)),
-                          idx(kb, g.dilationW));
+                      auto [channel, dh, dw] = tapOf(kb, g, k);
                       Value rowAt = arith::AddIOp::create(
                           kb, loc, arith::MulIOp::create(kb, loc, k, idx(kb, NC)), start);
                       Value hh = arith::AddIOp::create(kb, loc, h, dh);

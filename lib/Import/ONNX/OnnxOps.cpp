@@ -11,6 +11,8 @@
 #include "OnnxImporter.h"
 #include "kiln/Import.h"
 
+#include "dialects/Kiln/WindowRules.h"
+
 #include <array>
 #include <cmath>
 #include <limits>
@@ -276,10 +278,7 @@ Values pool(const NodeContext &ctx, bool isMax) {
     for (int i = 0; i < 2; ++i) {
       int64_t in = x.shape()[size_t(2 + i)], s = strides[size_t(i)];
       int64_t k = ((*kernel)[size_t(i)] - 1) * dil[size_t(i)] + 1; // the dilated window
-      int64_t span = in + begins[i] + *ends[i] - k;
-      int64_t out = (span + s - 1) / s + 1;
-      if ((out - 1) * s >= in + begins[i])
-        --out;
+      int64_t out = windowCount(in, k, s, begins[i], *ends[i], /*ceilMode=*/true);
       int64_t extra = std::max<int64_t>(0, (out - 1) * s + k - (in + begins[i] + *ends[i]));
       *ends[i] += extra;
       ceilExtra = ceilExtra || extra > 0;
