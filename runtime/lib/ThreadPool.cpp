@@ -115,7 +115,8 @@ struct ThreadPool::State {
   std::condition_variable wake;
   /// The job's caller waits here for `remaining` to reach 0.
   std::condition_variable done;
-  bool stopping = false;
+  /// Written under the mutex; atomic so that a spinning worker may poll it.
+  std::atomic<bool> stopping{false};
 
   // The current job; meaningful while `busy`.
   bool busy = false;
@@ -127,7 +128,6 @@ struct ThreadPool::State {
   std::atomic<int64_t> remaining{0};
   /// Jobs posted so far (under the mutex): a spinning worker polls it.
   std::atomic<uint64_t> posted{0};
-  std::atomic<bool> stoppingFlag{false};
   std::exception_ptr error;
 
   /// Runs one chunk with the mutex released; returns what it threw.
@@ -159,7 +159,7 @@ struct ThreadPool::State {
         lock.unlock();
         spinUntil([&] {
           return posted.load(std::memory_order_acquire) != seen ||
-                 stoppingFlag.load(std::memory_order_relaxed);
+                 stopping.load(std::memory_order_relaxed);
         });
         lock.lock();
       }
@@ -197,7 +197,6 @@ ThreadPool::~ThreadPool() {
   {
     std::lock_guard<std::mutex> lock(state_->mutex);
     state_->stopping = true;
-    state_->stoppingFlag = true;
   }
   state_->wake.notify_all();
   for (std::thread &worker : state_->workers) {
