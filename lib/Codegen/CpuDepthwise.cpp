@@ -133,7 +133,9 @@ FailureOr<func::FuncOp> kiln::buildCpuDepthwiseFunction(KernelOp kernel, Operati
   };
   Value in = entry->getArgument(input.getArgNumber());
   Value weights = entry->getArgument(filter.getArgNumber());
-  Value block = memref::AllocaOp::create(b, loc, MemRefType::get({lanes}, f32));
+  // One vector of sums on its way to a per-element epilogue (the flat sweep
+  // or the row sweep's).
+  Value block = memref::AllocaOp::create(b, loc, MemRefType::get({flat ? flatLanes : lanes}, f32));
   Value zero = floatConstant(b, loc, f32, 0.0);
   SmallVector<AffineExpr> dims;
   for (unsigned d = 0; d < 4; ++d)
@@ -146,11 +148,6 @@ FailureOr<func::FuncOp> kiln::buildCpuDepthwiseFunction(KernelOp kernel, Operati
   const bool flatVectorEpilogue =
       flat && vectorizableGemmEpilogue(kernel, root, flatBounds, flatIndex);
   bool failed = false;
-  // (At the function's entry: an alloca inside the plane loop would grow
-  // the stack with every plane.)
-  Value lanesOut;
-  if (flat && !flatVectorEpilogue)
-    lanesOut = memref::AllocaOp::create(b, loc, MemRefType::get({flatLanes}, f32));
 
   auto flatPlane = [&](OpBuilder &fb, Value image, Value outChannel, Value inBase,
                        ArrayRef<Value> taps) {
@@ -167,11 +164,11 @@ FailureOr<func::FuncOp> kiln::buildCpuDepthwiseFunction(KernelOp kernel, Operati
                                ValueRange{image, outChannel, p}, flatBounds, flatIndex, failed);
         return;
       }
-      vector::StoreOp::create(eb, loc, acc, lanesOut, ValueRange{idx(eb, 0)});
+      vector::StoreOp::create(eb, loc, acc, block, ValueRange{idx(eb, 0)});
       scf::ForOp::create(eb, loc, idx(eb, 0), idx(eb, flatLanes), idx(eb, 1), ValueRange{},
           [&](OpBuilder &lb, Location, Value l, ValueRange) {
             emitGemmEpilogueAt(lb, loc, kernel, root, entry,
-                               memref::LoadOp::create(lb, loc, lanesOut, ValueRange{l}),
+                               memref::LoadOp::create(lb, loc, block, ValueRange{l}),
                                ValueRange{image, outChannel, arith::AddIOp::create(lb, loc, l, p)},
                                flatBounds, flatIndex, failed);
             scf::YieldOp::create(lb, loc);
