@@ -12,11 +12,14 @@ what differs is the layout.
 Medians of `runs` calls, microseconds. Layout conversions are outside the
 timing: a network would keep its activations blocked from layer to layer.
 """
+import os
 import sys
-import time
 
 import torch
 import torch.utils.mkldnn as mkldnn
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from torch_timing import median  # noqa: E402
 
 runs = int(sys.argv[1]) if len(sys.argv) > 1 else 50
 threads = int(sys.argv[2]) if len(sys.argv) > 2 else 1
@@ -36,14 +39,7 @@ SHAPES = [  # (name, cin, cout, size, kernel, stride, groups)
 
 
 def median_us(fn):
-    for _ in range(3):
-        fn()
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - start) * 1e6)
-    return sorted(times)[len(times) // 2]
+    return median(fn, runs) * 1e6
 
 
 print(f"{threads} thread(s); medians of {runs} runs, microseconds; ratios against NCHW")

@@ -23,11 +23,13 @@ import re
 import subprocess
 import sys
 import tempfile
-import time
 
 import numpy
 import torch
 import torchvision
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from torch_timing import median  # noqa: E402
 
 here = os.path.dirname(os.path.abspath(__file__))
 build = os.path.join(here, "..", "build", "bin")
@@ -93,14 +95,8 @@ def accuracy():
 
 def torch_ms(m, x, threads):
     torch.set_num_threads(threads)
-    times = []
     with torch.no_grad():
-        for i in range(runs + 3):
-            start = time.perf_counter()
-            m(x)
-            if i >= 3:
-                times.append((time.perf_counter() - start) * 1e3)
-    return sorted(times)[len(times) // 2]
+        return median(lambda: m(x), runs) * 1e3
 
 
 def kiln_ms(name, batch, threads):

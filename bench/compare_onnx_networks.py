@@ -21,6 +21,9 @@ import sys
 
 import numpy
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from torch_timing import median  # noqa: E402
+
 try:
     import torch
 except ImportError:
@@ -41,17 +44,10 @@ def torch_ms(path, x):
     """Median latency of the TorchScript model at `path`, or None."""
     if not torch or not os.path.exists(path):
         return None
-    import time
     model = torch.jit.load(path).eval()
     inp = torch.from_numpy(numpy.load(x))
-    times = []
     with torch.no_grad():
-        for i in range(runs + 3):
-            start = time.perf_counter()
-            model(inp)
-            if i >= 3:
-                times.append((time.perf_counter() - start) * 1e3)
-    return sorted(times)[len(times) // 2]
+        return median(lambda: model(inp), runs) * 1e3
 
 
 print(f"{threads} threads; medians of {runs} runs, latency per inference")

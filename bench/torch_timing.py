@@ -32,3 +32,17 @@ def measure_cuda(fn, runs=20):
         times.append(start.elapsed_time(end) / runs / 1e3)
     times.sort()
     return times[len(times) // 2]
+
+
+def median(fn, runs, warmup=3):
+    """Seconds of the median of `runs` calls of `fn`, after `warmup` calls:
+    latency per inference, as the network comparisons report it."""
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    times.sort()
+    return times[len(times) // 2]
