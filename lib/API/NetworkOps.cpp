@@ -263,6 +263,9 @@ Tensor kiln::scaled_dot_product_attention(const Tensor &q, const Tensor &k, cons
     throw Error(sitePrefix(loc) + "scaled_dot_product_attention: q " + shapeText(qn.shape) +
                 ", k " + shapeText(kn.shape) + " and v " + shapeText(vn.shape) +
                 " do not fit: k needs q's last size (E) and v needs k's length (S)");
+  if (s == 0)
+    throw Error(sitePrefix(loc) + "scaled_dot_product_attention: k " + shapeText(kn.shape) +
+                " holds no keys (S = 0), so no query has anything to attend to");
   if (qn.dtype != kn.dtype || qn.dtype != vn.dtype)
     throw Error(sitePrefix(loc) + "scaled_dot_product_attention: q, k and v are " +
                 dtype_name(qn.dtype) + ", " + dtype_name(kn.dtype) + " and " +

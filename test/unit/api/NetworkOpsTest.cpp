@@ -352,6 +352,11 @@ TEST_P(NetworkOps, ScaledDotProductAttention) {
               scaled_dot_product_attention(q, on(kv, {heads, batch, s, e}), v);
             }).find("batch dimensions"),
             std::string::npos);
+  EXPECT_NE(messageOf([&] {
+              scaled_dot_product_attention(q, on({}, {batch, heads, 0, e}),
+                                           on({}, {batch, heads, 0, ev}));
+            }).find("no keys"),
+            std::string::npos);
   EXPECT_NE(messageOf([&] { scaled_dot_product_attention(q, k.to(DType::f16), v); })
                 .find("give them one dtype"),
             std::string::npos);
