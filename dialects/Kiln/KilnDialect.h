@@ -52,10 +52,6 @@ class Reduction : public mlir::OpTrait::TraitBase<ConcreteType, Reduction> {};
 template <typename ConcreteType>
 class Contraction : public mlir::OpTrait::TraitBase<ConcreteType, Contraction> {};
 
-/// Numpy-style broadcast of two shapes; failure when they are incompatible.
-mlir::FailureOr<llvm::SmallVector<int64_t>>
-broadcastShapes(llvm::ArrayRef<int64_t> a, llvm::ArrayRef<int64_t> b);
-
 /// Parses "vulkan:1", "cpu", "cpu:0" into a device attribute (without
 /// adapter); failure on anything else.
 mlir::FailureOr<DeviceAttr> parseDeviceName(mlir::MLIRContext *ctx,

@@ -59,7 +59,8 @@ def Kiln_InputOp : Kiln_Op<"input", [Pure]> {
   let extraClassDeclaration = [{ bool isPlacementSource() { return true; } }];
 }
 
-def Kiln_TransferOp : Kiln_Op<"transfer", [Pure, SameOperandsAndResultType]> {
+def Kiln_TransferOp : Kiln_Op<"transfer", [Pure, SameOperandsAndResultType,
+                                           InferTypeOpInterface]> {
   let summary = "an explicit copy to another device";
   let description = [{
     The only op whose result may live elsewhere than its operand. Inserted
@@ -80,7 +81,8 @@ def Kiln_TransferOp : Kiln_Op<"transfer", [Pure, SameOperandsAndResultType]> {
 //===----------------------------------------------------------------------===//
 
 class Kiln_UnaryOp<string mnemonic, string desc>
-    : Kiln_Op<mnemonic, [Pure, Kiln_Elementwise, SameOperandsAndResultType]> {
+    : Kiln_Op<mnemonic, [Pure, Kiln_Elementwise, SameOperandsAndResultType,
+                        InferTypeOpInterface]> {
   let summary = desc;
   let arguments = (ins Kiln_FloatTensor:$input, OptionalAttr<Kiln_DeviceAttr>:$device);
   let results = (outs Kiln_FloatTensor:$result);
@@ -100,7 +102,7 @@ def Kiln_GeluOp : Kiln_UnaryOp<"gelu", "x * Phi(x), the exact (erf) form">;
 def Kiln_ErfOp : Kiln_UnaryOp<"erf", "the error function">;
 
 class Kiln_BinaryOp<string mnemonic, string desc>
-    : Kiln_Op<mnemonic, [Pure, Kiln_Elementwise]> {
+    : Kiln_Op<mnemonic, [Pure, Kiln_Elementwise, InferTypeOpAdaptor]> {
   let summary = desc;
   let description = [{
     Operands broadcast numpy-style: shapes align at the right, and a
@@ -115,7 +117,6 @@ class Kiln_BinaryOp<string mnemonic, string desc>
   let assemblyFormat = [{
     $lhs `,` $rhs (`on` custom<Device>($device)^)? attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)
   }];
-  let hasVerifier = 1;
 }
 
 def Kiln_AddOp : Kiln_BinaryOp<"add", "a + b">;
@@ -142,7 +143,7 @@ def Kiln_CastOp : Kiln_Op<"cast", [Pure, Kiln_Elementwise, SameOperandsAndResult
   }];
 }
 
-def Kiln_CmpOp : Kiln_Op<"cmp", [Pure, Kiln_Elementwise]> {
+def Kiln_CmpOp : Kiln_Op<"cmp", [Pure, Kiln_Elementwise, InferTypeOpAdaptor]> {
   let summary = "elementwise comparison with broadcasting";
   let description = [{
     ```mlir
@@ -155,10 +156,9 @@ def Kiln_CmpOp : Kiln_Op<"cmp", [Pure, Kiln_Elementwise]> {
   let assemblyFormat = [{
     $predicate `,` $lhs `,` $rhs (`on` custom<Device>($device)^)? attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)
   }];
-  let hasVerifier = 1;
 }
 
-def Kiln_SelectOp : Kiln_Op<"select", [Pure, Kiln_Elementwise]> {
+def Kiln_SelectOp : Kiln_Op<"select", [Pure, Kiln_Elementwise, InferTypeOpAdaptor]> {
   let summary = "cond ? a : b, elementwise with broadcasting";
   let arguments = (ins Kiln_BoolTensor:$cond, Kiln_FloatTensor:$lhs,
                        Kiln_FloatTensor:$rhs, OptionalAttr<Kiln_DeviceAttr>:$device);
@@ -166,7 +166,6 @@ def Kiln_SelectOp : Kiln_Op<"select", [Pure, Kiln_Elementwise]> {
   let assemblyFormat = [{
     $cond `,` $lhs `,` $rhs (`on` custom<Device>($device)^)? attr-dict `:` type($cond) `,` type($lhs) `,` type($rhs) `->` type($result)
   }];
-  let hasVerifier = 1;
 }
 
 //===----------------------------------------------------------------------===//
@@ -176,7 +175,7 @@ def Kiln_SelectOp : Kiln_Op<"select", [Pure, Kiln_Elementwise]> {
 class Kiln_ViewOp<string mnemonic, list<Trait> traits = []>
     : Kiln_Op<mnemonic, traits # [Pure, Kiln_View]>;
 
-def Kiln_TransposeOp : Kiln_ViewOp<"transpose"> {
+def Kiln_TransposeOp : Kiln_ViewOp<"transpose", [InferTypeOpAdaptor]> {
   let summary = "permute dimensions: result dim i is operand dim permutation[i]";
   let description = [{
     ```mlir
@@ -189,7 +188,6 @@ def Kiln_TransposeOp : Kiln_ViewOp<"transpose"> {
   let assemblyFormat = [{
     $input $permutation (`on` custom<Device>($device)^)? attr-dict `:` type($input) `->` type($result)
   }];
-  let hasVerifier = 1;
 }
 
 def Kiln_ReshapeOp : Kiln_ViewOp<"reshape"> {
@@ -231,7 +229,7 @@ def Kiln_SliceOp : Kiln_ViewOp<"slice"> {
   let hasVerifier = 1;
 }
 
-def Kiln_PadOp : Kiln_Op<"pad", [Pure, Kiln_GuardedView]> {
+def Kiln_PadOp : Kiln_Op<"pad", [Pure, Kiln_GuardedView, InferTypeOpAdaptor]> {
   let summary = "surround with a constant: `low` / `high` elements per dimension";
   let description = [{
     ```mlir
@@ -246,10 +244,9 @@ def Kiln_PadOp : Kiln_Op<"pad", [Pure, Kiln_GuardedView]> {
     $input `low` $low `high` $high `value` $value (`on` custom<Device>($device)^)? attr-dict
     `:` type($input) `->` type($result)
   }];
-  let hasVerifier = 1;
 }
 
-def Kiln_GatherOp : Kiln_Op<"gather", [Pure, Kiln_GuardedView]> {
+def Kiln_GatherOp : Kiln_Op<"gather", [Pure, Kiln_GuardedView, InferTypeOpAdaptor]> {
   let summary = "select slices along an axis by index (index_select)";
   let description = [{
     Result element with coordinate `j` along `axis` is the input element at
@@ -265,10 +262,9 @@ def Kiln_GatherOp : Kiln_Op<"gather", [Pure, Kiln_GuardedView]> {
     $input `,` $indices `axis` $axis (`on` custom<Device>($device)^)? attr-dict
     `:` type($input) `,` type($indices) `->` type($result)
   }];
-  let hasVerifier = 1;
 }
 
-def Kiln_ConcatOp : Kiln_Op<"concat", [Pure, Kiln_GuardedView]> {
+def Kiln_ConcatOp : Kiln_Op<"concat", [Pure, Kiln_GuardedView, InferTypeOpAdaptor]> {
   let summary = "join tensors along one axis";
   let description = [{
     ```mlir
@@ -281,14 +277,13 @@ def Kiln_ConcatOp : Kiln_Op<"concat", [Pure, Kiln_GuardedView]> {
   let assemblyFormat = [{
     $inputs `axis` $axis (`on` custom<Device>($device)^)? attr-dict `:` `(` type($inputs) `)` `->` type($result)
   }];
-  let hasVerifier = 1;
 }
 
 //===----------------------------------------------------------------------===//
 // Reductions
 //===----------------------------------------------------------------------===//
 
-def Kiln_ReduceOp : Kiln_Op<"reduce", [Pure, Kiln_Reduction]> {
+def Kiln_ReduceOp : Kiln_Op<"reduce", [Pure, Kiln_Reduction, InferTypeOpAdaptor]> {
   let summary = "sum, mean, max, min or product over a set of axes";
   let description = [{
     Reduces `axes` (sorted, distinct); with `keepdims` the reduced dimensions
@@ -305,14 +300,13 @@ def Kiln_ReduceOp : Kiln_Op<"reduce", [Pure, Kiln_Reduction]> {
   let assemblyFormat = [{
     $kind $input $axes (`keepdims` $keepdims^)? (`on` custom<Device>($device)^)? attr-dict `:` type($input) `->` type($result)
   }];
-  let hasVerifier = 1;
   let extraClassDeclaration = [{
     /// Elements combined into each result element.
     int64_t getReducedCount();
   }];
 }
 
-def Kiln_MatmulOp : Kiln_Op<"matmul", [Pure, Kiln_Contraction]> {
+def Kiln_MatmulOp : Kiln_Op<"matmul", [Pure, Kiln_Contraction, InferTypeOpAdaptor]> {
   let summary = "(batched) matrix product with numpy broadcasting of batch dims";
   let description = [{
     `[..., M, K] x [..., K, N] -> [..., M, N]`; leading (batch) dimensions
@@ -328,10 +322,9 @@ def Kiln_MatmulOp : Kiln_Op<"matmul", [Pure, Kiln_Contraction]> {
   let assemblyFormat = [{
     $lhs `,` $rhs (`on` custom<Device>($device)^)? attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)
   }];
-  let hasVerifier = 1;
 }
 
-def Kiln_ArgReduceOp : Kiln_Op<"arg_reduce", [Pure, Kiln_Reduction]> {
+def Kiln_ArgReduceOp : Kiln_Op<"arg_reduce", [Pure, Kiln_Reduction, InferTypeOpAdaptor]> {
   let summary = "index of the largest (max) or smallest (min) element along axes";
   let description = [{
     The index counts over the reduced axes in row-major order (over one axis,
@@ -351,13 +344,13 @@ def Kiln_ArgReduceOp : Kiln_Op<"arg_reduce", [Pure, Kiln_Reduction]> {
   let hasVerifier = 1;
 }
 
-def Kiln_Pool2dOp : Kiln_Op<"pool2d", [Pure, Kiln_Reduction]> {
+def Kiln_Pool2dOp : Kiln_Op<"pool2d", [Pure, Kiln_Reduction, InferTypeOpAdaptor]> {
   let summary = "max or average pooling over windows of an NCHW tensor";
   let description = [{
     `kind` is `max` or `mean` (average, padding counted as zeros, as
     PyTorch's default `count_include_pad`). Padding reads as -inf for max.
-    The result may have ceil_mode's sizes (one more window where a partial
-    one starts inside the input or its leading padding); the part of such a
+    With `ceil_mode` the result has one more window where a partial one
+    starts inside the input or its leading padding; the part of such a
     window past the padding reads as padding too, and a mean still divides
     by the whole window (the Tensor API rescales it to PyTorch's divisor).
     ```mlir
@@ -367,16 +360,17 @@ def Kiln_Pool2dOp : Kiln_Op<"pool2d", [Pure, Kiln_Reduction]> {
   }];
   let arguments = (ins Kiln_ReduceKind:$kind, Kiln_FloatTensor:$input,
                        DenseI64ArrayAttr:$kernel, DenseI64ArrayAttr:$strides,
-                       DenseI64ArrayAttr:$padding, OptionalAttr<Kiln_DeviceAttr>:$device);
+                       DenseI64ArrayAttr:$padding, UnitAttr:$ceil_mode,
+                       OptionalAttr<Kiln_DeviceAttr>:$device);
   let results = (outs Kiln_FloatTensor:$result);
   let assemblyFormat = [{
     $kind $input `kernel` $kernel `strides` $strides `padding` $padding
-    (`on` custom<Device>($device)^)? attr-dict `:` type($input) `->` type($result)
+    (`ceil_mode` $ceil_mode^)? (`on` custom<Device>($device)^)? attr-dict `:` type($input) `->` type($result)
   }];
   let hasVerifier = 1;
 }
 
-def Kiln_Conv2dOp : Kiln_Op<"conv2d", [Pure, Kiln_Contraction]> {
+def Kiln_Conv2dOp : Kiln_Op<"conv2d", [Pure, Kiln_Contraction, InferTypeOpAdaptor]> {
   let summary = "2-D convolution, NCHW, with stride, padding, dilation and groups";
   let description = [{
     `x: [N, C, H, W]`, `w: [Cout, C / groups, Kh, Kw]` ->
@@ -396,7 +390,6 @@ def Kiln_Conv2dOp : Kiln_Op<"conv2d", [Pure, Kiln_Contraction]> {
     $input `,` $filter `strides` $strides `padding` $padding `dilation` $dilation `groups` $groups
     (`on` custom<Device>($device)^)? attr-dict `:` type($input) `,` type($filter) `->` type($result)
   }];
-  let hasVerifier = 1;
 }
 
 //===----------------------------------------------------------------------===//

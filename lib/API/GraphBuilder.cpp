@@ -135,6 +135,8 @@ Value GraphBuilder::emit(OpBuilder &b, Node *node) {
     attr("kernel", array(node->window));
     attr("strides", array(node->stride));
     attr("padding", array(node->padding));
+    if (node->ceilMode)
+      attr("ceil_mode", b.getUnitAttr());
     break;
   case OpKind::Conv2d:
     attr("strides", array(node->stride));

@@ -11,7 +11,7 @@
 #include "Graph.h"
 #include "OpRecording.h"
 
-#include "dialects/Kiln/WindowRules.h"
+#include "dialects/Kiln/ShapeRules.h"
 
 #include "kiln/runtime/Cpu.h"
 
@@ -196,28 +196,20 @@ Tensor unary(const char *op, const Tensor &x, std::source_location loc) {
   return made(node);
 }
 
+/// The dialect's rule's shape (ShapeRules.h), or its reason as the user's
+/// error at `loc`.
+Shape ruled(const shapes::Inferred &rule, const char *op, std::source_location loc) {
+  if (!rule.ok())
+    throw Error(sitePrefix(loc) + op + ": " + rule.error);
+  return rule.shape;
+}
+
 Shape broadcast(const std::vector<const Node *> &nodes, const char *op,
                 std::source_location loc) {
-  Shape out;
-  for (const Node *n : nodes) {
-    size_t rank = std::max(out.size(), n->shape.size());
-    Shape next(rank);
-    for (size_t i = 0; i < rank; ++i) {
-      int64_t a = i < rank - out.size() ? 1 : out[i - (rank - out.size())];
-      int64_t b = i < rank - n->shape.size() ? 1 : n->shape[i - (rank - n->shape.size())];
-      if (a != b && a != 1 && b != 1) {
-        std::string shapes;
-        for (const Node *m : nodes)
-          shapes += (shapes.empty() ? "" : " and ") + shapeText(m->shape);
-        throw Error(sitePrefix(loc) + op + ": shapes " + shapes +
-                    " do not broadcast (dimension " + std::to_string(i) + ": " +
-                    std::to_string(a) + " vs " + std::to_string(b) + ")");
-      }
-      next[i] = a == 1 ? b : a;
-    }
-    out = std::move(next);
-  }
-  return out;
+  std::vector<llvm::ArrayRef<int64_t>> shapes;
+  for (const Node *n : nodes)
+    shapes.push_back(n->shape);
+  return ruled(shapes::broadcast(shapes), op, loc);
 }
 
 Tensor binary(OpKind kind, const char *op, const Tensor &a, const Tensor &b,
@@ -352,19 +344,11 @@ int64_t kiln::detail::normalizeDim(int64_t dim, size_t rank, std::source_locatio
 
 Tensor Tensor::permute(std::vector<int64_t> order, Loc loc) const {
   const Node &in = nodeOf(*this, loc);
-  if (order.size() != in.shape.size())
-    throw Error(sitePrefix(loc) + "permute: " + std::to_string(order.size()) +
-                " dimensions given for a rank-" + std::to_string(in.shape.size()) + " tensor");
-  std::vector<bool> seen(order.size(), false);
-  Shape shape;
-  for (int64_t &d : order) {
-    d = normalizeDim(d, in.shape.size(), loc, "permute");
-    if (seen[d])
-      throw Error(sitePrefix(loc) + "permute: dimension " + std::to_string(d) + " appears twice");
-    seen[d] = true;
-    shape.push_back(in.shape[d]);
-  }
-  auto node = view(*this, "transpose", std::move(shape), loc);
+  if (order.size() == in.shape.size())
+    for (int64_t &d : order)
+      d = normalizeDim(d, in.shape.size(), loc, "permute");
+  auto node = view(*this, "transpose", ruled(shapes::transpose(in.shape, order), "permute", loc),
+                   loc);
   node->permutation = std::move(order);
   return made(node);
 }
@@ -395,21 +379,19 @@ Tensor Tensor::reshape(Shape shape, Loc loc) const {
   int64_t total = numElements(in.shape);
   if (inferred >= 0 && known > 0 && total % known == 0)
     shape[inferred] = total / known;
-  if (inferred >= 0 ? (known == 0 || total % known != 0) : known != total)
+  if (inferred >= 0 && (known == 0 || total % known != 0))
     throw Error(sitePrefix(loc) + "reshape: cannot view " + shapeText(in.shape) + " (" +
                 std::to_string(total) + " elements) as " + shapeText(shape));
+  if (std::string why = shapes::checkReshape(in.shape, shape); !why.empty())
+    throw Error(sitePrefix(loc) + "reshape: " + why);
   return made(view(*this, "reshape", std::move(shape), loc));
 }
 
 Tensor Tensor::broadcast_to(Shape shape, Loc loc) const {
   const Node &in = nodeOf(*this, loc);
   checkShape(shape, loc);
-  Node target;
-  target.shape = shape;
-  Shape result = broadcast({&in, &target}, "broadcast_to", loc);
-  if (result != shape)
-    throw Error(sitePrefix(loc) + "broadcast_to: cannot broadcast " + shapeText(in.shape) +
-                " to " + shapeText(shape));
+  if (std::string why = shapes::checkBroadcastTo(in.shape, shape); !why.empty())
+    throw Error(sitePrefix(loc) + "broadcast_to: " + why);
   return made(view(*this, "broadcast_to", std::move(shape), loc));
 }
 
@@ -695,19 +677,11 @@ Tensor reduce(const char *kind, const Tensor &x, std::vector<int64_t> axes, bool
   for (int64_t &axis : axes)
     axis = normalizeDim(axis, in.shape.size(), loc, kind);
   std::sort(axes.begin(), axes.end());
-  if (std::adjacent_find(axes.begin(), axes.end()) != axes.end())
-    throw Error(sitePrefix(loc) + kind + ": an axis appears twice");
-  Shape shape;
+  Shape shape = ruled(shapes::reduce(in.shape, axes, keepdims), kind, loc);
   std::optional<int64_t> emptyAxis;
-  for (size_t d = 0; d < in.shape.size(); ++d) {
-    bool reduced = std::binary_search(axes.begin(), axes.end(), static_cast<int64_t>(d));
-    if (reduced && in.shape[d] == 0)
-      emptyAxis = static_cast<int64_t>(d);
-    if (!reduced)
-      shape.push_back(in.shape[d]);
-    else if (keepdims)
-      shape.push_back(1);
-  }
+  for (int64_t axis : axes)
+    if (in.shape[axis] == 0)
+      emptyAxis = axis;
   if (emptyAxis) {
     // As in PyTorch: an empty sum is 0, an empty product 1, an empty mean
     // NaN; max, min and their positions have no value to give.
@@ -801,18 +775,7 @@ Tensor kiln::pad(const Tensor &x, std::vector<int64_t> low, std::vector<int64_t>
   const Node &in = nodeOf(x, loc);
   if (!isFloat(in.dtype))
     throw Error(sitePrefix(loc) + "pad needs a floating-point tensor");
-  if (low.size() != in.shape.size() || high.size() != in.shape.size())
-    throw Error(sitePrefix(loc) + "pad: low and high need one value per dimension (" +
-                std::to_string(in.shape.size()) + ")");
-  Shape shape = in.shape;
-  for (size_t d = 0; d < shape.size(); ++d) {
-    if (low[d] < 0 || high[d] < 0)
-      throw Error(sitePrefix(loc) + "pad: padding must be non-negative");
-    if (__builtin_add_overflow(shape[d], low[d], &shape[d]) ||
-        __builtin_add_overflow(shape[d], high[d], &shape[d]))
-      throw Error(sitePrefix(loc) + "pad: padding of dimension " + std::to_string(d) +
-                  " overflows its size");
-  }
+  Shape shape = ruled(shapes::pad(in.shape, low, high), "pad", loc);
   checkShape(shape, loc);
   auto node = std::make_shared<Node>();
   node->kind = OpKind::Pad;
@@ -832,23 +795,17 @@ Tensor kiln::concat(const std::vector<Tensor> &tensors, int64_t axis, std::sourc
     throw Error(sitePrefix(loc) + "concat needs at least one tensor");
   const Node &first = nodeOf(tensors.front(), loc);
   axis = normalizeDim(axis, first.shape.size(), loc, "concat");
-  Shape shape = first.shape;
-  shape[axis] = 0;
   auto node = std::make_shared<Node>();
+  std::vector<llvm::ArrayRef<int64_t>> shapes;
   for (const Tensor &t : tensors) {
     const Node &in = nodeOf(t, loc);
     if (in.dtype != first.dtype || !isFloat(in.dtype))
       throw Error(sitePrefix(loc) + "concat needs floating-point tensors of one dtype");
-    if (in.shape.size() != first.shape.size())
-      throw Error(sitePrefix(loc) + "concat: " + shapeText(in.shape) + " and " +
-                  shapeText(first.shape) + " have different ranks");
-    for (size_t d = 0; d < in.shape.size(); ++d)
-      if (static_cast<int64_t>(d) != axis && in.shape[d] != first.shape[d])
-        throw Error(sitePrefix(loc) + "concat: " + shapeText(in.shape) + " and " +
-                    shapeText(first.shape) + " differ off axis " + std::to_string(axis));
-    shape[axis] += in.shape[axis];
+    shapes.push_back(in.shape);
     node->operands.push_back(t.node());
   }
+  Shape shape = ruled(shapes::concat(shapes, axis), "concat", loc);
+  checkShape(shape, loc);
   node->kind = OpKind::Concat;
   node->op = "concat";
   node->shape = std::move(shape);
@@ -870,8 +827,7 @@ Tensor kiln::index_select(const Tensor &x, int64_t dim, const Tensor &indices,
   dim = normalizeDim(dim, in.shape.size(), loc, "index_select");
   if (in.shape[dim] == 0)
     throw Error(sitePrefix(loc) + "index_select from an empty dimension");
-  Shape shape = in.shape;
-  shape[dim] = idx.shape[0];
+  Shape shape = ruled(shapes::gather(in.shape, idx.shape, dim), "index_select", loc);
   auto node = std::make_shared<Node>();
   node->kind = OpKind::Gather;
   node->op = "gather";
@@ -905,20 +861,7 @@ Tensor kiln::matmul(const Tensor &a, const Tensor &b, std::source_location loc) 
     throw Error(sitePrefix(loc) + "matmul needs two floating-point tensors of one dtype, got " +
                 dtype_name(l.dtype) + " and " + dtype_name(r.dtype) +
                 " (convert one with .to(DType::...))");
-  if (l.shape.size() < 2 || r.shape.size() < 2)
-    throw Error(sitePrefix(loc) + "matmul needs operands of rank 2 or more, got " +
-                shapeText(l.shape) + " and " + shapeText(r.shape));
-  if (l.shape.back() != r.shape[r.shape.size() - 2])
-    throw Error(sitePrefix(loc) + "matmul: " + shapeText(l.shape) + " x " +
-                shapeText(r.shape) + ": the contracted dimensions (" +
-                std::to_string(l.shape.back()) + " and " +
-                std::to_string(r.shape[r.shape.size() - 2]) + ") differ");
-  Node lb, rb;
-  lb.shape.assign(l.shape.begin(), l.shape.end() - 2);
-  rb.shape.assign(r.shape.begin(), r.shape.end() - 2);
-  Shape shape = broadcast({&lb, &rb}, "matmul (batch dimensions)", loc);
-  shape.push_back(l.shape[l.shape.size() - 2]);
-  shape.push_back(r.shape.back());
+  Shape shape = ruled(shapes::matmul(l.shape, r.shape), "matmul", loc);
   // An empty contraction is zeros (as in PyTorch), on the operands' device;
   // operands committed to two devices still go to placement's diagnostic.
   if (l.shape.back() == 0 && (!l.device || !r.device || *l.device == *r.device))
@@ -933,41 +876,14 @@ Tensor kiln::matmul(const Tensor &a, const Tensor &b, std::source_location loc) 
   return made(node);
 }
 
-namespace {
-/// Output size of a window of `span` (dilated) sliding with `stride` over
-/// `size` padded by `pad` on both sides; throws on a window larger than that.
-int64_t checkedWindowCount(int64_t size, int64_t span, int64_t stride, int64_t pad,
-                           bool ceilMode, const char *op, std::source_location loc) {
-  if (stride < 1 || pad < 0)
-    throw Error(sitePrefix(loc) + op + ": stride must be positive and padding non-negative");
-  if (size + 2 * pad < span)
-    throw Error(sitePrefix(loc) + op + ": the window (" + std::to_string(span) +
-                ") is larger than the padded input (" + std::to_string(size + 2 * pad) + ")");
-  return windowCount(size, span, stride, pad, pad, ceilMode);
-}
-} // namespace
-
 Tensor kiln::conv2d(const Tensor &x, const Tensor &filter, std::array<int64_t, 2> stride,
                     std::array<int64_t, 2> padding, std::array<int64_t, 2> dilation,
                     int64_t groups, std::source_location loc) {
   const Node &in = nodeOf(x, loc), &w = nodeOf(filter, loc);
-  if (in.shape.size() != 4 || w.shape.size() != 4)
-    throw Error(sitePrefix(loc) + "conv2d needs an NCHW input and an OIHW filter, got " +
-                shapeText(in.shape) + " and " + shapeText(w.shape));
   if (in.dtype != w.dtype || !isFloat(in.dtype))
     throw Error(sitePrefix(loc) + "conv2d needs floating-point tensors of one dtype");
-  if (groups < 1 || in.shape[1] % groups || w.shape[0] % groups || w.shape[1] * groups != in.shape[1])
-    throw Error(sitePrefix(loc) + "conv2d: " + std::to_string(groups) + " groups do not fit " +
-                std::to_string(in.shape[1]) + " input channels and a filter " +
-                shapeText(w.shape) + " (it needs input channels / groups = " +
-                std::to_string(in.shape[1] / std::max<int64_t>(1, groups)) + " per filter)");
-  Shape shape = {in.shape[0], w.shape[0]};
-  for (int i = 0; i < 2; ++i) {
-    if (dilation[i] < 1)
-      throw Error(sitePrefix(loc) + "conv2d: dilation must be positive");
-    shape.push_back(checkedWindowCount(in.shape[2 + i], dilation[i] * (w.shape[2 + i] - 1) + 1,
-                                       stride[i], padding[i], false, "conv2d", loc));
-  }
+  Shape shape = ruled(shapes::conv2d(in.shape, w.shape, stride, padding, dilation, groups),
+                      "conv2d", loc);
   auto node = std::make_shared<Node>();
   node->kind = OpKind::Conv2d;
   node->op = "conv2d";
@@ -987,21 +903,13 @@ Tensor pool(const char *kind, const Tensor &x, std::array<int64_t, 2> kernel,
             std::array<int64_t, 2> stride, std::array<int64_t, 2> padding, bool ceilMode,
             std::source_location loc) {
   const Node &in = nodeOf(x, loc);
-  if (in.shape.size() != 4)
-    throw Error(sitePrefix(loc) + "pooling needs an NCHW tensor, got " + shapeText(in.shape));
   if (!isFloat(in.dtype))
     throw Error(sitePrefix(loc) + "pooling needs a floating-point tensor");
-  Shape shape = {in.shape[0], in.shape[1]};
+  Shape shape =
+      ruled(shapes::pool2d(in.shape, kernel, stride, padding, ceilMode), "pooling", loc);
   bool pastPadding = false; // a ceil_mode window reaching past the padding
-  for (int i = 0; i < 2; ++i) {
-    if (kernel[i] < 1 || 2 * padding[i] > kernel[i])
-      throw Error(sitePrefix(loc) + "pooling: the kernel must be positive and padding at most "
-                  "half of it");
-    int64_t out = checkedWindowCount(in.shape[2 + i], kernel[i], stride[i], padding[i], ceilMode,
-                                     "pooling", loc);
-    pastPadding |= (out - 1) * stride[i] + kernel[i] > in.shape[2 + i] + 2 * padding[i];
-    shape.push_back(out);
-  }
+  for (int i = 0; i < 2; ++i)
+    pastPadding |= (shape[2 + i] - 1) * stride[i] + kernel[i] > in.shape[2 + i] + 2 * padding[i];
   auto node = std::make_shared<Node>();
   node->kind = OpKind::Pool2d;
   node->op = kind;
@@ -1012,6 +920,8 @@ Tensor pool(const char *kind, const Tensor &x, std::array<int64_t, 2> kernel,
   node->window = {kernel[0], kernel[1]};
   node->stride = {stride[0], stride[1]};
   node->padding = {padding[0], padding[1]};
+  node->ceilMode = ceilMode && shape != ruled(shapes::pool2d(in.shape, kernel, stride, padding,
+                                                              false), "pooling", loc);
   Tensor y = made(node);
   if (std::string_view(kind) == "max" || !pastPadding)
     return y;

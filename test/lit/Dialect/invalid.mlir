@@ -2,7 +2,8 @@
 // The verifiers: shapes, dtypes, broadcasting, devices and kernel bodies.
 
 func.func @no_broadcast(%a: tensor<4xf32>, %b: tensor<3xf32>) {
-  // expected-error @+1 {{'kiln.add' op operand shapes [4], [3] do not broadcast}}
+  // expected-error @+2 {{'kiln.add' op shapes [4] and [3] do not broadcast (dimension 0: 4 vs 3)}}
+  // expected-error @+1 {{failed to infer returned types}}
   %0 = kiln.add %a, %b : tensor<4xf32>, tensor<3xf32> -> tensor<4xf32>
   return
 }
@@ -10,7 +11,8 @@ func.func @no_broadcast(%a: tensor<4xf32>, %b: tensor<3xf32>) {
 // -----
 
 func.func @wrong_result_shape(%a: tensor<4x1xf32>, %b: tensor<3xf32>) {
-  // expected-error @+1 {{'kiln.mul' op result shape [4, 1] does not match the broadcast shape [4, 3]}}
+  // expected-error @+2 {{'kiln.mul' op inferred type(s) 'tensor<4x3xf32>' are incompatible with return type(s) of operation 'tensor<4x1xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
   %0 = kiln.mul %a, %b : tensor<4x1xf32>, tensor<3xf32> -> tensor<4x1xf32>
   return
 }
@@ -18,7 +20,8 @@ func.func @wrong_result_shape(%a: tensor<4x1xf32>, %b: tensor<3xf32>) {
 // -----
 
 func.func @mixed_dtypes(%a: tensor<4xf32>, %b: tensor<4xf16>) {
-  // expected-error @+1 {{'kiln.sub' op element types differ: 'f32' and 'f16'}}
+  // expected-error @+2 {{'kiln.sub' op element types differ: 'f32' and 'f16'}}
+  // expected-error @+1 {{failed to infer returned types}}
   %0 = kiln.sub %a, %b : tensor<4xf32>, tensor<4xf16> -> tensor<4xf32>
   return
 }
@@ -42,7 +45,8 @@ func.func @cmp_result_not_bool(%a: tensor<4xf32>) {
 // -----
 
 func.func @select_shapes(%c: tensor<5xi1>, %a: tensor<4xf32>) {
-  // expected-error @+1 {{'kiln.select' op operand shapes [5], [4], [4] do not broadcast}}
+  // expected-error @+2 {{'kiln.select' op shapes [5] and [4] and [4] do not broadcast (dimension 0: 5 vs 4)}}
+  // expected-error @+1 {{failed to infer returned types}}
   %0 = kiln.select %c, %a, %a : tensor<5xi1>, tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
   return
 }
@@ -100,7 +104,8 @@ func.func @kernel_shapes(%x: tensor<4xf32>, %y: tensor<2xf32>) {
 // -----
 
 func.func @bad_permutation(%x: tensor<4x3xf32>) {
-  // expected-error @+1 {{'kiln.transpose' op permutation [0, 0] is not a permutation of 0..1}}
+  // expected-error @+2 {{'kiln.transpose' op permutation [0, 0] is not a permutation of 0..1}}
+  // expected-error @+1 {{failed to infer returned types}}
   %0 = kiln.transpose %x [0, 0] : tensor<4x3xf32> -> tensor<4x4xf32>
   return
 }
@@ -108,7 +113,8 @@ func.func @bad_permutation(%x: tensor<4x3xf32>) {
 // -----
 
 func.func @transpose_shape(%x: tensor<4x3xf32>) {
-  // expected-error @+1 {{'kiln.transpose' op result shape [4, 3] should be [3, 4]}}
+  // expected-error @+2 {{'kiln.transpose' op inferred type(s) 'tensor<3x4xf32>' are incompatible with return type(s) of operation 'tensor<4x3xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
   %0 = kiln.transpose %x [1, 0] : tensor<4x3xf32> -> tensor<4x3xf32>
   return
 }
@@ -116,7 +122,7 @@ func.func @transpose_shape(%x: tensor<4x3xf32>) {
 // -----
 
 func.func @reshape_count(%x: tensor<4x3xf32>) {
-  // expected-error @+1 {{'kiln.reshape' op cannot reshape [4, 3] (12 elements) to [5, 2]}}
+  // expected-error @+1 {{'kiln.reshape' op cannot view [4, 3] (12 elements) as [5, 2]}}
   %0 = kiln.reshape %x : tensor<4x3xf32> -> tensor<5x2xf32>
   return
 }
@@ -169,7 +175,8 @@ func.func @kernel_dense_constant(%x: tensor<2xf32>) {
 // -----
 
 func.func @matmul_contracted(%a: tensor<2x3xf32>, %b: tensor<4x5xf32>) {
-  // expected-error @+1 {{'kiln.matmul' op contracted dimensions differ: [2, 3] x [4, 5]}}
+  // expected-error @+2 {{'kiln.matmul' op [2, 3] x [4, 5]: the contracted dimensions (3 and 4) differ}}
+  // expected-error @+1 {{failed to infer returned types}}
   %0 = kiln.matmul %a, %b : tensor<2x3xf32>, tensor<4x5xf32> -> tensor<2x5xf32>
   return
 }
@@ -177,7 +184,8 @@ func.func @matmul_contracted(%a: tensor<2x3xf32>, %b: tensor<4x5xf32>) {
 // -----
 
 func.func @reduce_axes(%x: tensor<4x3xf32>) {
-  // expected-error @+1 {{'kiln.reduce' op axes [1, 0] must be sorted, distinct and inside the rank 2}}
+  // expected-error @+2 {{'kiln.reduce' op axes [1, 0] must be sorted, distinct and inside the rank 2}}
+  // expected-error @+1 {{failed to infer returned types}}
   %0 = kiln.reduce sum %x [1, 0] : tensor<4x3xf32> -> tensor<f32>
   return
 }
@@ -185,7 +193,8 @@ func.func @reduce_axes(%x: tensor<4x3xf32>) {
 // -----
 
 func.func @conv_groups(%x: tensor<1x4x8x8xf32>, %w: tensor<6x3x3x3xf32>) {
-  // expected-error @+1 {{'kiln.conv2d' op groups 1 do not divide 4 input and 6 output channels with a filter of 3 channels per group}}
+  // expected-error @+2 {{'kiln.conv2d' op 1 groups do not fit 4 input channels and a filter [6, 3, 3, 3] (it needs input channels / groups = 4 per filter)}}
+  // expected-error @+1 {{failed to infer returned types}}
   %0 = kiln.conv2d %x, %w strides [1, 1] padding [1, 1] dilation [1, 1] groups 1 : tensor<1x4x8x8xf32>, tensor<6x3x3x3xf32> -> tensor<1x6x8x8xf32>
   return
 }
@@ -193,7 +202,8 @@ func.func @conv_groups(%x: tensor<1x4x8x8xf32>, %w: tensor<6x3x3x3xf32>) {
 // -----
 
 func.func @pool_window(%x: tensor<1x1x2x2xf32>) {
-  // expected-error @+1 {{'kiln.pool2d' op the window (3) is larger than the padded input (2)}}
+  // expected-error @+2 {{'kiln.pool2d' op the window (3) is larger than the padded input (2)}}
+  // expected-error @+1 {{failed to infer returned types}}
   %0 = kiln.pool2d max %x kernel [3, 3] strides [1, 1] padding [0, 0] : tensor<1x1x2x2xf32> -> tensor<1x1x1x1xf32>
   return
 }
@@ -202,15 +212,54 @@ func.func @pool_window(%x: tensor<1x1x2x2xf32>) {
 
 // 8 rows, window 3, stride 2: 3 windows, or 4 with ceil_mode; 5 is neither.
 func.func @pool_ceil_size(%x: tensor<1x1x8x8xf32>) {
-  // expected-error @+1 {{'kiln.pool2d' op result shape [1, 1, 5, 4] should be [1, 1, 3, 3] (or [1, 1, 4, 4] with ceil_mode)}}
-  %0 = kiln.pool2d max %x kernel [3, 3] strides [2, 2] padding [0, 0] : tensor<1x1x8x8xf32> -> tensor<1x1x5x4xf32>
+  // expected-error @+2 {{'kiln.pool2d' op inferred type(s) 'tensor<1x1x4x4xf32>' are incompatible with return type(s) of operation 'tensor<1x1x5x4xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = kiln.pool2d max %x kernel [3, 3] strides [2, 2] padding [0, 0] ceil_mode : tensor<1x1x8x8xf32> -> tensor<1x1x5x4xf32>
+  return
+}
+
+// -----
+
+// ceil_mode's size needs the ceil_mode attribute.
+func.func @pool_ceil_without_attr(%x: tensor<1x1x8x8xf32>) {
+  // expected-error @+2 {{'kiln.pool2d' op inferred type(s) 'tensor<1x1x3x3xf32>' are incompatible with return type(s) of operation 'tensor<1x1x4x4xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = kiln.pool2d max %x kernel [3, 3] strides [2, 2] padding [0, 0] : tensor<1x1x8x8xf32> -> tensor<1x1x4x4xf32>
+  return
+}
+
+// -----
+
+func.func @pad_negative(%x: tensor<4x3xf32>) {
+  // expected-error @+2 {{'kiln.pad' op padding must be non-negative}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = kiln.pad %x low [-1, 0] high [2, 3] value 0.0 : tensor<4x3xf32> -> tensor<5x6xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_batch(%a: tensor<3x2x4xf32>, %b: tensor<2x4x5xf32>) {
+  // expected-error @+2 {{'kiln.matmul' op batch dimensions: shapes [3] and [2] do not broadcast (dimension 0: 3 vs 2)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = kiln.matmul %a, %b : tensor<3x2x4xf32>, tensor<2x4x5xf32> -> tensor<3x2x5xf32>
+  return
+}
+
+// -----
+
+func.func @arg_reduce_type(%x: tensor<4x3xf32>) {
+  // expected-error @+2 {{'kiln.arg_reduce' op inferred type(s) 'tensor<4xi32>' are incompatible with return type(s) of operation 'tensor<3xi32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = kiln.arg_reduce max %x [1] : tensor<4x3xf32> -> tensor<3xi32>
   return
 }
 
 // -----
 
 func.func @pad_shape(%x: tensor<4x3xf32>) {
-  // expected-error @+1 {{'kiln.pad' op dimension 1: 3 + 0 + 3 is not 5}}
+  // expected-error @+2 {{'kiln.pad' op inferred type(s) 'tensor<7x6xf32>' are incompatible with return type(s) of operation 'tensor<7x5xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
   %0 = kiln.pad %x low [1, 0] high [2, 3] value 0.0 : tensor<4x3xf32> -> tensor<7x5xf32>
   return
 }
@@ -218,7 +267,8 @@ func.func @pad_shape(%x: tensor<4x3xf32>) {
 // -----
 
 func.func @concat_sizes(%a: tensor<4x3xf32>, %b: tensor<4x2xf32>) {
-  // expected-error @+1 {{'kiln.concat' op inputs add up to 5 along the axis, not 6}}
+  // expected-error @+2 {{'kiln.concat' op inferred type(s) 'tensor<4x5xf32>' are incompatible with return type(s) of operation 'tensor<4x6xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
   %0 = kiln.concat %a, %b axis 1 : (tensor<4x3xf32>, tensor<4x2xf32>) -> tensor<4x6xf32>
   return
 }
@@ -226,7 +276,8 @@ func.func @concat_sizes(%a: tensor<4x3xf32>, %b: tensor<4x2xf32>) {
 // -----
 
 func.func @gather_indices(%x: tensor<5x3xf32>, %i: tensor<2x2xi32>) {
-  // expected-error @+1 {{'kiln.gather' op indices must be rank 1, got [2, 2]}}
+  // expected-error @+2 {{'kiln.gather' op indices must be rank 1, got [2, 2]}}
+  // expected-error @+1 {{failed to infer returned types}}
   %0 = kiln.gather %x, %i axis 0 : tensor<5x3xf32>, tensor<2x2xi32> -> tensor<4x3xf32>
   return
 }

@@ -102,8 +102,10 @@ func.func @pad_concat(%a: tensor<4x3xf32>, %b: tensor<4x2xf32>) -> (tensor<7x6xf
 // ceil_mode's sizes: 112 rows, window 3, stride 2 give 55 windows, or 56
 // when the partial last one counts (SqueezeNet's pools).
 // CHECK-LABEL: func.func @pool_ceil
-func.func @pool_ceil(%x: tensor<1x2x112x112xf32>) -> tensor<1x2x56x55xf32> {
-  // CHECK: kiln.pool2d max %{{.*}} kernel [3, 3] strides [2, 2] padding [0, 0] : tensor<1x2x112x112xf32> -> tensor<1x2x56x55xf32>
-  %p = kiln.pool2d max %x kernel [3, 3] strides [2, 2] padding [0, 0] : tensor<1x2x112x112xf32> -> tensor<1x2x56x55xf32>
-  return %p : tensor<1x2x56x55xf32>
+func.func @pool_ceil(%x: tensor<1x2x112x112xf32>) -> (tensor<1x2x56x56xf32>, tensor<1x2x55x55xf32>) {
+  // CHECK: kiln.pool2d max %{{.*}} kernel [3, 3] strides [2, 2] padding [0, 0] ceil_mode : tensor<1x2x112x112xf32> -> tensor<1x2x56x56xf32>
+  %p = kiln.pool2d max %x kernel [3, 3] strides [2, 2] padding [0, 0] ceil_mode : tensor<1x2x112x112xf32> -> tensor<1x2x56x56xf32>
+  // CHECK: kiln.pool2d max %{{.*}} kernel [3, 3] strides [2, 2] padding [0, 0] : tensor<1x2x112x112xf32> -> tensor<1x2x55x55xf32>
+  %q = kiln.pool2d max %x kernel [3, 3] strides [2, 2] padding [0, 0] : tensor<1x2x112x112xf32> -> tensor<1x2x55x55xf32>
+  return %p, %q : tensor<1x2x56x56xf32>, tensor<1x2x55x55xf32>
 }
