@@ -1,14 +1,17 @@
 //===- CpuCompiler.cpp - kiln.kernel to native code -----------------------===//
 //
 // Kernels go linalg -> loops -> LLVM dialect (populateLinalgToLLVMPipeline)
-// and are compiled in process by MLIR's ExecutionEngine with the host's
-// TargetMachine, so LLVM's O3 pipeline vectorizes for this CPU. Engines live
-// in the session cache for the rest of the process (destroying one during
-// static destruction crashed: TOOLCHAIN.md).
+// and are compiled by the same CpuObjectEmitter as a .kiln's cpu target for
+// the host, then linked into this process by one LLJIT: the JIT's code and
+// the file's are the same bytes. (MLIR's ExecutionEngine made other code on
+// some CPUs: layer norms differed in the last bit.) Linked code lives to the
+// end of the process (destroying JIT state during static destruction
+// crashed: TOOLCHAIN.md).
 //
 //===----------------------------------------------------------------------===//
 
 #include "CpuCompiler.h"
+#include "CpuObject.h"
 #include "KernelCompiler.h"
 #include "KernelStore.h"
 #include "Tuning.h"
@@ -16,8 +19,6 @@
 #include "kiln/Codegen/Pipelines.h"
 #include "kiln/Errors.h"
 
-#include "mlir/ExecutionEngine/ExecutionEngine.h"
-#include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/Pass/PassManager.h"
 #include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
@@ -34,22 +35,6 @@
 
 using namespace mlir;
 using namespace kiln;
-
-namespace {
-llvm::TargetMachine *hostTargetMachine() {
-  static llvm::TargetMachine *machine = [] () -> llvm::TargetMachine * {
-    llvm::InitializeNativeTarget();
-    llvm::InitializeNativeTargetAsmPrinter();
-    auto builder = llvm::orc::JITTargetMachineBuilder::detectHost();
-    if (!builder)
-      return nullptr;
-    builder->setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
-    auto machine = builder->createTargetMachine();
-    return machine ? machine->release() : nullptr;
-  }();
-  return machine;
-}
-} // namespace
 
 void kiln::lowerCpuKernel(KernelModule &km) {
   std::string diagnostics;
@@ -115,7 +100,8 @@ class ObjectLoader {
 public:
   static ObjectLoader *get() {
     static ObjectLoader *loader = [] {
-      hostTargetMachine(); // initializes the native target
+      llvm::InitializeNativeTarget();
+      llvm::InitializeNativeTargetAsmPrinter();
       auto jit = llvm::orc::LLJITBuilder().create();
       if (!jit) {
         llvm::consumeError(jit.takeError());
@@ -163,20 +149,6 @@ private:
   uint64_t next = 0;
 };
 
-/// The compiled object of the engine's module (ExecutionEngine keeps it
-/// when asked to, and writes it only to a file).
-std::vector<uint8_t> engineObject(ExecutionEngine &engine) {
-  llvm::SmallString<128> path;
-  if (llvm::sys::fs::createTemporaryFile("kiln-kernel", "o", path))
-    return {};
-  engine.dumpToObjectFile(path);
-  std::vector<uint8_t> bytes;
-  if (auto buffer = llvm::MemoryBuffer::getFile(path))
-    bytes.assign((*buffer)->getBufferStart(), (*buffer)->getBufferEnd());
-  llvm::sys::fs::remove(path);
-  return bytes;
-}
-
 /// Puts `compiled` in the session's cache. An estimate (no JIT reports its
 /// memory): the engine's own state (measured: a few hundred KiB each) plus
 /// its code, and the key.
@@ -221,59 +193,33 @@ const CompiledCpuKernel &kiln::compileCpuKernel(Session &session, KernelOp kerne
                        << "); compiling it again\n";
         }
 
-  KernelModule km = buildKernelModule(kernel, KernelLayout::Coalesced);
+  // One emitter per thread: a TargetMachine is not shared between
+  // concurrent code generators.
+  thread_local std::unique_ptr<CpuObjectEmitter> emitter;
+  if (!emitter)
+    emitter = std::make_unique<CpuObjectEmitter>("host");
   CompiledCpuKernel compiled;
-  compiled.outerIterations = km.outerIterations;
-  compiled.innerIterations = km.outerIterations ? km.iterations / km.outerIterations : 1;
-  llvm::TargetMachine *machine = hostTargetMachine();
-  if (!machine)
-    throw CompileError("cannot create a target machine for this CPU");
-
-  unsigned numBindings = km.fn.getNumArguments();
-  lowerCpuKernel(km);
-  std::string diagnostics;
-  ScopedDiagnosticHandler handler(kernel.getContext(), [&](Diagnostic &diag) {
-    diagnostics += diag.str() + "\n";
-    return success();
-  });
-
-  compiled.numBindings = numBindings;
-  auto optimize = makeOptimizingTransformer(3, 0, machine);
-  std::string *ir = &compiled.optimizedIR;
-  std::function<llvm::Error(llvm::Module *)> transformer =
-      [&](llvm::Module *module) -> llvm::Error {
-    if (llvm::Error error = optimize(module))
-      return error;
-    compiled.instructions = module->getInstructionCount();
-    if (capture) {
-      llvm::raw_string_ostream os(*ir);
-      module->print(os, nullptr);
-    }
-    return llvm::Error::success();
-  };
-  ExecutionEngineOptions options;
-  options.transformer = transformer;
-  options.jitCodeGenOptLevel = llvm::CodeGenOptLevel::Aggressive;
-  options.enableObjectDump = store != nullptr;
-  auto engine = ExecutionEngine::create(*km.module, options);
-  if (!engine)
-    throw CompileError("JIT compilation failed: " + llvm::toString(engine.takeError()) +
-                       "\n" + diagnostics);
-  auto fn = (*engine)->lookupPacked("kiln_kernel");
-  if (!fn)
-    throw CompileError("JIT: no kernel entry: " + llvm::toString(fn.takeError()));
-  compiled.fn = reinterpret_cast<rt::CpuKernelFn>(*fn);
+  CpuObjectEmitter::Object object =
+      emitter->emitConfigured(kernel, "_mlir_kiln_kernel", capture ? &compiled.optimizedIR : nullptr);
+  compiled.numBindings = object.numBindings;
+  compiled.outerIterations = object.outerIterations;
+  compiled.innerIterations = object.innerIterations;
+  compiled.instructions = object.instructions;
   if (capture && std::getenv("KILN_DUMP_CPU_IR"))
     llvm::errs() << "kiln: optimized LLVM IR of a CPU kernel:\n" << compiled.optimizedIR;
+  ObjectLoader *loader = ObjectLoader::get();
+  if (!loader)
+    throw CompileError("cannot start LLVM's JIT linker for CPU kernels");
+  std::string error;
+  compiled.fn = loader->load(object.bytes, error);
+  if (!compiled.fn)
+    throw CompileError("linking a compiled CPU kernel into this process failed: " + error);
   if (store) {
     StoredCpuKernel stored{compiled.numBindings, compiled.outerIterations,
-                           compiled.innerIterations, engineObject(**engine)};
-    if (!stored.object.empty()) {
-      std::vector<uint8_t> bytes = encodeCpuKernel(stored);
-      store->putKernel(storeKey, "cpu-object", bytes.data(), bytes.size());
-    }
+                           compiled.innerIterations, std::move(object.bytes)};
+    std::vector<uint8_t> bytes = encodeCpuKernel(stored);
+    store->putKernel(storeKey, "cpu-object", bytes.data(), bytes.size());
   }
-  compiled.owner = std::shared_ptr<ExecutionEngine>(std::move(*engine));
   ++session.stats.kernels_compiled;
   return keepCpuKernel(session, key, std::move(compiled));
 }

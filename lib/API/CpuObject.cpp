@@ -112,8 +112,15 @@ CpuObjectEmitter::Object CpuObjectEmitter::emit(KernelOp kernel, const std::stri
   // records are per CPU, so another ISA level keeps the defaults.
   if (name_.rfind("host", 0) == 0)
     configureKernel(session(), kernel, nullptr, cpuFingerprint(), nullptr);
+  return emitConfigured(kernel, symbol);
+}
+
+CpuObjectEmitter::Object CpuObjectEmitter::emitConfigured(KernelOp kernel,
+                                                          const std::string &symbol,
+                                                          std::string *optimizedIR) {
   KernelModule km = buildKernelModule(kernel, KernelLayout::Coalesced);
   Object object;
+  object.numBindings = km.fn.getNumArguments();
   object.outerIterations = km.outerIterations;
   object.innerIterations = km.outerIterations ? km.iterations / km.outerIterations : 1;
   lowerCpuKernel(km);
@@ -140,6 +147,11 @@ CpuObjectEmitter::Object CpuObjectEmitter::emit(KernelOp kernel, const std::stri
 
   if (llvm::Error error = mlir::makeOptimizingTransformer(3, 0, machine_.get())(module.get()))
     throw CompileError("optimizing a CPU kernel failed: " + llvm::toString(std::move(error)));
+  object.instructions = module->getInstructionCount();
+  if (optimizedIR) {
+    llvm::raw_string_ostream os(*optimizedIR);
+    module->print(os, nullptr);
+  }
   llvm::SmallVector<char, 0> buffer;
   llvm::raw_svector_ostream os(buffer);
   llvm::legacy::PassManager pm;

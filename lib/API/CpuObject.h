@@ -42,9 +42,17 @@ public:
   struct Object {
     std::vector<uint8_t> bytes;
     int64_t outerIterations = 0, innerIterations = 1;
+    uint32_t numBindings = 0;
+    uint64_t instructions = 0; ///< LLVM IR instructions after optimization
   };
-  /// `kernel` as an object exporting `symbol`. Throws CompileError.
+  /// `kernel` as an object exporting `symbol`, configured first for this
+  /// CPU when the ISA is the host's. Throws CompileError.
   Object emit(KernelOp kernel, const std::string &symbol);
+  /// The same for a kernel already configured: the JIT's path too, so that
+  /// its code and a .kiln's for the host are one and the same. Keeps the
+  /// optimized LLVM IR in `optimizedIR` when given.
+  Object emitConfigured(KernelOp kernel, const std::string &symbol,
+                        std::string *optimizedIR = nullptr);
 
 private:
   std::string name_;
