@@ -32,10 +32,11 @@ LogicalResult result(std::optional<Location> loc, const shapes::Inferred &rule, 
 }
 
 /// The ranked types of `values`, all with one element type; failure (with
-/// the op's error) otherwise.
+/// the op's error) otherwise. (Builders infer before the verifier has
+/// checked the operands' types.)
 template <typename OpTy>
-FailureOr<SmallVector<RankedTensorType>> sameElementType(std::optional<Location> loc,
-                                                         ValueRange values) {
+FailureOr<SmallVector<RankedTensorType>> rankedOperands(std::optional<Location> loc,
+                                                        ValueRange values) {
   SmallVector<RankedTensorType> types;
   for (Value v : values) {
     RankedTensorType t = rankedOf(v);
@@ -52,12 +53,12 @@ FailureOr<SmallVector<RankedTensorType>> sameElementType(std::optional<Location>
   return types;
 }
 
-/// Broadcast of `values` (numpy rules) with element type `element`, or of
-/// the first operand when `element` is null.
+/// Broadcast of `all` (numpy rules) with element type `element`, or that of
+/// `same` (which must agree) when `element` is null.
 template <typename OpTy>
 LogicalResult inferBroadcast(std::optional<Location> loc, ValueRange all, ValueRange same,
                              Type element, SmallVectorImpl<Type> &inferred) {
-  FailureOr<SmallVector<RankedTensorType>> types = sameElementType<OpTy>(loc, same);
+  FailureOr<SmallVector<RankedTensorType>> types = rankedOperands<OpTy>(loc, same);
   if (failed(types))
     return failure();
   SmallVector<ArrayRef<int64_t>> shapes;
@@ -98,38 +99,53 @@ LogicalResult SelectOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
                                   {adaptor.getLhs(), adaptor.getRhs()}, Type(), inferred);
 }
 
+namespace {
+/// An op of one tensor operand whose rule `rule(shape)` gives its result,
+/// with `element` as element type, or the operand's when that is null.
+template <typename OpTy>
+LogicalResult inferFromInput(std::optional<Location> loc, Value input, Type element,
+                             function_ref<shapes::Inferred(ArrayRef<int64_t>)> rule,
+                             SmallVectorImpl<Type> &inferred) {
+  FailureOr<SmallVector<RankedTensorType>> types = rankedOperands<OpTy>(loc, input);
+  if (failed(types))
+    return failure();
+  RankedTensorType in = types->front();
+  return result<OpTy>(loc, rule(in.getShape()), element ? element : in.getElementType(),
+                      inferred);
+}
+} // namespace
+
 LogicalResult TransposeOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                             Adaptor adaptor, SmallVectorImpl<Type> &inferred) {
-  RankedTensorType in = rankedOf(adaptor.getInput());
-  if (!in)
-    return fail<TransposeOp>(loc, "operand must be a ranked tensor");
-  return result<TransposeOp>(loc, shapes::transpose(in.getShape(), adaptor.getPermutation()),
-                             in.getElementType(), inferred);
+  return inferFromInput<TransposeOp>(
+      loc, adaptor.getInput(), Type(),
+      [&](ArrayRef<int64_t> in) { return shapes::transpose(in, adaptor.getPermutation()); },
+      inferred);
 }
 
 LogicalResult PadOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                       Adaptor adaptor, SmallVectorImpl<Type> &inferred) {
-  RankedTensorType in = rankedOf(adaptor.getInput());
-  if (!in)
-    return fail<PadOp>(loc, "operand must be a ranked tensor");
-  return result<PadOp>(loc, shapes::pad(in.getShape(), adaptor.getLow(), adaptor.getHigh()),
-                       in.getElementType(), inferred);
+  return inferFromInput<PadOp>(
+      loc, adaptor.getInput(), Type(),
+      [&](ArrayRef<int64_t> in) { return shapes::pad(in, adaptor.getLow(), adaptor.getHigh()); },
+      inferred);
 }
 
 LogicalResult GatherOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                          Adaptor adaptor, SmallVectorImpl<Type> &inferred) {
-  RankedTensorType in = rankedOf(adaptor.getInput()), idx = rankedOf(adaptor.getIndices());
-  if (!in || !idx)
+  RankedTensorType idx = rankedOf(adaptor.getIndices());
+  if (!idx)
     return fail<GatherOp>(loc, "operands must be ranked tensors");
-  return result<GatherOp>(loc,
-                          shapes::gather(in.getShape(), idx.getShape(), adaptor.getAxis()),
-                          in.getElementType(), inferred);
+  return inferFromInput<GatherOp>(
+      loc, adaptor.getInput(), Type(),
+      [&](ArrayRef<int64_t> in) { return shapes::gather(in, idx.getShape(), adaptor.getAxis()); },
+      inferred);
 }
 
 LogicalResult ConcatOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                          Adaptor adaptor, SmallVectorImpl<Type> &inferred) {
   FailureOr<SmallVector<RankedTensorType>> types =
-      sameElementType<ConcatOp>(loc, adaptor.getInputs());
+      rankedOperands<ConcatOp>(loc, adaptor.getInputs());
   if (failed(types))
     return failure();
   SmallVector<ArrayRef<int64_t>> shapes;
@@ -141,28 +157,28 @@ LogicalResult ConcatOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
 
 LogicalResult ReduceOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                          Adaptor adaptor, SmallVectorImpl<Type> &inferred) {
-  RankedTensorType in = rankedOf(adaptor.getInput());
-  if (!in)
-    return fail<ReduceOp>(loc, "operand must be a ranked tensor");
-  return result<ReduceOp>(
-      loc, shapes::reduce(in.getShape(), adaptor.getAxes(), adaptor.getKeepdims()),
-      in.getElementType(), inferred);
+  return inferFromInput<ReduceOp>(
+      loc, adaptor.getInput(), Type(),
+      [&](ArrayRef<int64_t> in) {
+        return shapes::reduce(in, adaptor.getAxes(), adaptor.getKeepdims());
+      },
+      inferred);
 }
 
 LogicalResult ArgReduceOp::inferReturnTypes(MLIRContext *ctx, std::optional<Location> loc,
                                             Adaptor adaptor, SmallVectorImpl<Type> &inferred) {
-  RankedTensorType in = rankedOf(adaptor.getInput());
-  if (!in)
-    return fail<ArgReduceOp>(loc, "operand must be a ranked tensor");
-  return result<ArgReduceOp>(
-      loc, shapes::reduce(in.getShape(), adaptor.getAxes(), adaptor.getKeepdims()),
-      IntegerType::get(ctx, 32), inferred);
+  return inferFromInput<ArgReduceOp>(
+      loc, adaptor.getInput(), IntegerType::get(ctx, 32),
+      [&](ArrayRef<int64_t> in) {
+        return shapes::reduce(in, adaptor.getAxes(), adaptor.getKeepdims());
+      },
+      inferred);
 }
 
 LogicalResult MatmulOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                          Adaptor adaptor, SmallVectorImpl<Type> &inferred) {
   FailureOr<SmallVector<RankedTensorType>> types =
-      sameElementType<MatmulOp>(loc, {adaptor.getLhs(), adaptor.getRhs()});
+      rankedOperands<MatmulOp>(loc, {adaptor.getLhs(), adaptor.getRhs()});
   if (failed(types))
     return failure();
   return result<MatmulOp>(loc, shapes::matmul((*types)[0].getShape(), (*types)[1].getShape()),
@@ -171,20 +187,19 @@ LogicalResult MatmulOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
 
 LogicalResult Pool2dOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                          Adaptor adaptor, SmallVectorImpl<Type> &inferred) {
-  RankedTensorType in = rankedOf(adaptor.getInput());
-  if (!in)
-    return fail<Pool2dOp>(loc, "operand must be a ranked tensor");
-  return result<Pool2dOp>(loc,
-                          shapes::pool2d(in.getShape(), adaptor.getKernel(),
-                                         adaptor.getStrides(), adaptor.getPadding(),
-                                         adaptor.getCeilMode()),
-                          in.getElementType(), inferred);
+  return inferFromInput<Pool2dOp>(
+      loc, adaptor.getInput(), Type(),
+      [&](ArrayRef<int64_t> in) {
+        return shapes::pool2d(in, adaptor.getKernel(), adaptor.getStrides(),
+                              adaptor.getPadding(), adaptor.getCeilMode());
+      },
+      inferred);
 }
 
 LogicalResult Conv2dOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                          Adaptor adaptor, SmallVectorImpl<Type> &inferred) {
   FailureOr<SmallVector<RankedTensorType>> types =
-      sameElementType<Conv2dOp>(loc, {adaptor.getInput(), adaptor.getFilter()});
+      rankedOperands<Conv2dOp>(loc, {adaptor.getInput(), adaptor.getFilter()});
   if (failed(types))
     return failure();
   return result<Conv2dOp>(

@@ -142,9 +142,13 @@ std::string windowOut(int64_t size, int64_t span, int64_t stride, int64_t pad, b
                       int64_t &out) {
   if (stride < 1 || pad < 0)
     return "stride must be positive and padding non-negative";
-  if (size + 2 * pad < span)
+  // Huge paddings are refused, not wrapped around.
+  int64_t padded = 0;
+  if (__builtin_mul_overflow(pad, 2, &padded) || __builtin_add_overflow(padded, size, &padded))
+    return "padding " + std::to_string(pad) + " is too large";
+  if (padded < span)
     return "the window (" + std::to_string(span) + ") is larger than the padded input (" +
-           std::to_string(size + 2 * pad) + ")";
+           std::to_string(padded) + ")";
   out = windowCount(size, span, stride, pad, pad, ceilMode);
   return {};
 }
@@ -158,7 +162,7 @@ Inferred pool2d(ArrayRef<int64_t> x, ArrayRef<int64_t> kernel, ArrayRef<int64_t>
     return Inferred::fail("kernel, strides and padding need two values each");
   std::vector<int64_t> out = {x[0], x[1], 0, 0};
   for (int i = 0; i < 2; ++i) {
-    if (kernel[i] < 1 || padding[i] < 0 || 2 * padding[i] > kernel[i])
+    if (kernel[i] < 1 || padding[i] < 0 || padding[i] > kernel[i] / 2)
       return Inferred::fail("the kernel must be positive and padding at most half of it");
     std::string why = windowOut(x[2 + i], kernel[i], strides[i], padding[i], ceilMode, out[2 + i]);
     if (!why.empty())
@@ -183,8 +187,12 @@ Inferred conv2d(ArrayRef<int64_t> x, ArrayRef<int64_t> w, ArrayRef<int64_t> stri
   for (int i = 0; i < 2; ++i) {
     if (dilation[i] < 1)
       return Inferred::fail("dilation must be positive");
-    std::string why = windowOut(x[2 + i], dilation[i] * (w[2 + i] - 1) + 1, strides[i],
-                                padding[i], /*ceilMode=*/false, out[2 + i]);
+    int64_t span = 0;
+    if (__builtin_mul_overflow(dilation[i], w[2 + i] - 1, &span))
+      return Inferred::fail("dilation " + std::to_string(dilation[i]) + " is too large");
+    ++span;
+    std::string why = windowOut(x[2 + i], span, strides[i], padding[i], /*ceilMode=*/false,
+                                out[2 + i]);
     if (!why.empty())
       return Inferred::fail(why);
   }

@@ -25,8 +25,11 @@ inline int64_t windowCount(int64_t size, int64_t span, int64_t stride, int64_t p
     return 0;
   if (!ceilMode)
     return room / stride + 1;
-  int64_t count = (room + stride - 1) / stride + 1;
-  return (count - 1) * stride >= size + padBegin ? count - 1 : count;
+  // Without overflow for any stride: the last window's start against the
+  // input and its leading padding.
+  int64_t count = room / stride + (room % stride != 0) + 1, start = 0;
+  bool past = __builtin_mul_overflow(count - 1, stride, &start) || start >= size + padBegin;
+  return past ? count - 1 : count;
 }
 
 } // namespace kiln

@@ -76,7 +76,7 @@ struct Node {
   bool keepdims = false;
   std::vector<int64_t> window, stride, padding, dilation; // Conv2d, Pool2d
   int64_t groups = 1;
-  bool ceilMode = false; // Pool2d: ceil_mode changed the result's size
+  bool ceilMode = false; // Pool2d
   std::vector<int64_t> low, high; // Pad (value: the fill)
 
   // Set once realized.

@@ -27,12 +27,7 @@
 using namespace kiln;
 using namespace kiln::detail;
 
-std::string kiln::detail::shapeText(const Shape &shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i)
-    s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
-}
+std::string kiln::detail::shapeText(const Shape &shape) { return shapes::text(shape); }
 
 std::string kiln::detail::sitePrefix(std::source_location loc) {
   return std::string(loc.file_name()) + ":" + std::to_string(loc.line()) + ": ";
@@ -920,8 +915,7 @@ Tensor pool(const char *kind, const Tensor &x, std::array<int64_t, 2> kernel,
   node->window = {kernel[0], kernel[1]};
   node->stride = {stride[0], stride[1]};
   node->padding = {padding[0], padding[1]};
-  node->ceilMode = ceilMode && shape != ruled(shapes::pool2d(in.shape, kernel, stride, padding,
-                                                              false), "pooling", loc);
+  node->ceilMode = ceilMode;
   Tensor y = made(node);
   if (std::string_view(kind) == "max" || !pastPadding)
     return y;

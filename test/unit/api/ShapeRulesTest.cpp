@@ -212,6 +212,16 @@ TEST(ShapeRules, RulesByThemselves) {
   EXPECT_EQ(conv2d({1, 4, 9, 9}, {8, 2, 3, 3}, {2, 2}, {1, 1}, {2, 2}, 2).shape,
             (Shape{1, 8, 4, 4}));
   EXPECT_NE(pad({3}, {INT64_MAX}, {1}).error.find("overflows"), std::string::npos);
+  // Sizes near 2^63 are refused or counted, never wrapped.
+  EXPECT_NE(conv2d({1, 1, 8, 8}, {1, 1, 3, 3}, {1, 1}, {INT64_MAX / 2 + 1, 0}, {1, 1}, 1)
+                .error.find("padding"),
+            std::string::npos);
+  EXPECT_NE(conv2d({1, 1, 8, 8}, {1, 1, 3, 3}, {1, 1}, {0, 0}, {INT64_MAX, 1}, 1)
+                .error.find("dilation"),
+            std::string::npos);
+  EXPECT_EQ(pool2d({1, 1, 8, 8}, {2, 2}, {INT64_MAX, INT64_MAX}, {0, 0}, true).shape,
+            (Shape{1, 1, 1, 1}));
+  EXPECT_NE(pool2d({1, 1, 8, 8}, {3, 3}, {1, 1}, {INT64_MAX, 0}, false).error, "");
   EXPECT_EQ(checkSlice({8}, {7}, {-3}, {3}), "");
   EXPECT_NE(checkSlice({8}, {0}, {INT64_MAX}, {3}), "");
   EXPECT_EQ(checkReshape({4, 3}, {2, 6}), "");
