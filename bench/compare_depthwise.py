@@ -2,7 +2,7 @@
 """MobileNetV2's depthwise convolutions inside the network, Kiln against ONNX
 Runtime, per layer, from each one's own profiler in one run:
 
-    /usr/bin/python3 bench/compare_depthwise.py DIR [runs] [ort dir]
+    /usr/bin/python3 bench/compare_depthwise.py DIR [runs] [ort dir] [rounds]
 
 DIR holds mobilenet_v2.onnx and mobilenet_v2_x.npy
 (bench/export_onnx_networks.py). Kiln: kiln-compile --target cpu, then
@@ -16,6 +16,7 @@ bias and ReLU6 are fused in both.
 """
 import os
 import re
+import statistics
 import subprocess
 import sys
 
@@ -24,36 +25,56 @@ build = os.path.join(here, "..", "build", "bin")
 folder = sys.argv[1]
 runs = sys.argv[2] if len(sys.argv) > 2 else "50"
 ort_dir = sys.argv[3] if len(sys.argv) > 3 else "/tmp/ort"
+rounds = int(sys.argv[4]) if len(sys.argv) > 4 else 3
 threads = str(os.cpu_count())
 model = os.path.join(folder, "mobilenet_v2.onnx")
 x = os.path.join(folder, "mobilenet_v2_x.npy")
 
 subprocess.run([os.path.join(build, "kiln-compile"), model, "-o", "/tmp/mnv2_dw.kiln",
                 "--target", "cpu"], check=True, capture_output=True)
-table = subprocess.run([os.path.join(build, "kiln-run"), "/tmp/mnv2_dw.kiln", "--device", "cpu:0",
-                        "--input", f"x={x}", "--profile", runs],
-                       check=True, capture_output=True, text=True).stdout
-ort = subprocess.run(["node", os.path.join(here, "ort_profile.js"), model, x, runs, threads],
-                     check=True, capture_output=True, text=True,
-                     env=dict(os.environ, NODE_PATH=os.path.join(ort_dir, "node_modules"))).stdout
-
 layer = re.compile(r"(/features/features\.\d+/conv/conv\.\d)")
-kiln = {}
-for line in table.splitlines():
-    m = re.match(r"\s*([0-9.]+)\s.*conv2d\+reshape\+add\+max\+min -> \[1, (\d+), (\d+), (\d+)\].*\[(.*)\]",
-                 line)
-    if m and layer.search(m.group(5)):
-        kiln[layer.search(m.group(5)).group(1)] = (float(m.group(1)), m.group(2), m.group(3))
-ort_times = {}
-for line in ort.splitlines():
-    fields = line.split("\t")
-    if len(fields) == 4 and fields[0] == "Conv" and layer.search(fields[1]):
-        ort_times[layer.search(fields[1]).group(1)] = float(fields[3])
+
+
+def kiln_once():
+    table = subprocess.run([os.path.join(build, "kiln-run"), "/tmp/mnv2_dw.kiln", "--device", "cpu:0",
+                            "--input", f"x={x}", "--profile", runs],
+                           check=True, capture_output=True, text=True).stdout
+    times = {}
+    for line in table.splitlines():
+        m = re.match(r"\s*([0-9.]+)\s.*conv2d\+reshape\+add\+max\+min -> \[1, (\d+), (\d+), (\d+)\].*\[(.*)\]",
+                     line)
+        if m and layer.search(m.group(5)):
+            times[layer.search(m.group(5)).group(1)] = (float(m.group(1)), m.group(2), m.group(3))
+    return times
+
+
+def ort_once():
+    out = subprocess.run(["node", os.path.join(here, "ort_profile.js"), model, x, runs, threads],
+                         check=True, capture_output=True, text=True,
+                         env=dict(os.environ, NODE_PATH=os.path.join(ort_dir, "node_modules"))).stdout
+    times = {}
+    for line in out.splitlines():
+        fields = line.split("\t")
+        if len(fields) == 4 and fields[0] == "Conv" and layer.search(fields[1]):
+            times[layer.search(fields[1]).group(1)] = float(fields[3])
+    return times
+
+
+# Rounds alternate Kiln and ORT, so a drift of this shared VM's speed (up to
+# 40% between minutes) hits both; each layer keeps its median over rounds.
+kiln_rounds, ort_rounds = [], []
+for _ in range(rounds):
+    kiln_rounds.append(kiln_once())
+    ort_rounds.append(ort_once())
+kiln = {k: (statistics.median(r[k][0] for r in kiln_rounds),) + v[1:]
+        for k, v in kiln_rounds[0].items()}
+ort_times = {k: statistics.median(r[k] for r in ort_rounds if k in r) for k in ort_rounds[0]}
 
 # The depthwise layers: features.1's first conv, every later block's second.
 depthwise = [k for k in kiln if k.endswith("features.1/conv/conv.0") or
              (k.endswith("conv.1") and not k.startswith("/features/features.1/"))]
-print(f"{threads} threads; medians of {runs} runs, microseconds per layer")
+print(f"{threads} threads; medians of {runs} runs, median of {rounds} alternating rounds, "
+      "microseconds per layer")
 print("| layer | output | Kiln | ONNX Runtime | Kiln / ORT |")
 print("|---|---|---|---|---|")
 total_kiln = total_ort = 0

@@ -13,7 +13,9 @@
 // overlapping the one before covers the row's tail. No output is scalar
 // (but in rows under 4 wide). Planes at stride 1 that keep their size are
 // swept flat instead, 16 outputs of the plane per vector across rows, each
-// tap a load with its lanes outside the image zeroed. Taps accumulate per
+// tap a load with its lanes outside the image zeroed. Strided planes with
+// rows under 16 are first split into one small zero-padded plane per window
+// row parity and column, then swept flat with plain loads. Taps accumulate per
 // window row, so no FMA waits on more than KW others. The epilogue (bias,
 // activation, residual) runs on each vector's sums where it allows (f32,
 // every read contiguous or constant along the row), else per element.
@@ -110,9 +112,28 @@ FailureOr<func::FuncOp> kiln::buildCpuDepthwiseFunction(KernelOp kernel, Operati
   // between a loop selects by each lane's column, carried from vector to
   // vector. (Against the row sweep at one thread: 28x28 45 vs 88 us, 56x56
   // 120 vs 157 us, 112x112 even.)
-  const int64_t flatLanes = 16, planeSize = H * W;
+  const int64_t flatLanes = 16, planeSize = H * W, outPlane = OH * OW;
   const bool flat = sh == 1 && sw == 1 && dh == 1 && dw == 1 && OH == H && OW == W &&
                     planeSize >= flatLanes;
+  // Strided planes with short rows (MobileNet's 14x14 and 7x7 stride-2
+  // layers): every vector of a row sweep would cross an edge and take the
+  // span-and-shuffle path. Instead each input plane is first split into
+  // sh x KW small planes, one per window row parity and window column:
+  // part (a, kw) row i, column j holds padded input (sh i + a, sw j + kw dw),
+  // zero outside the image, rows OW apart. Tap (kh, kw) of output
+  // q = oh OW + ow is then part (kh % sh, kw) at q + (kh / sh) OW: the
+  // output plane is swept flat in 16-lane vectors with one plain load per
+  // tap and no edge left. Building the parts costs a masked row load, and a
+  // shuffle and a store per part row.
+  const int64_t partRows = OH + (KH - 1) / std::max<int64_t>(sh, 1);
+  const int64_t rowLoad = W <= 16 ? 16 : W <= 32 ? 32 : 64;
+  // (Rows of 28, MobileNet's 56 -> 28 layer, measured no faster split than
+  // swept by rows.)
+  const bool splitPlanes = !flat && (sh > 1 || sw > 1) && dh == 1 && OW < 16 &&
+                           outPlane >= flatLanes && W <= 64;
+  // A part row is stored as one 16-lane vector, its tail overwritten by the
+  // next row; each part is padded by one vector.
+  const int64_t partSize = partRows * OW + flatLanes, parts = sh * KW;
 
   Location loc = kernel.getLoc();
   MLIRContext *ctx = builder.getContext();
@@ -135,7 +156,13 @@ FailureOr<func::FuncOp> kiln::buildCpuDepthwiseFunction(KernelOp kernel, Operati
   Value weights = entry->getArgument(filter.getArgNumber());
   // One vector of sums on its way to a per-element epilogue (the flat sweep
   // or the row sweep's).
-  Value block = memref::AllocaOp::create(b, loc, MemRefType::get({flat ? flatLanes : lanes}, f32));
+  const bool flatSweep = flat || splitPlanes;
+  Value block =
+      memref::AllocaOp::create(b, loc, MemRefType::get({flatSweep ? flatLanes : lanes}, f32));
+  Value partBuffer =
+      splitPlanes
+          ? memref::AllocaOp::create(b, loc, MemRefType::get({parts * partSize}, f32)).getResult()
+          : Value();
   Value zero = floatConstant(b, loc, f32, 0.0);
   SmallVector<AffineExpr> dims;
   for (unsigned d = 0; d < 4; ++d)
@@ -143,36 +170,101 @@ FailureOr<func::FuncOp> kiln::buildCpuDepthwiseFunction(KernelOp kernel, Operati
   AffineExpr resultIndex = linearizeExpr(y, dims, ctx);
   const bool vectorEpilogue = vectorizableGemmEpilogue(kernel, root, y, resultIndex);
   // The flat sweep sees the result as [images, channels, plane].
-  const SmallVector<int64_t> flatBounds = {images, outChannels, planeSize};
+  const SmallVector<int64_t> flatBounds = {images, outChannels, outPlane};
   AffineExpr flatIndex = linearizeExpr(flatBounds, ArrayRef(dims).take_front(3), ctx);
   const bool flatVectorEpilogue =
-      flat && vectorizableGemmEpilogue(kernel, root, flatBounds, flatIndex);
+      flatSweep && vectorizableGemmEpilogue(kernel, root, flatBounds, flatIndex);
   bool failed = false;
+
+  VectorType fvec = VectorType::get({flatLanes}, f32);
+  // A flat sweep's sums through the epilogue, at output plane position `p`.
+  auto flatFinish = [&](OpBuilder &eb, Value image, Value outChannel, Value acc, Value p) {
+    if (flatVectorEpilogue) {
+      emitGemmEpilogueVector(eb, loc, kernel, root, entry, acc, ValueRange{image, outChannel, p},
+                             flatBounds, flatIndex, failed);
+      return;
+    }
+    vector::StoreOp::create(eb, loc, acc, block, ValueRange{idx(eb, 0)});
+    scf::ForOp::create(eb, loc, idx(eb, 0), idx(eb, flatLanes), idx(eb, 1), ValueRange{},
+        [&](OpBuilder &lb, Location, Value l, ValueRange) {
+          emitGemmEpilogueAt(lb, loc, kernel, root, entry,
+                             memref::LoadOp::create(lb, loc, block, ValueRange{l}),
+                             ValueRange{image, outChannel, arith::AddIOp::create(lb, loc, l, p)},
+                             flatBounds, flatIndex, failed);
+          scf::YieldOp::create(lb, loc);
+        });
+  };
+
+  // The strided plane through its parts (see `splitPlanes`).
+  auto splitPlane = [&](OpBuilder &sb, Value image, Value outChannel, Value inBase,
+                        ArrayRef<Value> taps) {
+    VectorType rowType = VectorType::get({rowLoad}, f32);
+    VectorType rowMaskType = VectorType::get({rowLoad}, sb.getI1Type());
+    SmallVector<bool> rowLanes;
+    for (int64_t l = 0; l < rowLoad; ++l)
+      rowLanes.push_back(l < W);
+    Value rowMask = arith::ConstantOp::create(
+        sb, loc, DenseElementsAttr::get(rowMaskType, ArrayRef<bool>(rowLanes)));
+    Value rowZeros = floatConstant(sb, loc, rowType, 0.0);
+    Value zeros = floatConstant(sb, loc, fvec, 0.0);
+    // Per column of the window, the row's lanes that land in a part row.
+    SmallVector<SmallVector<int64_t>> columnsOf(KW);
+    for (int64_t kw = 0; kw < KW; ++kw)
+      for (int64_t j = 0; j < flatLanes; ++j) {
+        int64_t iw = j * sw + kw * dw - pw;
+        columnsOf[kw].push_back(j < OW && iw >= 0 && iw < W ? iw : rowLoad);
+      }
+    // Row parity a serves the taps kh = a, a + sh, ...: the rows they read.
+    for (int64_t a = 0; a < std::min(sh, KH); ++a)
+      for (int64_t i = 0; i < OH + (KH - 1 - a) / sh; ++i) {
+        const int64_t ih = sh * i + a - ph;
+        Value row;
+        if (ih >= 0 && ih < H)
+          row = vector::MaskedLoadOp::create(
+              sb, loc, rowType, in,
+              ValueRange{arith::AddIOp::create(sb, loc, inBase, idx(sb, ih * W))}, rowMask,
+              rowZeros);
+        for (int64_t kw = 0; kw < KW; ++kw) {
+          Value partRow =
+              row ? vector::ShuffleOp::create(sb, loc, row, rowZeros, columnsOf[kw]).getResult()
+                  : zeros;
+          vector::StoreOp::create(sb, loc, partRow, partBuffer,
+                                  ValueRange{idx(sb, (a * KW + kw) * partSize + i * OW)});
+        }
+      }
+    SmallVector<Value> splats;
+    for (Value t : taps)
+      splats.push_back(vector::BroadcastOp::create(sb, loc, fvec, t));
+    auto vectorAt = [&](OpBuilder &vb, Value q) {
+      SmallVector<Value> accs(KH, zeros);
+      for (int64_t kh = 0; kh < KH; ++kh)
+        for (int64_t kw = 0; kw < KW; ++kw) {
+          const int64_t from = ((kh % sh) * KW + kw) * partSize + (kh / sh) * OW;
+          Value v = vector::LoadOp::create(vb, loc, fvec, partBuffer,
+                                           ValueRange{arith::AddIOp::create(vb, loc, q, idx(vb, from))});
+          accs[kh] = vector::FMAOp::create(vb, loc, splats[kh * KW + kw], v, accs[kh]);
+        }
+      flatFinish(vb, image, outChannel, sumOf(vb, loc, accs), q);
+    };
+    const int64_t whole = outPlane / flatLanes;
+    scf::ForOp::create(sb, loc, idx(sb, 0), idx(sb, whole * flatLanes), idx(sb, flatLanes),
+                       ValueRange{}, [&](OpBuilder &vb, Location, Value q, ValueRange) {
+                         vectorAt(vb, q);
+                         scf::YieldOp::create(vb, loc);
+                       });
+    if (outPlane % flatLanes)
+      vectorAt(sb, idx(sb, outPlane - flatLanes)); // overlapping the one before
+  };
 
   auto flatPlane = [&](OpBuilder &fb, Value image, Value outChannel, Value inBase,
                        ArrayRef<Value> taps) {
-    VectorType fvec = VectorType::get({flatLanes}, f32);
     VectorType fmask = VectorType::get({flatLanes}, fb.getI1Type());
     SmallVector<Value> splats;
     for (Value t : taps)
       splats.push_back(vector::BroadcastOp::create(fb, loc, fvec, t));
     Value zeros = floatConstant(fb, loc, fvec, 0.0);
-    // The sums' epilogue at plane position `p`.
     auto finish = [&](OpBuilder &eb, Value acc, Value p) {
-      if (flatVectorEpilogue) {
-        emitGemmEpilogueVector(eb, loc, kernel, root, entry, acc,
-                               ValueRange{image, outChannel, p}, flatBounds, flatIndex, failed);
-        return;
-      }
-      vector::StoreOp::create(eb, loc, acc, block, ValueRange{idx(eb, 0)});
-      scf::ForOp::create(eb, loc, idx(eb, 0), idx(eb, flatLanes), idx(eb, 1), ValueRange{},
-          [&](OpBuilder &lb, Location, Value l, ValueRange) {
-            emitGemmEpilogueAt(lb, loc, kernel, root, entry,
-                               memref::LoadOp::create(lb, loc, block, ValueRange{l}),
-                               ValueRange{image, outChannel, arith::AddIOp::create(lb, loc, l, p)},
-                               flatBounds, flatIndex, failed);
-            scf::YieldOp::create(lb, loc);
-          });
+      flatFinish(eb, image, outChannel, acc, p);
     };
     // A vector at a known position: each tap's lanes inside the image known
     // here, a constant select (or a shuffle where the load would leave the
@@ -303,8 +395,11 @@ FailureOr<func::FuncOp> kiln::buildCpuDepthwiseFunction(KernelOp kernel, Operati
                                        pb, loc, weights,
                                        ValueRange{arith::AddIOp::create(pb, loc, filterBase,
                                                                         idx(pb, t))})));
-        if (flat) {
-          flatPlane(pb, image, outChannel, inBase, taps);
+        if (flat || splitPlanes) {
+          if (flat)
+            flatPlane(pb, image, outChannel, inBase, taps);
+          else
+            splitPlane(pb, image, outChannel, inBase, taps);
           scf::YieldOp::create(pb, loc);
           return;
         }
@@ -358,7 +453,7 @@ FailureOr<func::FuncOp> kiln::buildCpuDepthwiseFunction(KernelOp kernel, Operati
                     }
                 for (int64_t kh = 0; kh < KH; ++kh) {
                   Value span, none;
-                  if (edge && top >= base) {
+                  if (edge && top >= base && W < lanes * sw) {
                     VectorType spanType = VectorType::get({top - base + 1}, f32);
                     span = vector::LoadOp::create(
                         vb, loc, spanType, in,
@@ -367,7 +462,29 @@ FailureOr<func::FuncOp> kiln::buildCpuDepthwiseFunction(KernelOp kernel, Operati
                   }
                   for (int64_t kw = 0; kw < KW; ++kw) {
                     Value v;
-                    if (edge) {
+                    if (edge && W >= lanes * sw) {
+                      // The tap's own wide load, moved inside the row; each
+                      // lane picks its column from it, zero outside the row.
+                      // (One span per window row had odd widths, such as
+                      // 33 lanes, that LLVM shuffles slowly.)
+                      const int64_t first = *fixed * sw - pw + kw * dw;
+                      const int64_t start = std::clamp<int64_t>(first, 0, W - lanes * sw);
+                      SmallVector<int64_t> lanesFrom;
+                      bool any = false;
+                      for (int64_t l = 0; l < lanes; ++l) {
+                        int64_t iw = first + l * sw;
+                        bool inside = iw >= 0 && iw < W;
+                        any |= inside;
+                        lanesFrom.push_back(inside ? iw - start : lanes * sw);
+                      }
+                      if (!any)
+                        continue;
+                      Value all = vector::LoadOp::create(
+                          vb, loc, wide, in,
+                          ValueRange{arith::AddIOp::create(vb, loc, rowOffset[kh], idx(vb, start))});
+                      v = vector::ShuffleOp::create(vb, loc, all,
+                                                    floatConstant(vb, loc, wide, 0.0), lanesFrom);
+                    } else if (edge) {
                       if (!span)
                         continue; // every column outside the row
                       SmallVector<int64_t> lanesFrom;

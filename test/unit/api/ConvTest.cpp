@@ -133,6 +133,21 @@ TEST_P(ConvOnEveryDevice, DepthwiseExactWithEpilogue) {
       {1, 2, 8, 12, 2, 5, 5, {1, 1}, {2, 2}, {1, 1}, 2},
       {1, 2, 7, 7, 4, 3, 3, {1, 1}, {1, 1}, {1, 1}, 2},
       {1, 2, 5, 9, 2, 3, 3, {1, 1}, {1, 1}, {1, 1}, 2},
+      // Strided planes with rows under 16, split into one padded part per
+      // window row parity and column, then swept flat: MobileNet's 28 -> 14
+      // and 14 -> 7 (two filters per channel), stride 2 by 1, stride 3
+      // with rows of 40 inputs, a 5x5 window, dilation along the row, a
+      // plane that is not square, a 1x3 window (one row parity unused),
+      // and 9 outputs (under a vector: the row sweep).
+      {2, 3, 28, 28, 6, 3, 3, {2, 2}, {1, 1}, {1, 1}, 3},
+      {1, 4, 14, 14, 4, 3, 3, {2, 2}, {1, 1}, {1, 1}, 4},
+      {1, 2, 9, 12, 2, 3, 3, {2, 1}, {1, 1}, {1, 1}, 2},
+      {1, 2, 13, 40, 2, 3, 3, {3, 3}, {1, 1}, {1, 1}, 2},
+      {1, 2, 15, 15, 2, 5, 5, {2, 2}, {2, 2}, {1, 1}, 2},
+      {1, 2, 12, 20, 2, 3, 3, {2, 2}, {1, 2}, {1, 2}, 2},
+      {1, 2, 9, 13, 2, 3, 3, {2, 2}, {0, 0}, {1, 1}, 2},
+      {1, 2, 11, 11, 2, 1, 3, {2, 2}, {0, 1}, {1, 1}, 2},
+      {1, 2, 6, 6, 2, 3, 3, {2, 2}, {1, 1}, {1, 1}, 2},
   };
   for (const ConvCase &k : cases) {
     std::vector<float> xs = smallIntegers(k.n * k.c * k.h * k.w, rng);
