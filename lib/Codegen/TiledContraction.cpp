@@ -174,6 +174,90 @@ void buildTiledGemm(OpBuilder &b, KernelOp kernel, Operation *root, Block *entry
     });
   };
 
+  // A convolution's B columns are the same in every k slice: each lane's
+  // output position (top-left input row and column of its window) is
+  // decomposed once here. Per slice only k's (channel, window row, window column) remain,
+  // once per 4 lanes. (Through the generic reader every scalar of B
+  // decomposed both k and j: several times the FMAs' instructions.)
+  struct ConvLane {
+    Value top, left;
+  };
+  SmallVector<SmallVector<ConvLane, 4>> convLanes;
+  Value convChannels; // (image, group)'s first input channel, times H
+  const ConvGeometry *cg = gemm.conv && !gemm.bVectorArg ? &*gemm.conv : nullptr;
+  if (cg) {
+    Value image = arith::DivUIOp::create(lb, loc, batch, idx(lb, cg->groups));
+    Value grp = arith::RemUIOp::create(lb, loc, batch, idx(lb, cg->groups));
+    convChannels = arith::MulIOp::create(
+        lb, loc,
+        arith::AddIOp::create(lb, loc, arith::MulIOp::create(lb, loc, image, idx(lb, cg->channels)),
+                              arith::MulIOp::create(lb, loc, grp, idx(lb, cg->groupChannels))),
+        idx(lb, cg->height));
+    for (auto [kk, j4] : bSlots) {
+      (void)kk;
+      SmallVector<ConvLane, 4> lanes;
+      for (int64_t q = 0; q < 4; ++q) {
+        Value j = arith::AddIOp::create(
+            lb, loc, colBase,
+            arith::AddIOp::create(lb, loc, arith::MulIOp::create(lb, loc, j4, idx(lb, 4)),
+                                  idx(lb, q)));
+        // Past N (a tile overhanging it): a real column's input, for
+        // results that are never stored.
+        ConvLane lane;
+        if (ragged[1])
+          j = arith::MinUIOp::create(lb, loc, j, idx(lb, gemm.n - 1));
+        Value ho = arith::DivUIOp::create(lb, loc, j, idx(lb, cg->outWidth));
+        Value wo = arith::RemUIOp::create(lb, loc, j, idx(lb, cg->outWidth));
+        lane.top = arith::SubIOp::create(lb, loc, arith::MulIOp::create(lb, loc, ho, idx(lb, cg->strideH)),
+                                         idx(lb, cg->padH));
+        lane.left = arith::SubIOp::create(lb, loc, arith::MulIOp::create(lb, loc, wo, idx(lb, cg->strideW)),
+                                          idx(lb, cg->padW));
+        lanes.push_back(lane);
+      }
+      convLanes.push_back(lanes);
+    }
+  }
+  // One slot's 4 lanes of a convolution's B at k.
+  auto convRead = [&](OpBuilder &fb, Value k, ArrayRef<ConvLane> lanes) -> Value {
+    // Past K, zeros: A's zeros there would turn an inf of B into NaN.
+    Value kValid;
+    if (ragged[2]) {
+      kValid = arith::CmpIOp::create(fb, loc, arith::CmpIPredicate::ult, k, idx(fb, gemm.k));
+      k = arith::MinUIOp::create(fb, loc, k, idx(fb, gemm.k - 1));
+    }
+    const int64_t taps = cg->kernelH * cg->kernelW;
+    Value channel = arith::DivUIOp::create(fb, loc, k, idx(fb, taps));
+    Value tap = arith::RemUIOp::create(fb, loc, k, idx(fb, taps));
+    Value dh = arith::MulIOp::create(
+        fb, loc, arith::DivUIOp::create(fb, loc, tap, idx(fb, cg->kernelW)), idx(fb, cg->dilationH));
+    Value dw = arith::MulIOp::create(
+        fb, loc, arith::RemUIOp::create(fb, loc, tap, idx(fb, cg->kernelW)), idx(fb, cg->dilationW));
+    Value planeRow = arith::AddIOp::create(fb, loc, convChannels,
+                                          arith::MulIOp::create(fb, loc, channel, idx(fb, cg->height)));
+    Value input = entry->getArgument(cg->inputArg);
+    SmallVector<Value> values;
+    for (const ConvLane &lane : lanes) {
+      // Unsigned compares: a row or column left of 0 wraps past the size.
+      Value h = arith::AddIOp::create(fb, loc, lane.top, dh);
+      Value w = arith::AddIOp::create(fb, loc, lane.left, dw);
+      Value inside = arith::AndIOp::create(
+          fb, loc, arith::CmpIOp::create(fb, loc, arith::CmpIPredicate::ult, h, idx(fb, cg->height)),
+          arith::CmpIOp::create(fb, loc, arith::CmpIPredicate::ult, w, idx(fb, cg->width)));
+      if (kValid)
+        inside = arith::AndIOp::create(fb, loc, inside, kValid);
+      Value at = arith::AddIOp::create(
+          fb, loc, arith::MulIOp::create(fb, loc, arith::AddIOp::create(fb, loc, planeRow, h),
+                                         idx(fb, cg->width)),
+          w);
+      at = arith::SelectOp::create(fb, loc, inside, at, idx(fb, 0)); // never read outside
+      Value v = memref::LoadOp::create(fb, loc, input, ValueRange{at});
+      if (v.getType() != f32)
+        v = arith::ExtFOp::create(fb, loc, f32, v);
+      values.push_back(arith::SelectOp::create(fb, loc, inside, v, floatConstant(fb, loc, f32, 0.0)));
+    }
+    return vector::FromElementsOp::create(fb, loc, v4, values).getResult();
+  };
+
   // The global reads of k slice `kt`, as the vectors to stage (A's then
   // B's), kept in registers: issued a slice ahead, their latency hides
   // behind the FMAs.
@@ -195,8 +279,13 @@ void buildTiledGemm(OpBuilder &b, KernelOp kernel, Operation *root, Block *entry
       }));
     }
     Value colBase4 = arith::DivUIOp::create(fb, loc, colBase, idx(fb, 4));
-    for (auto [kk, j4] : bSlots) {
+    for (auto [slot, kj] : llvm::enumerate(bSlots)) {
+      auto [kk, j4] = kj;
       Value k = arith::AddIOp::create(fb, loc, kBase, kk);
+      if (cg) {
+        values.push_back(convRead(fb, k, convLanes[slot]));
+        continue;
+      }
       if (gemm.bVectorArg) {
         values.push_back(vectorRead(fb, *gemm.bVectorArg, gemm.bVectorIndex, k,
                                     arith::AddIOp::create(fb, loc, colBase4, j4),
