@@ -174,11 +174,12 @@ void buildTiledGemm(OpBuilder &b, KernelOp kernel, Operation *root, Block *entry
     });
   };
 
-  // A convolution's B columns are the same in every k slice: each lane's
+  // A convolution's B columns are the same in every k slice: each slot's
   // output position (top-left input row and column of its window) is
-  // decomposed once here. Per slice only k's (channel, window row, window column) remain,
-  // once per 4 lanes. (Through the generic reader every scalar of B
-  // decomposed both k and j: several times the FMAs' instructions.)
+  // decomposed once here. Per slice only k's (channel, window row, window
+  // column) remain, once per 4 lanes. Where rows are a whole number of
+  // 4-column groups, a slot's lanes share a row and only its first lane
+  // is kept (registers live across the k loop cost occupancy).
   struct ConvLane {
     Value top, left;
   };
@@ -193,10 +194,11 @@ void buildTiledGemm(OpBuilder &b, KernelOp kernel, Operation *root, Block *entry
         arith::AddIOp::create(lb, loc, arith::MulIOp::create(lb, loc, image, idx(lb, cg->channels)),
                               arith::MulIOp::create(lb, loc, grp, idx(lb, cg->groupChannels))),
         idx(lb, cg->height));
+    const bool sharedRow = cg->outWidth % 4 == 0;
     for (auto [kk, j4] : bSlots) {
       (void)kk;
       SmallVector<ConvLane, 4> lanes;
-      for (int64_t q = 0; q < 4; ++q) {
+      for (int64_t q = 0; q < (sharedRow ? 1 : 4); ++q) {
         Value j = arith::AddIOp::create(
             lb, loc, colBase,
             arith::AddIOp::create(lb, loc, arith::MulIOp::create(lb, loc, j4, idx(lb, 4)),
@@ -205,7 +207,7 @@ void buildTiledGemm(OpBuilder &b, KernelOp kernel, Operation *root, Block *entry
         // results that are never stored.
         ConvLane lane;
         if (ragged[1])
-          j = arith::MinUIOp::create(lb, loc, j, idx(lb, gemm.n - 1));
+          j = arith::MinUIOp::create(lb, loc, j, idx(lb, gemm.n - (sharedRow ? 4 : 1)));
         Value ho = arith::DivUIOp::create(lb, loc, j, idx(lb, cg->outWidth));
         Value wo = arith::RemUIOp::create(lb, loc, j, idx(lb, cg->outWidth));
         lane.top = arith::SubIOp::create(lb, loc, arith::MulIOp::create(lb, loc, ho, idx(lb, cg->strideH)),
@@ -218,7 +220,11 @@ void buildTiledGemm(OpBuilder &b, KernelOp kernel, Operation *root, Block *entry
     }
   }
   // One slot's 4 lanes of a convolution's B at k.
-  auto convRead = [&](OpBuilder &fb, Value k, ArrayRef<ConvLane> lanes) -> Value {
+  auto convRead = [&](OpBuilder &fb, Value k, ArrayRef<ConvLane> slot) -> Value {
+    SmallVector<ConvLane, 4> lanes(slot);
+    for (int64_t q = 1; lanes.size() < 4; ++q)
+      lanes.push_back({slot[0].top, arith::AddIOp::create(fb, loc, slot[0].left,
+                                                           idx(fb, q * cg->strideW))});
     // Past K, zeros: A's zeros there would turn an inf of B into NaN.
     Value kValid;
     if (ragged[2]) {
