@@ -5,7 +5,8 @@
 // weights once; each output row is swept in vectors of 16 outputs with the
 // 9 taps accumulated in one register (wide loads shuffled to every second
 // input column); vectors over the row's edges shuffle zeros in for the
-// columns outside it. The epilogue runs on the vectors.
+// columns outside it. The epilogue runs on the vectors. Below it, a 14x14
+// plane at stride 2 (rows of 7): split into padded parts, swept flat.
 
 func.func @depthwise(%x: tensor<1x16x20x80xf32>, %w: tensor<16x1x3x3xf32>, %b: tensor<1x16x1x1xf32>) -> tensor<1x16x10x40xf32> {
   %0 = kiln.kernel on "cpu:0" (%x, %w, %b) : (tensor<1x16x20x80xf32>, tensor<16x1x3x3xf32>, tensor<1x16x1x1xf32>) -> tensor<1x16x10x40xf32> {
@@ -26,14 +27,17 @@ func.func @depthwise(%x: tensor<1x16x20x80xf32>, %w: tensor<16x1x3x3xf32>, %b: t
 // A row's window rows outside the image weigh zero.
 // CHECK: arith.select
 // Vectors at columns 0, 16 and 24 (the last overlapping the one before).
-// Column 0's window reaches left of the row: per window row one load of the
-// span its taps read, each tap shuffling its lanes out of it (lane 0 of the
-// first tap reads the zero vector).
-// CHECK: %[[SPAN:.*]] = vector.load {{.*}} : memref<25600xf32>, vector<32xf32>
-// CHECK: vector.shuffle %[[SPAN]], %{{.*}} [32, 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29]
+// Column 0's window reaches left of the row: each tap loads its own 32
+// lanes, moved inside the row (the first tap's from column 0, not -1), and
+// shuffles every second one out (lane 0 of the first tap reads the zero
+// vector; the third tap's load starts at column 1).
+// CHECK: %[[TAP0:.*]] = vector.load {{.*}} : memref<25600xf32>, vector<32xf32>
+// CHECK: vector.shuffle %[[TAP0]], %{{.*}} [32, 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29]
 // CHECK: vector.fma
-// CHECK: vector.shuffle %[[SPAN]], %{{.*}} [0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30]
-// CHECK: vector.shuffle %[[SPAN]], %{{.*}} [1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31]
+// CHECK: %[[TAP1:.*]] = vector.load {{.*}} : memref<25600xf32>, vector<32xf32>
+// CHECK: vector.shuffle %[[TAP1]], %{{.*}} [0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30]
+// CHECK: %[[TAP2:.*]] = vector.load {{.*}} : memref<25600xf32>, vector<32xf32>
+// CHECK: vector.shuffle %[[TAP2]], %{{.*}} [0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30]
 // The bias and ReLU on the vector of sums.
 // CHECK: vector.broadcast {{.*}} : f32 to vector<16xf32>
 // CHECK: arith.addf {{.*}} : vector<16xf32>
@@ -51,3 +55,31 @@ func.func @depthwise(%x: tensor<1x16x20x80xf32>, %w: tensor<16x1x3x3xf32>, %b: t
 // CHECK-NOT: math.fma
 // LLVM: llvm.func @depthwise_kernel0
 // LLVM: llvm.intr.fmuladd({{.*}}) : (vector<16xf32>
+
+// MobileNetV2's 14 -> 7 layer: rows of 7 outputs would be all edges, so each
+// plane is first split into 2 x 3 parts (window row parity, window column):
+// per input row a masked load of its 14 columns, and per part a shuffle of
+// the 7 columns it keeps (zero where the window leaves the row) and one
+// 16-lane store. Then the 49 outputs are swept flat, 16 at a time, one plain
+// load per tap and no shuffle.
+func.func @split_planes(%x: tensor<1x8x14x14xf32>, %w: tensor<8x1x3x3xf32>) -> tensor<1x8x7x7xf32> {
+  %0 = kiln.kernel on "cpu:0" (%x, %w) : (tensor<1x8x14x14xf32>, tensor<8x1x3x3xf32>) -> tensor<1x8x7x7xf32> {
+  ^bb0(%a: tensor<1x8x14x14xf32>, %f: tensor<8x1x3x3xf32>):
+    %y = kiln.conv2d %a, %f strides [2, 2] padding [1, 1] dilation [1, 1] groups 8
+        : tensor<1x8x14x14xf32>, tensor<8x1x3x3xf32> -> tensor<1x8x7x7xf32>
+    kiln.yield %y : tensor<1x8x7x7xf32>
+  }
+  return %0 : tensor<1x8x7x7xf32>
+}
+// CHECK-LABEL: func.func @split_planes_kernel1
+// Parts: 2 x 3 of (8 rows x 7 + 16) floats.
+// CHECK: memref.alloca() : memref<432xf32>
+// CHECK: vector.maskedload {{.*}} : memref<1568xf32>, vector<16xi1>, vector<16xf32> into vector<16xf32>
+// Part (0, 0) keeps columns -1, 1, ..., 11 of the padded row: -1 is zero.
+// CHECK: vector.shuffle {{.*}} [16, 1, 3, 5, 7, 9, 11, 16, 16, 16, 16, 16, 16, 16, 16, 16]
+// CHECK: vector.store {{.*}} : memref<432xf32>, vector<16xf32>
+// The flat sweep: 3 whole vectors in a loop, then one overlapping at 33.
+// CHECK: scf.for %{{.*}} = %c0{{(_[0-9]+)?}} to %c48{{(_[0-9]+)?}} step %c16
+// CHECK-COUNT-9: vector.load {{.*}} : memref<432xf32>, vector<16xf32>
+// CHECK-NOT: vector.shuffle
+// CHECK: vector.store {{.*}} : memref<392xf32>, vector<16xf32>
