@@ -193,6 +193,13 @@ FailureOr<func::FuncOp> buildCpuGemmFunction(KernelOp kernel, Operation *root,
 FailureOr<func::FuncOp> buildCpuDepthwiseFunction(KernelOp kernel, Operation *root,
                                                   OpBuilder &builder, StringRef name);
 
+/// A depthwise conv2d kernel (as for the CPU form) for a GPU
+/// (GpuDepthwise.cpp): each work item a few adjacent outputs of one row,
+/// sharing the input columns their windows read. A null function when the
+/// kernel does not fit that form.
+FailureOr<func::FuncOp> buildGpuDepthwiseFunction(KernelOp kernel, Operation *root,
+                                                  OpBuilder &builder, StringRef name);
+
 /// A kernel ending in a concat, for the host CPU (CpuConcat.cpp): each
 /// input's values computed over its own rows into their place. A null
 /// function when the kernel does not fit that form.

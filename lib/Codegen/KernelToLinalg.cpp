@@ -501,6 +501,11 @@ FailureOr<func::FuncOp> kiln::buildKernelFunction(KernelOp kernel,
     if (failed(pooling) || *pooling)
       return pooling;
   }
+  if (root && gpu) {
+    FailureOr<func::FuncOp> depthwise = buildGpuDepthwiseFunction(kernel, root, builder, name);
+    if (failed(depthwise) || *depthwise)
+      return depthwise;
+  }
   if (root) {
     bool failedOp = false;
     func::FuncOp func = buildContractionFunction(kernel, root, builder, name, failedOp);
