@@ -100,18 +100,32 @@ LogicalResult SelectOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
 }
 
 namespace {
-/// An op of one tensor operand whose rule `rule(shape)` gives its result,
-/// with `element` as element type, or the operand's when that is null.
+/// An op whose tensor operands (one element type) give its result through
+/// `rule(shapes)`, with `element` as element type, or the first operand's
+/// when that is null.
+template <typename OpTy>
+LogicalResult inferFromOperands(std::optional<Location> loc, ValueRange operands, Type element,
+                                function_ref<shapes::Inferred(ArrayRef<ArrayRef<int64_t>>)> rule,
+                                SmallVectorImpl<Type> &inferred) {
+  FailureOr<SmallVector<RankedTensorType>> types = rankedOperands<OpTy>(loc, operands);
+  if (failed(types))
+    return failure();
+  SmallVector<ArrayRef<int64_t>> shapes;
+  for (RankedTensorType t : *types)
+    shapes.push_back(t.getShape());
+  if (!element && !types->empty())
+    element = types->front().getElementType();
+  return result<OpTy>(loc, rule(shapes), element, inferred);
+}
+
+/// The same for an op of one tensor operand.
 template <typename OpTy>
 LogicalResult inferFromInput(std::optional<Location> loc, Value input, Type element,
                              function_ref<shapes::Inferred(ArrayRef<int64_t>)> rule,
                              SmallVectorImpl<Type> &inferred) {
-  FailureOr<SmallVector<RankedTensorType>> types = rankedOperands<OpTy>(loc, input);
-  if (failed(types))
-    return failure();
-  RankedTensorType in = types->front();
-  return result<OpTy>(loc, rule(in.getShape()), element ? element : in.getElementType(),
-                      inferred);
+  return inferFromOperands<OpTy>(
+      loc, input, element, [&](ArrayRef<ArrayRef<int64_t>> in) { return rule(in.front()); },
+      inferred);
 }
 } // namespace
 
@@ -144,15 +158,10 @@ LogicalResult GatherOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
 
 LogicalResult ConcatOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                          Adaptor adaptor, SmallVectorImpl<Type> &inferred) {
-  FailureOr<SmallVector<RankedTensorType>> types =
-      rankedOperands<ConcatOp>(loc, adaptor.getInputs());
-  if (failed(types))
-    return failure();
-  SmallVector<ArrayRef<int64_t>> shapes;
-  for (RankedTensorType t : *types)
-    shapes.push_back(t.getShape());
-  Type element = types->empty() ? Type() : types->front().getElementType();
-  return result<ConcatOp>(loc, shapes::concat(shapes, adaptor.getAxis()), element, inferred);
+  return inferFromOperands<ConcatOp>(
+      loc, adaptor.getInputs(), Type(),
+      [&](ArrayRef<ArrayRef<int64_t>> in) { return shapes::concat(in, adaptor.getAxis()); },
+      inferred);
 }
 
 LogicalResult ReduceOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
@@ -177,12 +186,9 @@ LogicalResult ArgReduceOp::inferReturnTypes(MLIRContext *ctx, std::optional<Loca
 
 LogicalResult MatmulOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                          Adaptor adaptor, SmallVectorImpl<Type> &inferred) {
-  FailureOr<SmallVector<RankedTensorType>> types =
-      rankedOperands<MatmulOp>(loc, {adaptor.getLhs(), adaptor.getRhs()});
-  if (failed(types))
-    return failure();
-  return result<MatmulOp>(loc, shapes::matmul((*types)[0].getShape(), (*types)[1].getShape()),
-                          (*types)[0].getElementType(), inferred);
+  return inferFromOperands<MatmulOp>(
+      loc, {adaptor.getLhs(), adaptor.getRhs()}, Type(),
+      [&](ArrayRef<ArrayRef<int64_t>> in) { return shapes::matmul(in[0], in[1]); }, inferred);
 }
 
 LogicalResult Pool2dOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
@@ -198,13 +204,11 @@ LogicalResult Pool2dOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
 
 LogicalResult Conv2dOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                          Adaptor adaptor, SmallVectorImpl<Type> &inferred) {
-  FailureOr<SmallVector<RankedTensorType>> types =
-      rankedOperands<Conv2dOp>(loc, {adaptor.getInput(), adaptor.getFilter()});
-  if (failed(types))
-    return failure();
-  return result<Conv2dOp>(
-      loc,
-      shapes::conv2d((*types)[0].getShape(), (*types)[1].getShape(), adaptor.getStrides(),
-                     adaptor.getPadding(), adaptor.getDilation(), adaptor.getGroups()),
-      (*types)[0].getElementType(), inferred);
+  return inferFromOperands<Conv2dOp>(
+      loc, {adaptor.getInput(), adaptor.getFilter()}, Type(),
+      [&](ArrayRef<ArrayRef<int64_t>> in) {
+        return shapes::conv2d(in[0], in[1], adaptor.getStrides(), adaptor.getPadding(),
+                              adaptor.getDilation(), adaptor.getGroups());
+      },
+      inferred);
 }

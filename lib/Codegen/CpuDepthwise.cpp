@@ -37,8 +37,6 @@ using namespace mlir;
 using namespace kiln;
 
 namespace {
-/// More taps than this stay untiled (their weights would not fit registers).
-constexpr int64_t kMaxTaps = 49;
 
 /// ceil(a / b) for b > 0 and any a.
 int64_t ceilDiv(int64_t a, int64_t b) { return a >= 0 ? (a + b - 1) / b : -((-a) / b); }
@@ -64,25 +62,17 @@ Value sumOf(OpBuilder &b, Location loc, SmallVector<Value> parts) {
 
 FailureOr<func::FuncOp> kiln::buildCpuDepthwiseFunction(KernelOp kernel, Operation *root,
                                                         OpBuilder &builder, StringRef name) {
-  auto conv = dyn_cast<Conv2dOp>(root);
-  if (!conv)
+  std::optional<Depthwise> d = describeDepthwise(root);
+  if (!d || !d->element.isF32())
     return func::FuncOp();
-  auto input = dyn_cast<BlockArgument>(conv.getInput());
-  auto filter = dyn_cast<BlockArgument>(conv.getFilter());
-  auto shapeOf = [](Value v) { return cast<RankedTensorType>(v.getType()).getShape(); };
-  ArrayRef<int64_t> x = shapeOf(conv.getInput()), w = shapeOf(conv.getFilter()),
-                    y = shapeOf(conv.getResult());
-  const int64_t groups = conv.getGroupsAttr().getInt();
-  if (!input || !filter || w[1] != 1 || groups != x[1] || w[0] % groups != 0 ||
-      !getElementTypeOrSelf(input.getType()).isF32() || w[2] * w[3] > kMaxTaps ||
-      y[2] * y[3] == 0)
-    return func::FuncOp();
-  const int64_t images = x[0], channels = x[1], H = x[2], W = x[3];
-  const int64_t outChannels = y[1], OH = y[2], OW = y[3], KH = w[2], KW = w[3];
-  const int64_t perGroup = w[0] / groups; // output channels per input channel
-  const int64_t sh = conv.getStrides()[0], sw = conv.getStrides()[1];
-  const int64_t ph = conv.getPadding()[0], pw = conv.getPadding()[1];
-  const int64_t dh = conv.getDilation()[0], dw = conv.getDilation()[1];
+  const ConvGeometry &g = d->g;
+  const int64_t images = g.images, channels = g.channels, H = g.height, W = g.width;
+  const int64_t outChannels = d->outChannels, OH = g.outHeight, OW = g.outWidth;
+  const int64_t KH = g.kernelH, KW = g.kernelW;
+  const int64_t perGroup = d->perGroup; // output channels per input channel
+  const int64_t sh = g.strideH, sw = g.strideW, ph = g.padH, pw = g.padW;
+  const int64_t dh = g.dilationH, dw = g.dilationW;
+  const SmallVector<int64_t> y = {images, outChannels, OH, OW};
   // The columns whose whole window lies inside the image, for every tap:
   // ow * sw - pw >= 0 and ow * sw - pw + (KW - 1) * dw <= W - 1; strided, a
   // vector's wide load reaches sw - 1 further, which must stay in the row.
@@ -125,7 +115,7 @@ FailureOr<func::FuncOp> kiln::buildCpuDepthwiseFunction(KernelOp kernel, Operati
   // output plane is swept flat in 16-lane vectors with one plain load per
   // tap and no edge left. Building the parts costs a masked row load, and a
   // shuffle and a store per part row.
-  const int64_t partRows = OH + (KH - 1) / std::max<int64_t>(sh, 1);
+  const int64_t partRows = OH + (KH - 1) / sh;
   const int64_t rowLoad = W <= 16 ? 16 : W <= 32 ? 32 : 64;
   // (Rows of 28, MobileNet's 56 -> 28 layer, measured no faster split than
   // swept by rows.)
@@ -152,8 +142,8 @@ FailureOr<func::FuncOp> kiln::buildCpuDepthwiseFunction(KernelOp kernel, Operati
   auto widen = [&](OpBuilder &wb, Value v) {
     return v.getType() == f32 ? v : arith::ExtFOp::create(wb, loc, f32, v).getResult();
   };
-  Value in = entry->getArgument(input.getArgNumber());
-  Value weights = entry->getArgument(filter.getArgNumber());
+  Value in = entry->getArgument(g.inputArg);
+  Value weights = entry->getArgument(d->filterArg);
   // One vector of sums on its way to a per-element epilogue (the flat sweep
   // or the row sweep's).
   const bool flatSweep = flat || splitPlanes;

@@ -151,12 +151,6 @@ std::optional<Gemm> kiln::describeGemm(KernelOp kernel, Operation *root,
       gemm.aVectorArg = filter.getArgNumber();
       gemm.aVectorIndex = (group * gemm.m + i) * (gemm.k / 4) + j;
     }
-    SmallVector<AffineExpr> red = delinearize(i, w.drop_front()); // ci, kh, kw
-    SmallVector<AffineExpr> out = delinearize(j, {y[2], y[3]});   // ho, wo
-    AffineExpr h = out[0] * conv.getStrides()[0] - conv.getPadding()[0] + red[1] * conv.getDilation()[0];
-    AffineExpr col = out[1] * conv.getStrides()[1] - conv.getPadding()[1] + red[2] * conv.getDilation()[1];
-    AffineExpr channel = group * w[1] + red[0];
-    AffineExpr at = ((image * x[1] + channel) * x[2] + h) * x[3] + col;
     unsigned arg = input.getArgNumber();
     // C[b, i, j] is y[n, g * M + i, ho, wo].
     gemm.resultIndex = (image * y[1] + group * gemm.m + i) * (y[2] * y[3]) + j;
@@ -169,27 +163,9 @@ std::optional<Gemm> kiln::describeGemm(KernelOp kernel, Operation *root,
       gemm.plainB = true;
       return gemm.k < 1 ? std::nullopt : std::optional<Gemm>(gemm);
     }
-    int64_t height = x[2], width = x[3], last = x[0] * x[1] * x[2] * x[3] - 1;
-    gemm.readB = [entry, arg, h, col, at, height, width, last](OpBuilder &rb, Location loc,
-                                                                 Value bv, Value kv, Value jv) {
-      SmallVector<Value> dims = {bv, kv, jv};
-      Value hv = applyExpr(rb, loc, h, dims), wv = applyExpr(rb, loc, col, dims);
-      auto cmp = [&](arith::CmpIPredicate p, Value a, int64_t c) {
-        return arith::CmpIOp::create(rb, loc, p, a, constantIndex(rb, loc, c));
-      };
-      Value inside = arith::AndIOp::create(
-          rb, loc,
-          arith::AndIOp::create(rb, loc, cmp(arith::CmpIPredicate::sge, hv, 0),
-                                cmp(arith::CmpIPredicate::slt, hv, height)),
-          arith::AndIOp::create(rb, loc, cmp(arith::CmpIPredicate::sge, wv, 0),
-                                cmp(arith::CmpIPredicate::slt, wv, width)));
-      Value flat = applyExpr(rb, loc, at, dims);
-      flat = arith::MaxSIOp::create(rb, loc, flat, constantIndex(rb, loc, 0));
-      flat = arith::MinSIOp::create(rb, loc, flat, constantIndex(rb, loc, last));
-      Value v = memref::LoadOp::create(rb, loc, (*entry)->getArgument(arg), ValueRange{flat});
-      return arith::SelectOp::create(rb, loc, inside, v, floatConstant(rb, loc, v.getType(), 0.0))
-          .getResult();
-    };
+    // Otherwise each device's builder gathers B itself from the geometry
+    // (readB stays unset): the CPU packs panels through per-column tables,
+    // the GPU decomposes each column once per work item.
     gemm.conv = ConvGeometry{arg,
                              x[0], x[1], x[2], x[3], y[2], y[3], w[1], w[2], w[3],
                              conv.getStrides()[0], conv.getStrides()[1],
@@ -199,6 +175,32 @@ std::optional<Gemm> kiln::describeGemm(KernelOp kernel, Operation *root,
   if (gemm.k < 1)
     return std::nullopt; // the untiled form reports the empty reduction
   return gemm;
+}
+
+std::optional<Depthwise> kiln::describeDepthwise(Operation *root) {
+  auto conv = dyn_cast_or_null<Conv2dOp>(root);
+  if (!conv)
+    return std::nullopt;
+  auto input = dyn_cast<BlockArgument>(conv.getInput());
+  auto filter = dyn_cast<BlockArgument>(conv.getFilter());
+  auto shapeOf = [](Value v) { return cast<RankedTensorType>(v.getType()).getShape(); };
+  ArrayRef<int64_t> x = shapeOf(conv.getInput()), w = shapeOf(conv.getFilter()),
+                    y = shapeOf(conv.getResult());
+  const int64_t groups = conv.getGroupsAttr().getInt();
+  // More taps than 7x7 would not fit the builders' registers.
+  if (!input || !filter || w[1] != 1 || groups != x[1] || w[0] % groups != 0 ||
+      w[2] * w[3] > 49 || y[2] * y[3] == 0)
+    return std::nullopt;
+  Depthwise d;
+  d.conv = conv;
+  d.g = ConvGeometry{input.getArgNumber(), x[0], x[1], x[2], x[3], y[2], y[3], 1, w[2], w[3],
+                     conv.getStrides()[0], conv.getStrides()[1], conv.getPadding()[0],
+                     conv.getPadding()[1], conv.getDilation()[0], conv.getDilation()[1], groups};
+  d.filterArg = filter.getArgNumber();
+  d.outChannels = y[1];
+  d.perGroup = w[0] / groups;
+  d.element = getElementTypeOrSelf(input.getType());
+  return d;
 }
 
 void kiln::emitGemmEpilogue(OpBuilder &sb, Location loc, KernelOp kernel, Operation *root,

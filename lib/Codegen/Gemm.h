@@ -21,9 +21,9 @@ namespace kiln {
 /// the indices and zero what lies past the edges.
 using OperandReader = std::function<Value(OpBuilder &, Location, Value, Value, Value)>;
 
-/// A convolution's B operand, for builders that gather it themselves (the
-/// CPU packs a panel with per-column tables instead of decomposing every
-/// column index). Input x is [images, channels, height, width]; group b
+/// A convolution's B operand, which the builders gather themselves (the
+/// CPU packs a panel with per-column tables, the GPU decomposes each column
+/// once per work item, instead of decomposing every element's index). Input x is [images, channels, height, width]; group b
 /// reads its `groupChannels` channels from b * groupChannels.
 struct ConvGeometry {
   unsigned inputArg = 0;
@@ -51,8 +51,9 @@ struct Gemm {
   /// Likewise for A along k (K a multiple of 4), of (b, i, k4).
   std::optional<unsigned> aVectorArg;
   AffineExpr aVectorIndex;
-  /// Set for conv2d: readB's geometry (not for a pointwise one, whose B is
-  /// plain). A convolution's GEMMs are one per (image, group), columns
+  /// Set for conv2d whose B is gathered (not for a pointwise one, whose B
+  /// is plain and read through readB): the builders gather from it, readB
+  /// is unset. A convolution's GEMMs are one per (image, group), columns
   /// (ho, wo) of one image.
   std::optional<ConvGeometry> conv;
   /// A matmul's operands as (kernel argument, element index of (b, row,
@@ -67,6 +68,19 @@ struct Gemm {
 /// channels per group) of `kernel` as a GEMM; none when its operands are
 /// behind more than views.
 std::optional<Gemm> describeGemm(KernelOp kernel, Operation *root, int64_t minRowsPerGroup);
+
+/// A depthwise conv2d (one input channel per group, `perGroup` filters
+/// each) whose input and filter are plain kernel inputs, with at most 49
+/// taps and a non-empty result: what the depthwise builders of either
+/// device need. None for any other root.
+struct Depthwise {
+  Conv2dOp conv;
+  ConvGeometry g; ///< groupChannels is 1; `groups` the input channels
+  unsigned filterArg = 0;
+  int64_t outChannels = 1, perGroup = 1;
+  Type element; ///< the input's element type
+};
+std::optional<Depthwise> describeDepthwise(Operation *root);
 
 /// A one-row matmul against a transposed, row-major f32 weight (a linear
 /// layer at batch 1) as a matrix-vector product over W's rows, `lanes` wide

@@ -30,36 +30,23 @@ using namespace kiln;
 namespace {
 /// Outputs per work item along the row.
 constexpr int64_t kBlock = 4;
-/// More taps than this keep the untiled form (weights in registers).
-constexpr int64_t kMaxTaps = 49;
 } // namespace
 
 FailureOr<func::FuncOp> kiln::buildGpuDepthwiseFunction(KernelOp kernel, Operation *root,
                                                         OpBuilder &builder, StringRef name) {
-  auto conv = dyn_cast<Conv2dOp>(root);
-  if (!conv)
-    return func::FuncOp();
-  auto input = dyn_cast<BlockArgument>(conv.getInput());
-  auto filter = dyn_cast<BlockArgument>(conv.getFilter());
-  auto shapeOf = [](Value v) { return cast<RankedTensorType>(v.getType()).getShape(); };
-  ArrayRef<int64_t> x = shapeOf(conv.getInput()), w = shapeOf(conv.getFilter()),
-                    y = shapeOf(conv.getResult());
-  const int64_t groups = conv.getGroupsAttr().getInt();
-  Type element = getElementTypeOrSelf(conv.getInput().getType());
+  std::optional<Depthwise> d = describeDepthwise(root);
   // Stride 1 along the row only: there 4 outputs of a 3-wide window share
   // 6 of their 12 reads. At stride 2 they share 3, the blocks are a quarter
   // as many work items, and on the H200 every MobileNetV2 stride-2 layer ran
   // as fast or faster untiled (0.0055 against 0.0067 ms, 192 x 28x28).
-  if (!input || !filter || w[1] != 1 || groups != x[1] || w[0] % groups != 0 ||
-      !(element.isF32() || element.isF16()) || w[2] * w[3] > kMaxTaps || y[2] * y[3] == 0 ||
-      conv.getStrides()[1] != 1)
+  if (!d || !(d->element.isF32() || d->element.isF16()) || d->g.strideW != 1)
     return func::FuncOp();
-  const int64_t images = x[0], channels = x[1], H = x[2], W = x[3];
-  const int64_t outChannels = y[1], OH = y[2], OW = y[3], KH = w[2], KW = w[3];
-  const int64_t perGroup = w[0] / groups;
-  const int64_t sh = conv.getStrides()[0], sw = conv.getStrides()[1];
-  const int64_t ph = conv.getPadding()[0], pw = conv.getPadding()[1];
-  const int64_t dh = conv.getDilation()[0], dw = conv.getDilation()[1];
+  const ConvGeometry &g = d->g;
+  const int64_t images = g.images, channels = g.channels, H = g.height, W = g.width;
+  const int64_t outChannels = d->outChannels, OH = g.outHeight, OW = g.outWidth;
+  const int64_t KH = g.kernelH, KW = g.kernelW, perGroup = d->perGroup;
+  const int64_t sh = g.strideH, sw = g.strideW, ph = g.padH, pw = g.padW;
+  const int64_t dh = g.dilationH, dw = g.dilationW;
   const int64_t block = std::min(kBlock, OW), blocks = (OW + block - 1) / block;
   const int64_t planes = images * outChannels, units = planes * OH * blocks;
 
@@ -73,8 +60,8 @@ FailureOr<func::FuncOp> kiln::buildGpuDepthwiseFunction(KernelOp kernel, Operati
   auto widen = [&](OpBuilder &wb, Value v) {
     return v.getType() == f32 ? v : arith::ExtFOp::create(wb, loc, f32, v).getResult();
   };
-  Value in = entry->getArgument(input.getArgNumber());
-  Value weights = entry->getArgument(filter.getArgNumber());
+  Value in = entry->getArgument(g.inputArg);
+  Value weights = entry->getArgument(d->filterArg);
   bool failed = false;
   scf::ParallelOp::create(
       b, loc, ValueRange{idx(b, 0)}, ValueRange{idx(b, units)}, ValueRange{idx(b, 1)},

@@ -185,7 +185,7 @@ void buildTiledGemm(OpBuilder &b, KernelOp kernel, Operation *root, Block *entry
   };
   SmallVector<SmallVector<ConvLane, 4>> convLanes;
   Value convChannels; // (image, group)'s first input channel, times H
-  const ConvGeometry *cg = gemm.conv && !gemm.bVectorArg ? &*gemm.conv : nullptr;
+  const ConvGeometry *cg = gemm.conv ? &*gemm.conv : nullptr;
   if (cg) {
     Value image = arith::DivUIOp::create(lb, loc, batch, idx(lb, cg->groups));
     Value grp = arith::RemUIOp::create(lb, loc, batch, idx(lb, cg->groups));
