@@ -134,19 +134,38 @@ FailureOr<func::FuncOp> kiln::buildCpuGemmFunction(KernelOp kernel, Operation *r
         auto imageOf = [&](OpBuilder &ib, const ConvGeometry &g) -> Value {
           return arith::DivUIOp::create(ib, loc, batch, idx(ib, g.groups));
         };
-        auto tapOf = [&](OpBuilder &kb, const ConvGeometry &g, Value k) -> Tap {
+        // The channel is the source's own (k counts from the first source).
+        auto tapOf = [&](OpBuilder &kb, const ConvGeometry &g, const ConvSource &s,
+                         Value k) -> Tap {
           const int64_t taps = g.kernelH * g.kernelW;
           Value tap = arith::RemUIOp::create(kb, loc, k, idx(kb, taps));
           Value channel = arith::AddIOp::create(
               kb, loc,
               arith::MulIOp::create(kb, loc, arith::RemUIOp::create(kb, loc, batch, idx(kb, g.groups)),
                                     idx(kb, g.groupChannels)),
-              arith::DivUIOp::create(kb, loc, k, idx(kb, taps)));
+              arith::SubIOp::create(kb, loc, arith::DivUIOp::create(kb, loc, k, idx(kb, taps)),
+                                    idx(kb, s.firstChannel)));
           Value dh = arith::MulIOp::create(
               kb, loc, arith::DivUIOp::create(kb, loc, tap, idx(kb, g.kernelW)), idx(kb, g.dilationH));
           Value dw = arith::MulIOp::create(
               kb, loc, arith::RemUIOp::create(kb, loc, tap, idx(kb, g.kernelW)), idx(kb, g.dilationW));
           return {channel, dh, dw};
+        };
+        // `body(kb, source, k)` for every k, source by source: each source
+        // holds the rows of its channels' taps.
+        auto forEachK = [&](OpBuilder &pb, const ConvGeometry &g,
+                            function_ref<void(OpBuilder &, const ConvSource &, Value)> body) {
+          const int64_t taps = g.kernelH * g.kernelW;
+          for (const ConvSource &s : g.sources) {
+            // (groups > 1 has one source of all channels: k spans one group's)
+            int64_t lo = s.firstChannel * taps,
+                    hi = g.sources.size() == 1 ? gemm.k : lo + s.channels * taps;
+            scf::ForOp::create(pb, loc, idx(pb, lo), idx(pb, hi), idx(pb, 1), ValueRange{},
+                               [&](OpBuilder &kb, Location, Value k, ValueRange) {
+                                 body(kb, s, k);
+                                 scf::YieldOp::create(kb, loc);
+                               });
+          }
         };
         auto packConv = [&](OpBuilder &pb, const ConvGeometry &g) {
           auto table = [&] {
@@ -180,22 +199,24 @@ FailureOr<func::FuncOp> kiln::buildCpuGemmFunction(KernelOp kernel, Operation *r
                                                    idx(tb, gemm.n));
                 h = arith::SelectOp::create(tb, loc, past, idx(tb, -(int64_t(1) << 40)), h);
                 Value base = arith::AddIOp::create(
-                    tb, loc, arith::MulIOp::create(tb, loc, image, idx(tb, g.channels * plane)),
-                    arith::AddIOp::create(tb, loc, arith::MulIOp::create(tb, loc, h, idx(tb, g.width)),
-                                          w));
+                    tb, loc, arith::MulIOp::create(tb, loc, h, idx(tb, g.width)), w);
                 memref::StoreOp::create(tb, loc, base, tabBase, ValueRange{j});
                 memref::StoreOp::create(tb, loc, h, tabH, ValueRange{j});
                 memref::StoreOp::create(tb, loc, w, tabW, ValueRange{j});
                 scf::YieldOp::create(tb, loc);
               });
-          const int64_t last = g.images * g.channels * plane - 1;
-          Value input = entry->getArgument(g.inputArg);
-          scf::ForOp::create(
-              pb, loc, idx(pb, 0), idx(pb, gemm.k), idx(pb, 1), ValueRange{},
-              [&](OpBuilder &kb, Location, Value k, ValueRange) {
-                auto [channel, dh, dw] = tapOf(kb, g, k);
+          forEachK(pb, g, [&](OpBuilder &kb, const ConvSource &s, Value k) {
+                const int64_t last = g.images * s.channels * plane - 1;
+                Value input = entry->getArgument(s.arg);
+                auto [channel, dh, dw] = tapOf(kb, g, s, k);
                 Value shift = arith::AddIOp::create(
-                    kb, loc, arith::MulIOp::create(kb, loc, channel, idx(kb, plane)),
+                    kb, loc,
+                    arith::MulIOp::create(
+                        kb, loc,
+                        arith::AddIOp::create(
+                            kb, loc, arith::MulIOp::create(kb, loc, image, idx(kb, s.channels)),
+                            channel),
+                        idx(kb, plane)),
                     arith::AddIOp::create(kb, loc,
                                           arith::MulIOp::create(kb, loc, dh, idx(kb, g.width)), dw));
                 Value row = arith::MulIOp::create(kb, loc, k, idx(kb, NC));
@@ -220,7 +241,6 @@ FailureOr<func::FuncOp> kiln::buildCpuGemmFunction(KernelOp kernel, Operation *r
                                               ValueRange{arith::AddIOp::create(jb, loc, row, j)});
                       scf::YieldOp::create(jb, loc);
                     });
-                scf::YieldOp::create(kb, loc);
               });
         };
         // (Not for a convolution: without the checks LLVM turned its im2col
@@ -233,7 +253,6 @@ FailureOr<func::FuncOp> kiln::buildCpuGemmFunction(KernelOp kernel, Operation *r
         auto packConvRuns = [&](OpBuilder &pb, const ConvGeometry &g) {
           const int64_t plane = g.height * g.width, OW = g.outWidth;
           const int64_t runs = (NC - 1) / OW + 2; // the most a panel can touch
-          Value input = entry->getArgument(g.inputArg);
           Value zeroF = floatConstant(pb, loc, f32, 0.0);
           Value image = imageOf(pb, g);
           // The first column's output row and column.
@@ -279,14 +298,15 @@ FailureOr<func::FuncOp> kiln::buildCpuGemmFunction(KernelOp kernel, Operation *r
                     rb, loc, arith::MulIOp::create(rb, loc, outRow, idx(rb, g.strideH)),
                     idx(rb, g.padH));
                 Value w0 = arith::SubIOp::create(rb, loc, ow, idx(rb, g.padW));
-                Value base = arith::AddIOp::create(
-                    rb, loc,
-                    arith::MulIOp::create(rb, loc, image, idx(rb, g.channels * plane)),
-                    arith::AddIOp::create(rb, loc,
-                                          arith::MulIOp::create(rb, loc, h, idx(rb, g.width)), w0));
-                scf::ForOp::create(rb, loc, idx(rb, 0), idx(rb, gemm.k), idx(rb, 1), ValueRange{},
-                    [&](OpBuilder &kb, Location, Value k, ValueRange) {
-                      auto [channel, dh, dw] = tapOf(kb, g, k);
+                Value rowBase = arith::AddIOp::create(
+                    rb, loc, arith::MulIOp::create(rb, loc, h, idx(rb, g.width)), w0);
+                forEachK(rb, g, [&](OpBuilder &kb, const ConvSource &s, Value k) {
+                      Value input = entry->getArgument(s.arg);
+                      Value base = arith::AddIOp::create(
+                          kb, loc,
+                          arith::MulIOp::create(kb, loc, image, idx(kb, s.channels * plane)),
+                          rowBase);
+                      auto [channel, dh, dw] = tapOf(kb, g, s, k);
                       Value rowAt = arith::AddIOp::create(
                           kb, loc, arith::MulIOp::create(kb, loc, k, idx(kb, NC)), start);
                       Value hh = arith::AddIOp::create(kb, loc, h, dh);
@@ -329,7 +349,6 @@ FailureOr<func::FuncOp> kiln::buildCpuGemmFunction(KernelOp kernel, Operation *r
                             scf::YieldOp::create(cb, loc);
                           });
                       fill(kb, rowAt, hi, len);
-                      scf::YieldOp::create(kb, loc);
                     });
                 scf::YieldOp::create(rb, loc);
               });

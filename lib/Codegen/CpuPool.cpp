@@ -20,6 +20,7 @@
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 #include <algorithm>
+#include <functional>
 #include <limits>
 
 using namespace mlir;
@@ -63,18 +64,28 @@ Value inputAt(OpBuilder &b, Location loc, KernelOp kernel, Block *entry, Value i
   return evaluator.emit(b, input, index, loads, failed, coords, {}, lanes);
 }
 
+/// One input of a concat along the channels in front of the pool (a
+/// SqueezeNet fire module's output, pooled): its planes are channels
+/// [first, first + channels) of the pool's input. A pool without one has a
+/// single part, its input.
+struct Part {
+  Value value;
+  int64_t first = 0, channels = 1;
+};
+
 /// Whether the prologue reads only f32 inputs, each contiguous or constant
-/// along the row, with nothing guarded.
-bool vectorizablePrologue(KernelOp kernel, Value input, ArrayRef<int64_t> shape) {
+/// along the row, with nothing guarded but the concat the parts come from.
+bool vectorizablePrologue(KernelOp kernel, const Part &part, Operation *concat) {
   MLIRContext *ctx = kernel.getContext();
   for (Operation &op : kernel.getBody().front().without_terminator())
-    if (op.hasTrait<GuardedView>())
+    if (op.hasTrait<GuardedView>() && &op != concat)
       return false;
   SmallVector<AffineExpr> dims;
   for (unsigned d = 0; d < 4; ++d)
     dims.push_back(getAffineDimExpr(d, ctx));
+  ArrayRef<int64_t> shape = cast<RankedTensorType>(part.value.getType()).getShape();
   FlatEvaluator evaluator(kernel, 4);
-  evaluator.collect(input, linearizeExpr(shape, dims, ctx));
+  evaluator.collect(part.value, linearizeExpr(shape, dims, ctx));
   for (auto [arg, expr] : evaluator.getAccesses()) {
     if (!getElementTypeOrSelf(kernel.getBody().front().getArgument(arg).getType()).isF32())
       return false;
@@ -96,10 +107,26 @@ FailureOr<func::FuncOp> kiln::buildCpuPoolFunction(KernelOp kernel, Operation *r
   auto shapeOf = [](Value v) { return cast<RankedTensorType>(v.getType()).getShape(); };
   ArrayRef<int64_t> x = shapeOf(pool.getInput()), y = shapeOf(pool.getResult());
   Operation *yield = kernel.getBody().front().getTerminator();
+  SmallVector<Part, 2> parts;
+  auto concat = pool.getInput().getDefiningOp<ConcatOp>();
+  if (concat && concat.getAxisAttr().getInt() == 1) {
+    int64_t first = 0;
+    for (Value input : concat.getInputs()) {
+      int64_t channels = shapeOf(input)[1];
+      if (channels > 0)
+        parts.push_back({input, first, channels});
+      first += channels;
+    }
+  } else {
+    concat = nullptr;
+    parts.push_back({pool.getInput(), 0, x[1]});
+  }
   if (!getElementTypeOrSelf(pool.getInput().getType()).isF32() ||
       !getElementTypeOrSelf(pool.getResult().getType()).isF32() || yield->getNumOperands() != 1 ||
-      yield->getOperand(0) != pool.getResult() || y[2] * y[3] == 0 ||
-      !vectorizablePrologue(kernel, pool.getInput(), x))
+      yield->getOperand(0) != pool.getResult() || y[2] * y[3] == 0 || parts.empty() ||
+      llvm::any_of(parts, [&](const Part &part) {
+        return !vectorizablePrologue(kernel, part, concat);
+      }))
     return func::FuncOp();
   const int64_t channels = x[1], H = x[2], W = x[3], OH = y[2], OW = y[3];
   const int64_t KH = pool.getKernel()[0], KW = pool.getKernel()[1];
@@ -137,101 +164,119 @@ FailureOr<func::FuncOp> kiln::buildCpuPoolFunction(KernelOp kernel, Operation *r
       [&](OpBuilder &pb, Location, Value plane, ValueRange) {
         Value image = arith::DivUIOp::create(pb, loc, plane, idx(pb, channels));
         Value channel = arith::RemUIOp::create(pb, loc, plane, idx(pb, channels));
-        scf::ForOp::create(pb, loc, idx(pb, 0), idx(pb, OH), idx(pb, 1), ValueRange{},
-            [&](OpBuilder &rb, Location, Value oh, ValueRange) {
-              SmallVector<Value> rows, rowInside;
-              Value top = arith::SubIOp::create(
-                  rb, loc, arith::MulIOp::create(rb, loc, oh, idx(rb, sh)), idx(rb, ph));
-              for (int64_t kh = 0; kh < KH; ++kh) {
-                Value ih = arith::AddIOp::create(rb, loc, top, idx(rb, kh));
-                rowInside.push_back(arith::AndIOp::create(
-                    rb, loc,
-                    arith::CmpIOp::create(rb, loc, arith::CmpIPredicate::sge, ih, idx(rb, 0)),
-                    arith::CmpIOp::create(rb, loc, arith::CmpIPredicate::slt, ih, idx(rb, H))));
-                rows.push_back(arith::MinSIOp::create(
-                    rb, loc, arith::MaxSIOp::create(rb, loc, ih, idx(rb, 0)), idx(rb, H - 1)));
-              }
-              auto finish = [&](OpBuilder &fb, Value acc) {
-                return isMax ? acc
-                             : arith::MulFOp::create(fb, loc, acc,
-                                                     floatConstant(fb, loc, acc.getType(), scale))
-                                   .getResult();
-              };
-              auto resultAt = [&](OpBuilder &sb, Value ow) {
-                return applyExpr(
-                    sb, loc,
-                    linearizeExpr(y, {getAffineDimExpr(0, ctx), getAffineDimExpr(1, ctx),
-                                      getAffineDimExpr(2, ctx), getAffineDimExpr(3, ctx)},
-                                  ctx),
-                    ValueRange{image, channel, oh, ow});
-              };
-              auto vectorAt = [&](OpBuilder &vb, Value ow) {
-                Value left = arith::SubIOp::create(
-                    vb, loc, arith::MulIOp::create(vb, loc, ow, idx(vb, sw)), idx(vb, pw));
-                Value acc = floatConstant(vb, loc, vec, padding);
-                Value pad = floatConstant(vb, loc, vec, padding);
-                for (int64_t kh = 0; kh < KH; ++kh)
-                  for (int64_t kw = 0; kw < KW; ++kw) {
-                    Value iw = arith::AddIOp::create(vb, loc, left, idx(vb, kw));
-                    Value v = inputAt(vb, loc, kernel, entry, pool.getInput(), x,
-                                      ValueRange{image, channel, rows[kh], iw}, lanes * sw,
-                                      failed);
-                    if (sw > 1)
-                      v = vector::ShuffleOp::create(vb, loc, v, v, pick);
-                    v = arith::SelectOp::create(vb, loc, rowInside[kh], v, pad);
-                    acc = reductionStep(vb, loc, pool.getKind(), acc, v);
-                  }
-                vector::StoreOp::create(vb, loc, finish(vb, acc), output,
-                                        ValueRange{resultAt(vb, ow)});
-              };
-              if (vectors > 0) {
-                scf::ForOp::create(rb, loc, idx(rb, interiorBegin), idx(rb, vectorEnd),
-                                   idx(rb, lanes), ValueRange{},
-                    [&](OpBuilder &vb, Location, Value ow, ValueRange) {
-                      vectorAt(vb, ow);
-                      scf::YieldOp::create(vb, loc);
-                    });
-                // The interior's tail: a vector overlapping the one before.
-                if (vectorEnd < interiorEnd)
-                  vectorAt(rb, idx(rb, interiorEnd - lanes));
-              }
-              auto scalarColumns = [&](int64_t begin, int64_t end) {
-                if (begin >= end)
-                  return;
-                scf::ForOp::create(rb, loc, idx(rb, begin), idx(rb, end), idx(rb, 1), ValueRange{},
-                    [&](OpBuilder &sb, Location, Value ow, ValueRange) {
-                      Value left = arith::SubIOp::create(
-                          sb, loc, arith::MulIOp::create(sb, loc, ow, idx(sb, sw)), idx(sb, pw));
-                      Value acc = floatConstant(sb, loc, f32, padding);
-                      Value pad = floatConstant(sb, loc, f32, padding);
-                      for (int64_t kw = 0; kw < KW; ++kw) {
-                        Value iw = arith::AddIOp::create(sb, loc, left, idx(sb, kw));
-                        Value colInside = arith::AndIOp::create(
-                            sb, loc,
-                            arith::CmpIOp::create(sb, loc, arith::CmpIPredicate::sge, iw,
-                                                  idx(sb, 0)),
-                            arith::CmpIOp::create(sb, loc, arith::CmpIPredicate::slt, iw,
-                                                  idx(sb, W)));
-                        Value col = arith::MinSIOp::create(
-                            sb, loc, arith::MaxSIOp::create(sb, loc, iw, idx(sb, 0)),
-                            idx(sb, W - 1));
-                        for (int64_t kh = 0; kh < KH; ++kh) {
-                          Value v = inputAt(sb, loc, kernel, entry, pool.getInput(), x,
-                                            ValueRange{image, channel, rows[kh], col}, 1, failed);
-                          Value inside = arith::AndIOp::create(sb, loc, rowInside[kh], colInside);
-                          v = arith::SelectOp::create(sb, loc, inside, v, pad);
-                          acc = reductionStep(sb, loc, pool.getKind(), acc, v);
+        // The plane's rows, read from `part` (its channel `local`).
+        auto sweep = [&](OpBuilder &pb, const Part &part, Value local) {
+          ArrayRef<int64_t> px = shapeOf(part.value);
+          scf::ForOp::create(pb, loc, idx(pb, 0), idx(pb, OH), idx(pb, 1), ValueRange{},
+              [&](OpBuilder &rb, Location, Value oh, ValueRange) {
+                SmallVector<Value> rows, rowInside;
+                Value top = arith::SubIOp::create(
+                    rb, loc, arith::MulIOp::create(rb, loc, oh, idx(rb, sh)), idx(rb, ph));
+                for (int64_t kh = 0; kh < KH; ++kh) {
+                  Value ih = arith::AddIOp::create(rb, loc, top, idx(rb, kh));
+                  rowInside.push_back(arith::AndIOp::create(
+                      rb, loc,
+                      arith::CmpIOp::create(rb, loc, arith::CmpIPredicate::sge, ih, idx(rb, 0)),
+                      arith::CmpIOp::create(rb, loc, arith::CmpIPredicate::slt, ih, idx(rb, H))));
+                  rows.push_back(arith::MinSIOp::create(
+                      rb, loc, arith::MaxSIOp::create(rb, loc, ih, idx(rb, 0)), idx(rb, H - 1)));
+                }
+                auto finish = [&](OpBuilder &fb, Value acc) {
+                  return isMax ? acc
+                               : arith::MulFOp::create(fb, loc, acc,
+                                                       floatConstant(fb, loc, acc.getType(), scale))
+                                     .getResult();
+                };
+                auto resultAt = [&](OpBuilder &sb, Value ow) {
+                  return applyExpr(
+                      sb, loc,
+                      linearizeExpr(y, {getAffineDimExpr(0, ctx), getAffineDimExpr(1, ctx),
+                                        getAffineDimExpr(2, ctx), getAffineDimExpr(3, ctx)},
+                                    ctx),
+                      ValueRange{image, channel, oh, ow});
+                };
+                auto vectorAt = [&](OpBuilder &vb, Value ow) {
+                  Value left = arith::SubIOp::create(
+                      vb, loc, arith::MulIOp::create(vb, loc, ow, idx(vb, sw)), idx(vb, pw));
+                  Value acc = floatConstant(vb, loc, vec, padding);
+                  Value pad = floatConstant(vb, loc, vec, padding);
+                  for (int64_t kh = 0; kh < KH; ++kh)
+                    for (int64_t kw = 0; kw < KW; ++kw) {
+                      Value iw = arith::AddIOp::create(vb, loc, left, idx(vb, kw));
+                      Value v = inputAt(vb, loc, kernel, entry, part.value, px,
+                                        ValueRange{image, local, rows[kh], iw}, lanes * sw,
+                                        failed);
+                      if (sw > 1)
+                        v = vector::ShuffleOp::create(vb, loc, v, v, pick);
+                      v = arith::SelectOp::create(vb, loc, rowInside[kh], v, pad);
+                      acc = reductionStep(vb, loc, pool.getKind(), acc, v);
+                    }
+                  vector::StoreOp::create(vb, loc, finish(vb, acc), output,
+                                          ValueRange{resultAt(vb, ow)});
+                };
+                if (vectors > 0) {
+                  scf::ForOp::create(rb, loc, idx(rb, interiorBegin), idx(rb, vectorEnd),
+                                     idx(rb, lanes), ValueRange{},
+                      [&](OpBuilder &vb, Location, Value ow, ValueRange) {
+                        vectorAt(vb, ow);
+                        scf::YieldOp::create(vb, loc);
+                      });
+                  // The interior's tail: a vector overlapping the one before.
+                  if (vectorEnd < interiorEnd)
+                    vectorAt(rb, idx(rb, interiorEnd - lanes));
+                }
+                auto scalarColumns = [&](int64_t begin, int64_t end) {
+                  if (begin >= end)
+                    return;
+                  scf::ForOp::create(rb, loc, idx(rb, begin), idx(rb, end), idx(rb, 1), ValueRange{},
+                      [&](OpBuilder &sb, Location, Value ow, ValueRange) {
+                        Value left = arith::SubIOp::create(
+                            sb, loc, arith::MulIOp::create(sb, loc, ow, idx(sb, sw)), idx(sb, pw));
+                        Value acc = floatConstant(sb, loc, f32, padding);
+                        Value pad = floatConstant(sb, loc, f32, padding);
+                        for (int64_t kw = 0; kw < KW; ++kw) {
+                          Value iw = arith::AddIOp::create(sb, loc, left, idx(sb, kw));
+                          Value colInside = arith::AndIOp::create(
+                              sb, loc,
+                              arith::CmpIOp::create(sb, loc, arith::CmpIPredicate::sge, iw,
+                                                    idx(sb, 0)),
+                              arith::CmpIOp::create(sb, loc, arith::CmpIPredicate::slt, iw,
+                                                    idx(sb, W)));
+                          Value col = arith::MinSIOp::create(
+                              sb, loc, arith::MaxSIOp::create(sb, loc, iw, idx(sb, 0)),
+                              idx(sb, W - 1));
+                          for (int64_t kh = 0; kh < KH; ++kh) {
+                            Value v = inputAt(sb, loc, kernel, entry, part.value, px,
+                                              ValueRange{image, local, rows[kh], col}, 1, failed);
+                            Value inside = arith::AndIOp::create(sb, loc, rowInside[kh], colInside);
+                            v = arith::SelectOp::create(sb, loc, inside, v, pad);
+                            acc = reductionStep(sb, loc, pool.getKind(), acc, v);
+                          }
                         }
-                      }
-                      memref::StoreOp::create(sb, loc, finish(sb, acc), output,
-                                              ValueRange{resultAt(sb, ow)});
-                      scf::YieldOp::create(sb, loc);
-                    });
-              };
-              scalarColumns(0, interiorBegin);
-              scalarColumns(vectors > 0 ? interiorEnd : interiorBegin, OW);
-              scf::YieldOp::create(rb, loc);
-            });
+                        memref::StoreOp::create(sb, loc, finish(sb, acc), output,
+                                                ValueRange{resultAt(sb, ow)});
+                        scf::YieldOp::create(sb, loc);
+                      });
+                };
+                scalarColumns(0, interiorBegin);
+                scalarColumns(vectors > 0 ? interiorEnd : interiorBegin, OW);
+                scf::YieldOp::create(rb, loc);
+              });
+        };
+        // Several parts: a branch per plane to the part holding its channel.
+        std::function<void(OpBuilder &, size_t)> choose = [&](OpBuilder &cb, size_t i) {
+          Value local = arith::SubIOp::create(cb, loc, channel, idx(cb, parts[i].first));
+          if (i + 1 == parts.size())
+            return sweep(cb, parts[i], local);
+          Value here = arith::CmpIOp::create(cb, loc, arith::CmpIPredicate::ult, channel,
+                                             idx(cb, parts[i + 1].first));
+          auto branch = scf::IfOp::create(cb, loc, TypeRange{}, here, /*withElseRegion=*/true);
+          OpBuilder tb = OpBuilder::atBlockBegin(&branch.getThenRegion().front());
+          sweep(tb, parts[i], local);
+          OpBuilder eb = OpBuilder::atBlockBegin(&branch.getElseRegion().front());
+          choose(eb, i + 1);
+        };
+        choose(pb, 0);
         scf::YieldOp::create(pb, loc);
       });
   func::ReturnOp::create(b, loc);

@@ -60,6 +60,29 @@ std::optional<std::pair<unsigned, AffineExpr>> operandAccess(KernelOp kernel, Va
 }
 } // namespace
 
+std::optional<SmallVector<ConvSource, 2>> kiln::convSources(Value input) {
+  if (auto arg = dyn_cast<BlockArgument>(input))
+    return SmallVector<ConvSource, 2>{
+        {arg.getArgNumber(), 0, cast<RankedTensorType>(arg.getType()).getShape()[1]}};
+  auto concat = input.getDefiningOp<ConcatOp>();
+  if (!concat || concat.getAxisAttr().getInt() != 1)
+    return std::nullopt;
+  SmallVector<ConvSource, 2> sources;
+  int64_t first = 0;
+  for (Value part : concat.getInputs()) {
+    auto arg = dyn_cast<BlockArgument>(part);
+    if (!arg)
+      return std::nullopt;
+    int64_t channels = cast<RankedTensorType>(arg.getType()).getShape()[1];
+    if (channels > 0) // (an empty input contributes nothing to read)
+      sources.push_back({arg.getArgNumber(), first, channels});
+    first += channels;
+  }
+  if (sources.empty())
+    return std::nullopt;
+  return sources;
+}
+
 std::optional<Gemm> kiln::describeGemm(KernelOp kernel, Operation *root,
                                        int64_t minRowsPerGroup) {
   MLIRContext *ctx = kernel.getContext();
@@ -130,13 +153,14 @@ std::optional<Gemm> kiln::describeGemm(KernelOp kernel, Operation *root,
     }
   } else {
     auto conv = cast<Conv2dOp>(root);
-    auto input = dyn_cast<BlockArgument>(conv.getInput());
     auto filter = dyn_cast<BlockArgument>(conv.getFilter());
     ArrayRef<int64_t> x = shapeOf(conv.getInput()), w = shapeOf(conv.getFilter()),
                       y = shapeOf(conv.getResult());
-    if (!input || !filter || w[0] / conv.getGroupsAttr().getInt() < minRowsPerGroup)
-      return std::nullopt; // depthwise and narrow groups: untiled
     int64_t groups = conv.getGroupsAttr().getInt();
+    std::optional<SmallVector<ConvSource, 2>> sources = convSources(conv.getInput());
+    if (!sources || !filter || w[0] / groups < minRowsPerGroup ||
+        (sources->size() > 1 && groups != 1))
+      return std::nullopt; // depthwise and narrow groups: untiled
     // One GEMM per (image, group): b = n * groups + g. Columns stay within
     // one image, so a 1x1 convolution reads a plain matrix at any batch and
     // a row of results is contiguous (the epilogue runs on vectors).
@@ -151,12 +175,13 @@ std::optional<Gemm> kiln::describeGemm(KernelOp kernel, Operation *root,
       gemm.aVectorArg = filter.getArgNumber();
       gemm.aVectorIndex = (group * gemm.m + i) * (gemm.k / 4) + j;
     }
-    unsigned arg = input.getArgNumber();
+    unsigned arg = sources->front().arg;
     // C[b, i, j] is y[n, g * M + i, ho, wo].
     gemm.resultIndex = (image * y[1] + group * gemm.m + i) * (y[2] * y[3]) + j;
     // A 1x1 convolution with stride 1 and no padding reads
-    // B[b, k, j] = x[n, g * Cg + k, j]: a matrix, no gather.
-    if (w[2] == 1 && w[3] == 1 && llvm::all_equal({conv.getStrides()[0],
+    // B[b, k, j] = x[n, g * Cg + k, j]: a matrix, no gather (of one input:
+    // a folded concat's inputs are gathered source by source).
+    if (sources->size() == 1 && w[2] == 1 && w[3] == 1 && llvm::all_equal({conv.getStrides()[0],
         conv.getStrides()[1], conv.getDilation()[0], conv.getDilation()[1], int64_t(1)}) &&
         conv.getPadding()[0] == 0 && conv.getPadding()[1] == 0) {
       gemm.readB = reader(arg, (image * x[1] + group * w[1] + i) * (x[2] * x[3]) + j);
@@ -170,7 +195,8 @@ std::optional<Gemm> kiln::describeGemm(KernelOp kernel, Operation *root,
                              x[0], x[1], x[2], x[3], y[2], y[3], w[1], w[2], w[3],
                              conv.getStrides()[0], conv.getStrides()[1],
                              conv.getPadding()[0], conv.getPadding()[1],
-                             conv.getDilation()[0], conv.getDilation()[1], groups};
+                             conv.getDilation()[0], conv.getDilation()[1], groups,
+                             std::move(*sources)};
   }
   if (gemm.k < 1)
     return std::nullopt; // the untiled form reports the empty reduction

@@ -21,17 +21,30 @@ namespace kiln {
 /// the indices and zero what lies past the edges.
 using OperandReader = std::function<Value(OpBuilder &, Location, Value, Value, Value)>;
 
+/// Where a convolution's input channels [firstChannel, firstChannel +
+/// channels) live: one kernel argument of [images, channels, H, W]. A
+/// concat along the channels, folded into the convolution, gives one
+/// source per concatenated input; a plain input is one source of all.
+struct ConvSource {
+  unsigned arg = 0;
+  int64_t firstChannel = 0, channels = 1;
+};
+
 /// A convolution's B operand, which the builders gather themselves (the
 /// CPU packs a panel with per-column tables, the GPU decomposes each column
-/// once per work item, instead of decomposing every element's index). Input x is [images, channels, height, width]; group b
-/// reads its `groupChannels` channels from b * groupChannels.
+/// once per work item, instead of decomposing every element's index).
+/// Input x is [images, channels, height, width]; group b reads its
+/// `groupChannels` channels from b * groupChannels.
 struct ConvGeometry {
-  unsigned inputArg = 0;
+  unsigned inputArg = 0; ///< the input, when it is one argument
   int64_t images = 1, channels = 1, height = 1, width = 1;
   int64_t outHeight = 1, outWidth = 1, groupChannels = 1;
   int64_t kernelH = 1, kernelW = 1, strideH = 1, strideW = 1;
   int64_t padH = 0, padW = 0, dilationH = 1, dilationW = 1;
   int64_t groups = 1; ///< the GEMM's batch index b is image * groups + group
+  /// The input's channels by argument; several only when groups is 1. The
+  /// builders of the GEMM form read these (depthwise ones read inputArg).
+  SmallVector<ConvSource, 2> sources;
 };
 
 struct Gemm {
@@ -63,6 +76,11 @@ struct Gemm {
   /// or a 1x1 convolution's (stride 1, no padding) input.
   bool plainB = false;
 };
+
+/// A convolution input's sources: one for a kernel input, one per input
+/// for a concat along the channels (axis 1) of kernel inputs; none for
+/// anything else.
+std::optional<SmallVector<ConvSource, 2>> convSources(Value input);
 
 /// `root` (a matmul, or a conv2d with at least `minRowsPerGroup` output
 /// channels per group) of `kernel` as a GEMM; none when its operands are

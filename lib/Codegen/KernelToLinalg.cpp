@@ -9,6 +9,7 @@
 
 #include "kiln/Codegen/KernelToLinalg.h"
 #include "kiln/Codegen/KernelConfigAttr.h"
+#include "Gemm.h"
 #include "KernelBuilding.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
@@ -202,9 +203,9 @@ func::FuncOp buildGuardedFunction(KernelOp kernel, OpBuilder &builder, StringRef
 std::pair<Value, Value> convOperands(OpBuilder &b, Location loc, Conv2dOp conv, Block *entry,
                                      Value o, Value r, bool &failedOp) {
   MLIRContext *ctx = b.getContext();
-  auto input = dyn_cast<BlockArgument>(conv.getInput());
+  std::optional<SmallVector<ConvSource, 2>> sources = convSources(conv.getInput());
   auto filter = dyn_cast<BlockArgument>(conv.getFilter());
-  if (!input || !filter) {
+  if (!sources || !filter) {
     conv.emitOpError("operands must be kernel inputs (fusion puts nothing in front)");
     failedOp = true;
     return {Value(), Value()};
@@ -234,9 +235,23 @@ std::pair<Value, Value> convOperands(OpBuilder &b, Location loc, Conv2dOp conv, 
                             cmp(arith::CmpIPredicate::slt, hv, x[2])),
       arith::AndIOp::create(b, loc, cmp(arith::CmpIPredicate::sge, wv, 0),
                             cmp(arith::CmpIPredicate::slt, wv, x[3])));
-  Value at = apply(((out[0] * x[1] + channel) * x[2] + h) * x[3] + col);
-  Value safe = arith::SelectOp::create(b, loc, valid, at, arith::ConstantIndexOp::create(b, loc, 0));
-  Value xv = memref::LoadOp::create(b, loc, entry->getArgument(input.getArgNumber()), safe);
+  // A folded concat reads every source (at a clamped index) and keeps the
+  // one holding the channel: this untiled form is the rare fallback.
+  Value xv, channelValue = apply(channel);
+  for (const ConvSource &s : *sources) {
+    Value at = apply(((out[0] * s.channels + channel - s.firstChannel) * x[2] + h) * x[3] + col);
+    Value safe = arith::SelectOp::create(b, loc, valid, at, arith::ConstantIndexOp::create(b, loc, 0));
+    if (sources->size() > 1)
+      safe = arith::MinSIOp::create(
+          b, loc, arith::MaxSIOp::create(b, loc, safe, arith::ConstantIndexOp::create(b, loc, 0)),
+          arith::ConstantIndexOp::create(b, loc, x[0] * s.channels * x[2] * x[3] - 1));
+    Value v = memref::LoadOp::create(b, loc, entry->getArgument(s.arg), safe);
+    xv = !xv ? v
+             : arith::SelectOp::create(b, loc, cmp(arith::CmpIPredicate::sge, channelValue,
+                                                   s.firstChannel),
+                                       v, xv)
+                   .getResult();
+  }
   xv = arith::SelectOp::create(b, loc, valid, xv, floatConstant(b, loc, xv.getType(), 0.0));
   Value fv = memref::LoadOp::create(
       b, loc, entry->getArgument(filter.getArgNumber()),
@@ -377,7 +392,8 @@ func::FuncOp buildContractionFunction(KernelOp kernel, Operation *root, OpBuilde
               SmallVector<Value> loads = loadAll(fb, floc, inner, ValueRange{outer[0], red});
               SmallVector<Value> values;
               for (auto &[value, expr] : operands)
-                values.push_back(widen(fb, floc, inner.emit(fb, value, expr, loads, failedOp)));
+                values.push_back(widen(fb, floc, inner.emit(fb, value, expr, loads, failedOp,
+                                                             ValueRange{outer[0], red})));
               if (auto conv = dyn_cast<Conv2dOp>(root)) {
                 auto pair = convOperands(fb, floc, conv, entry, outer[0], red, failedOp);
                 values = {widen(fb, floc, pair.first), widen(fb, floc, pair.second)};

@@ -184,16 +184,22 @@ void buildTiledGemm(OpBuilder &b, KernelOp kernel, Operation *root, Block *entry
     Value top, left;
   };
   SmallVector<SmallVector<ConvLane, 4>> convLanes;
-  Value convChannels; // (image, group)'s first input channel, times H
+  // Per source, the plane row of (image, group)'s channel 0 of k's
+  // numbering: source channel c's rows start at this plus c * H.
+  SmallVector<Value> convChannels;
   const ConvGeometry *cg = gemm.conv ? &*gemm.conv : nullptr;
   if (cg) {
     Value image = arith::DivUIOp::create(lb, loc, batch, idx(lb, cg->groups));
     Value grp = arith::RemUIOp::create(lb, loc, batch, idx(lb, cg->groups));
-    convChannels = arith::MulIOp::create(
-        lb, loc,
-        arith::AddIOp::create(lb, loc, arith::MulIOp::create(lb, loc, image, idx(lb, cg->channels)),
-                              arith::MulIOp::create(lb, loc, grp, idx(lb, cg->groupChannels))),
-        idx(lb, cg->height));
+    for (const ConvSource &s : cg->sources)
+      convChannels.push_back(arith::MulIOp::create(
+          lb, loc,
+          arith::AddIOp::create(
+              lb, loc, arith::MulIOp::create(lb, loc, image, idx(lb, s.channels)),
+              arith::SubIOp::create(lb, loc,
+                                    arith::MulIOp::create(lb, loc, grp, idx(lb, cg->groupChannels)),
+                                    idx(lb, s.firstChannel))),
+          idx(lb, cg->height)));
     const bool sharedRow = cg->outWidth % 4 == 0;
     for (auto [kk, j4] : bSlots) {
       (void)kk;
@@ -238,30 +244,47 @@ void buildTiledGemm(OpBuilder &b, KernelOp kernel, Operation *root, Block *entry
         fb, loc, arith::DivUIOp::create(fb, loc, tap, idx(fb, cg->kernelW)), idx(fb, cg->dilationH));
     Value dw = arith::MulIOp::create(
         fb, loc, arith::RemUIOp::create(fb, loc, tap, idx(fb, cg->kernelW)), idx(fb, cg->dilationW));
-    Value planeRow = arith::AddIOp::create(fb, loc, convChannels,
-                                          arith::MulIOp::create(fb, loc, channel, idx(fb, cg->height)));
-    Value input = entry->getArgument(cg->inputArg);
-    SmallVector<Value> values;
-    for (const ConvLane &lane : lanes) {
-      // Unsigned compares: a row or column left of 0 wraps past the size.
-      Value h = arith::AddIOp::create(fb, loc, lane.top, dh);
-      Value w = arith::AddIOp::create(fb, loc, lane.left, dw);
-      Value inside = arith::AndIOp::create(
-          fb, loc, arith::CmpIOp::create(fb, loc, arith::CmpIPredicate::ult, h, idx(fb, cg->height)),
-          arith::CmpIOp::create(fb, loc, arith::CmpIPredicate::ult, w, idx(fb, cg->width)));
-      if (kValid)
-        inside = arith::AndIOp::create(fb, loc, inside, kValid);
-      Value at = arith::AddIOp::create(
-          fb, loc, arith::MulIOp::create(fb, loc, arith::AddIOp::create(fb, loc, planeRow, h),
-                                         idx(fb, cg->width)),
-          w);
-      at = arith::SelectOp::create(fb, loc, inside, at, idx(fb, 0)); // never read outside
-      Value v = memref::LoadOp::create(fb, loc, input, ValueRange{at});
-      if (v.getType() != f32)
-        v = arith::ExtFOp::create(fb, loc, f32, v);
-      values.push_back(arith::SelectOp::create(fb, loc, inside, v, floatConstant(fb, loc, f32, 0.0)));
-    }
-    return vector::FromElementsOp::create(fb, loc, v4, values).getResult();
+    Value channelRow = arith::MulIOp::create(fb, loc, channel, idx(fb, cg->height));
+    auto readSource = [&](OpBuilder &fb, size_t source) -> Value {
+      Value planeRow = arith::AddIOp::create(fb, loc, convChannels[source], channelRow);
+      Value input = entry->getArgument(cg->sources[source].arg);
+      SmallVector<Value> values;
+      for (const ConvLane &lane : lanes) {
+        // Unsigned compares: a row or column left of 0 wraps past the size.
+        Value h = arith::AddIOp::create(fb, loc, lane.top, dh);
+        Value w = arith::AddIOp::create(fb, loc, lane.left, dw);
+        Value inside = arith::AndIOp::create(
+            fb, loc, arith::CmpIOp::create(fb, loc, arith::CmpIPredicate::ult, h, idx(fb, cg->height)),
+            arith::CmpIOp::create(fb, loc, arith::CmpIPredicate::ult, w, idx(fb, cg->width)));
+        if (kValid)
+          inside = arith::AndIOp::create(fb, loc, inside, kValid);
+        Value at = arith::AddIOp::create(
+            fb, loc, arith::MulIOp::create(fb, loc, arith::AddIOp::create(fb, loc, planeRow, h),
+                                           idx(fb, cg->width)),
+            w);
+        at = arith::SelectOp::create(fb, loc, inside, at, idx(fb, 0)); // never read outside
+        Value v = memref::LoadOp::create(fb, loc, input, ValueRange{at});
+        if (v.getType() != f32)
+          v = arith::ExtFOp::create(fb, loc, f32, v);
+        values.push_back(arith::SelectOp::create(fb, loc, inside, v, floatConstant(fb, loc, f32, 0.0)));
+      }
+      return vector::FromElementsOp::create(fb, loc, v4, values).getResult();
+    };
+    // A folded concat: the source holding k's channel, by a chain of
+    // branches (uniform but at the sources' boundaries).
+    std::function<Value(OpBuilder &, size_t)> chain = [&](OpBuilder &sb, size_t source) -> Value {
+      if (source + 1 == cg->sources.size())
+        return readSource(sb, source);
+      Value here = arith::CmpIOp::create(sb, loc, arith::CmpIPredicate::ult, channel,
+                                         idx(sb, cg->sources[source + 1].firstChannel));
+      auto choice = scf::IfOp::create(sb, loc, TypeRange{v4}, here, /*withElseRegion=*/true);
+      OpBuilder tb = OpBuilder::atBlockBegin(&choice.getThenRegion().front());
+      scf::YieldOp::create(tb, loc, readSource(tb, source));
+      OpBuilder eb = OpBuilder::atBlockBegin(&choice.getElseRegion().front());
+      scf::YieldOp::create(eb, loc, chain(eb, source + 1));
+      return choice.getResult(0);
+    };
+    return chain(fb, 0);
   };
 
   // The global reads of k slice `kt`, as the vectors to stage (A's then

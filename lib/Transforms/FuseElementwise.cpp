@@ -68,7 +68,11 @@ bool isSplatConstant(Value v) {
 /// A convolution reads its operands from buffers (guarded loads at computed
 /// positions): a constant input or filter stays a kernel input.
 bool copiedIn(Operation *user, Value operand) {
-  return isSplatConstant(operand) && !isa<Conv2dOp>(user);
+  // (So is a concat's operand when a convolution reads the concat: it
+  // gathers each input's channels from that input's buffer.)
+  return isSplatConstant(operand) && !isa<Conv2dOp>(user) &&
+         !(isa<ConcatOp>(user) &&
+           llvm::any_of(user->getUsers(), [](Operation *u) { return isa<Conv2dOp>(u); }));
 }
 
 ArrayRef<int64_t> shapeOf(Operation *op) {
@@ -245,6 +249,31 @@ void addMember(Group &group, Operation *op) {
 
 bool joins(const Group &group, Operation *op, bool readByHost);
 
+/// A concat along the channels read only as the input of the group's dense
+/// convolution (16 or more filters: the tiled forms of both devices) or
+/// pooling folds into that kernel: the convolution gathers each channel
+/// from the input holding it, the pool sweeps each plane from its input.
+/// One kernel instead of two, and the concatenation is never written
+/// (SqueezeNet's fire modules).
+bool foldsIntoWindow(const Group &group, Operation *op) {
+  auto concat = dyn_cast<ConcatOp>(op);
+  if (!concat || concat.getAxisAttr().getInt() != 1 || shapeOf(op).size() != 4)
+    return false;
+  Operation *root = group.contraction ? group.contraction
+                    : group.reduction ? group.ops.front()
+                                      : nullptr;
+  if (auto conv = dyn_cast_or_null<Conv2dOp>(root)) {
+    if (conv.getGroupsAttr().getInt() != 1 || conv.getFilter().getType().getShape()[0] < 16 ||
+        conv.getFilter() == concat.getResult())
+      return false;
+  } else if (!isa_and_nonnull<Pool2dOp>(root)) {
+    return false;
+  }
+  return llvm::all_of(op->getUses(), [&](OpOperand &use) {
+    return use.getOwner() == root && use.getOperandNumber() == 0;
+  });
+}
+
 /// An elementwise op (or view) whose users are in several kernels is copied
 /// into each of them instead of being written out and read back: it is
 /// cheaper to recompute than a round trip through memory (softmax's
@@ -303,6 +332,8 @@ bool joins(const Group &group, Operation *op, bool readByHost) {
         return isa<GatherOp>(use.getOwner()) && use.getOperandNumber() == 0;
       }))
     return false;
+  if (foldsIntoWindow(group, op))
+    return !readByHost;
   if (guarded(op) && (group.reduction || group.row || group.contraction))
     return false;
   if (group.row && op->hasTrait<Contraction>())

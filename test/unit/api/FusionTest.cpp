@@ -88,5 +88,49 @@ TEST_P(Fusion, ConvReluReadTwiceIsNotRecomputed) {
   EXPECT_EQ(kernelsOf(model), 3u);
 }
 
+TEST_P(Fusion, ConcatFoldsIntoConvAndPool) {
+  // The concat of channels is read by the convolution's gather and the
+  // pool's sweep: one kernel each, never written.
+  Tensor x = input({2, 8, 9, 20}), y = input({2, 5, 9, 20}), z = input({2, 3, 9, 20});
+  Tensor w3 = input({16, 16, 3, 3}), w1 = input({24, 16, 1, 1}), bias = input({24, 1, 1});
+  auto joined = [&](bool eager) { return step(concat({x, y, z}, 1), eager); };
+  auto conv3 = [&](bool eager) { return conv2d(joined(eager), w3, {2, 1}, {1, 1}); };
+  EXPECT_EQ(kernelsOf(conv3), 1u);
+  auto conv1 = [&](bool eager) { return relu(conv2d(joined(eager), w1) + bias); };
+  EXPECT_EQ(kernelsOf(conv1), 1u);
+  auto pool = [&](bool eager) { return max_pool2d(joined(eager), {3, 3}, {2, 2}, {1, 1}); };
+  EXPECT_EQ(kernelsOf(pool), 1u);
+}
+
+TEST_P(Fusion, FireModulesFoldTheirConcat) {
+  // SqueezeNet: two fire modules and the pool between them. Each fire is
+  // squeeze, expand 1x1, expand 3x3 (bias and ReLU in their epilogues); the
+  // concat of the expands folds into the pool and into the classifier's
+  // convolution: 3 + 1 + 3 + 1 kernels, not 3 + 1 + 1 + 3 + 1 + 1.
+  struct Fire {
+    Tensor ws, bs, we1, be1, we3, be3;
+  };
+  auto fire = [&](int64_t in, int64_t squeeze, int64_t expand) {
+    return Fire{input({squeeze, in, 1, 1}),     input({squeeze, 1, 1}),
+                input({expand, squeeze, 1, 1}), input({expand, 1, 1}),
+                input({expand, squeeze, 3, 3}), input({expand, 1, 1})};
+  };
+  auto run = [](const Fire &f, const Tensor &v, bool eager) {
+    Tensor s = step(relu(conv2d(v, f.ws) + f.bs), eager);
+    Tensor e1 = step(relu(conv2d(s, f.we1) + f.be1), eager);
+    Tensor e3 = step(relu(conv2d(s, f.we3, {1, 1}, {1, 1}) + f.be3), eager);
+    return concat({e1, e3}, 1);
+  };
+  Tensor x = input({1, 16, 13, 13});
+  Fire f1 = fire(16, 16, 16), f2 = fire(32, 16, 32);
+  Tensor classifier = input({20, 64, 1, 1});
+  auto model = [&](bool eager) {
+    Tensor a = step(run(f1, x, eager), eager);
+    Tensor p = step(max_pool2d(a, {3, 3}, {2, 2}, {0, 0}, true), eager);
+    return relu(conv2d(step(run(f2, p, eager), eager), classifier));
+  };
+  EXPECT_EQ(kernelsOf(model), 8u);
+}
+
 KILN_ON_EVERY_DEVICE(Fusion);
 } // namespace
