@@ -4,6 +4,7 @@
 #include "dialects/Kiln/ShapeRules.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/TypeUtilities.h"
 #include "mlir/IR/OpImplementation.h"
 
 using namespace mlir;
@@ -99,10 +100,10 @@ LogicalResult KernelOp::verify() {
                               "kernel operands)");
     }
     if (!op.hasTrait<Elementwise>() && !op.hasTrait<View>() && !op.hasTrait<GuardedView>() &&
-        !isa<ConstantOp>(op) &&
+        !isa<ConstantOp, AttentionOp>(op) &&
         !op.hasTrait<Reduction>() && !op.hasTrait<Contraction>())
       return op.emitOpError("cannot be part of a kernel: only elementwise ops, "
-                            "views, reductions, contractions and constants fuse");
+                            "views, reductions, contractions, attention and constants fuse");
   }
   return success();
 }
@@ -241,3 +242,41 @@ int64_t ReduceOp::getReducedCount() {
 
 #define GET_OP_CLASSES
 #include "dialects/Kiln/KilnOps.cpp.inc"
+
+/// q [..., L, E], k [..., S, E], v [..., S, Ev] -> [broadcast(...), L, Ev];
+/// a mask broadcasts to [..., L, S].
+LogicalResult AttentionOp::verify() {
+  ArrayRef<int64_t> q = shapeOf(getQuery()), k = shapeOf(getKey()), v = shapeOf(getValue()),
+                    y = shapeOf(getResult());
+  if (q.size() < 2 || k.size() < 2 || v.size() < 2)
+    return emitOpError("needs q, k and v of rank 2 or more");
+  if (k.back() != q.back() || v[v.size() - 2] != k[k.size() - 2])
+    return emitOpError("needs k's last size to be q's (E) and v's length to be k's (S)");
+  Type element = mlir::getElementTypeOrSelf(getQuery().getType());
+  if (mlir::getElementTypeOrSelf(getKey().getType()) != element ||
+      mlir::getElementTypeOrSelf(getValue().getType()) != element ||
+      mlir::getElementTypeOrSelf(getResult().getType()) != element)
+    return emitOpError("needs q, k, v and the result of one element type");
+  shapes::Inferred batch = shapes::broadcast({q.drop_back(2), k.drop_back(2), v.drop_back(2)});
+  if (!batch.ok())
+    return emitOpError(batch.error);
+  SmallVector<int64_t> want(batch.shape.begin(), batch.shape.end());
+  want.push_back(q[q.size() - 2]);
+  want.push_back(v.back());
+  if (y != ArrayRef<int64_t>(want))
+    return emitOpError("result must be [batch..., L, Ev]");
+  if (Value mask = getMask()) {
+    if (getCausal())
+      return emitOpError("takes a mask or causal, not both");
+    Type m = mlir::getElementTypeOrSelf(mask.getType());
+    if (!m.isInteger(1) && m != element)
+      return emitOpError("needs a boolean mask or one of q's element type");
+    SmallVector<int64_t> scores(batch.shape.begin(), batch.shape.end());
+    scores.push_back(q[q.size() - 2]);
+    scores.push_back(k[k.size() - 2]);
+    std::string why = shapes::checkBroadcastTo(shapeOf(mask), scores);
+    if (!why.empty())
+      return emitOpError("mask: ") << why;
+  }
+  return success();
+}

@@ -324,6 +324,34 @@ def Kiln_MatmulOp : Kiln_Op<"matmul", [Pure, Kiln_Contraction, InferTypeOpAdapto
   }];
 }
 
+def Kiln_AttentionOp : Kiln_Op<"attention", [Pure]> {
+  let summary = "scaled dot-product attention, softmax(q k^T * scale + mask) v";
+  let description = [{
+    `q: [..., L, E]`, `k: [..., S, E]`, `v: [..., S, Ev]` -> `[..., L, Ev]`;
+    the batch dimensions (all but the last two) broadcast. The optional
+    mask broadcasts to `[..., L, S]`: a float mask is added to the scores,
+    a boolean one keeps the scores where it is true (-inf elsewhere).
+    `causal` keeps column j of row i where j <= i (top-left aligned, as
+    PyTorch). Its own kernel on the CPU, with an online softmax over blocks
+    of keys: no L x S score matrix is ever written. Other devices get the
+    decomposition (`kiln-decompose-attention`).
+    ```mlir
+    %o = kiln.attention %q, %k, %v scale 0.125 causal
+        : tensor<8x128x64xf32>, tensor<8x128x64xf32>, tensor<8x128x64xf32> -> tensor<8x128x64xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$query, Kiln_FloatTensor:$key, Kiln_FloatTensor:$value,
+                       Optional<Kiln_AnyTensor>:$mask, F64Attr:$scale, UnitAttr:$causal,
+                       OptionalAttr<Kiln_DeviceAttr>:$device);
+  let results = (outs Kiln_FloatTensor:$result);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value (`mask` $mask^)? `scale` $scale (`causal` $causal^)?
+    (`on` custom<Device>($device)^)? attr-dict `:` type($query) `,` type($key) `,` type($value)
+    (`,` type($mask)^)? `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 def Kiln_ArgReduceOp : Kiln_Op<"arg_reduce", [Pure, Kiln_Reduction, InferTypeOpAdaptor]> {
   let summary = "index of the largest (max) or smallest (min) element along axes";
   let description = [{

@@ -227,6 +227,7 @@ void kiln::placeAndFuseFor(mlir::ModuleOp module, const Device &device, const st
   if (failed(placeDevices(func, placement)))
     throw CompileError(name + ": placement failed:\n" + diagnostics);
   PassManager pm(ctx, ModuleOp::getOperationName());
+  pm.nest<func::FuncOp>().addPass(createKilnDecomposeAttention());
   pm.nest<func::FuncOp>().addPass(createKilnFuseElementwise());
   if (failed(pm.run(module)))
     throw CompileError(name + ": fusion failed:\n" + diagnostics);

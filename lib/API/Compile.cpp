@@ -118,6 +118,7 @@ void kiln::placeAndFuse(Session &session, GraphBuilder &graph, const RealizeOpti
   PassManager pm(ctx, ModuleOp::getOperationName());
   KilnFuseElementwiseOptions fusion;
   fusion.maxBindings = maxKernelBindings();
+  pm.nest<func::FuncOp>().addPass(createKilnDecomposeAttention());
   pm.nest<func::FuncOp>().addPass(createKilnFuseElementwise(fusion));
   if (failed(pm.run(*graph.module)))
     throw CompileError("fusion failed:\n" + report);
@@ -146,13 +147,24 @@ rt::TensorType programType(Type type) {
           elementOf(tensor.getElementType())};
 }
 
-/// Kiln's constants are splats (full, zeros, scalars): one element's bytes.
+/// The recorded graph's constants are splats (full, zeros, scalars): one
+/// element's bytes, which the runtime repeats. A pass's constant may hold
+/// every element (attention's causal row and column indices): all bytes.
 std::vector<uint8_t> splatBytes(ConstantOp constant) {
   auto type = cast<RankedTensorType>(constant.getType());
   auto dense = cast<DenseElementsAttr>(constant.getValue());
   Type element = type.getElementType();
-  if (!dense.isSplat())
-    throw CompileError("internal error: a constant that is not a splat");
+  if (!dense.isSplat()) {
+    if (!element.isF32() && !element.isF16())
+      throw CompileError("constants of type " + typeText(type) + " are not supported yet");
+    std::vector<uint8_t> all;
+    for (APFloat v : dense.getValues<APFloat>()) {
+      uint64_t raw = v.bitcastToAPInt().getZExtValue();
+      for (unsigned byte = 0; byte < (element.isF32() ? 4u : 2u); ++byte)
+        all.push_back(uint8_t(raw >> (8 * byte)));
+    }
+    return all;
+  }
   if (element.isInteger(1))
     return {uint8_t(dense.getSplatValue<bool>() ? 1 : 0)};
   if (element.isF32()) {
@@ -185,10 +197,10 @@ public:
       else if (auto constant = dyn_cast<ConstantOp>(op)) {
         program->constants.push_back(splatBytes(constant));
         if (constantNodes) {
+          // A constant a pass made (no node) keeps its compiled value.
           auto node = constant->getAttrOfType<IntegerAttr>("kiln.node");
-          if (!node)
-            throw CompileError("internal error: a graph constant without its node");
-          constantNodes->push_back(static_cast<uint32_t>(node.getInt()));
+          constantNodes->push_back(node ? static_cast<uint32_t>(node.getInt())
+                                        : kCompiledConstant);
         }
         addStep(rt::ProgramStep::Kind::constant, op, program->constants.size() - 1, {});
       } else if (auto transfer = dyn_cast<TransferOp>(op))

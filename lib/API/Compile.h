@@ -44,8 +44,11 @@ struct ProgramTarget {
   const rt::AdapterInfo *gpuProfile = nullptr;
 };
 
+/// A Program constant a pass made: its value is the compiled one.
+constexpr uint32_t kCompiledConstant = ~uint32_t(0);
+
 /// `constantNodes`, when given, receives per Program constant the position
-/// of its node in the graph's topological order.
+/// of its node in the graph's topological order (or kCompiledConstant).
 std::shared_ptr<const rt::Program> compileProgram(Session &session, GraphBuilder &graph,
                                                   std::vector<uint32_t> *constantNodes = nullptr,
                                                   const ProgramTarget &target = {});

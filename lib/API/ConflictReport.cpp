@@ -41,6 +41,7 @@ std::string apiName(const Node &node) {
   case OpKind::Pad: return "pad";
   case OpKind::Concat: return "concat";
   case OpKind::Gather: return "index_select";
+  case OpKind::Attention: return "scaled_dot_product_attention";
   case OpKind::Input: return "Tensor::from";
   case OpKind::Constant: return "full";
   case OpKind::Compare: return op;
@@ -57,6 +58,7 @@ std::string argName(const Node &node, size_t i) {
   case OpKind::Conv2d: return i == 0 ? "x" : "filter";
   case OpKind::Gather: return i == 0 ? "x" : "indices";
   case OpKind::Concat: return "tensors[" + std::to_string(i) + "]";
+  case OpKind::Attention: return i == 0 ? "q" : i == 1 ? "k" : i == 2 ? "v" : "mask";
   default: return i == 0 ? "x" : "operand #" + std::to_string(i);
   }
 }

@@ -22,7 +22,7 @@ namespace kiln {
 
 enum class OpKind {
   Input, Constant, Unary, Binary, Compare, Select, Transfer, View, Reduce, ArgReduce, Conv2d,
-  Pool2d, Pad, Concat, Gather
+  Pool2d, Pad, Concat, Gather, Attention
 };
 
 struct Node;
@@ -70,13 +70,14 @@ struct Node {
   std::shared_ptr<const CallStack> stack;
   std::shared_ptr<const std::vector<float>> host; // Input (f32)
   std::shared_ptr<const std::vector<int32_t>> hostInts; // Input (i32)
-  float value = 0;                                // Constant (splat)
+  float value = 0;                                // Constant (splat), Attention (scale)
   std::vector<int64_t> permutation, starts, steps; // View
   std::vector<int64_t> axes;                       // Reduce (sorted)
   bool keepdims = false;
   std::vector<int64_t> window, stride, padding, dilation; // Conv2d, Pool2d
   int64_t groups = 1;
   bool ceilMode = false; // Pool2d
+  bool causal = false;   // Attention
   std::vector<int64_t> low, high; // Pad (value: the fill)
 
   // Set once realized.

@@ -153,6 +153,11 @@ Value GraphBuilder::emit(OpBuilder &b, Node *node) {
   case OpKind::Concat:
     attr("axis", b.getI64IntegerAttr(node->axes[0]));
     break;
+  case OpKind::Attention:
+    attr("scale", b.getF64FloatAttr(node->value));
+    if (node->causal)
+      attr("causal", b.getUnitAttr());
+    break;
   case OpKind::View:
     if (node->op == "transpose")
       attr("permutation", array(node->permutation));

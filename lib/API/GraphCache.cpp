@@ -103,11 +103,12 @@ GraphStructure kiln::graphStructure(const std::vector<std::shared_ptr<Node>> &ro
     for (const auto &operand : node->operands)
       key << position.lookup(operand.get());
     key.list(node->permutation).list(node->starts).list(node->steps).list(node->axes);
-    key << static_cast<int64_t>(node->keepdims) << static_cast<int64_t>(node->ceilMode);
+    key << static_cast<int64_t>(node->keepdims) << static_cast<int64_t>(node->ceilMode)
+        << static_cast<int64_t>(node->causal);
     key.list(node->window).list(node->stride).list(node->padding).list(node->dilation);
     key << node->groups;
     key.list(node->low).list(node->high);
-    if (node->kind == OpKind::Pad)
+    if (node->kind == OpKind::Pad || node->kind == OpKind::Attention)
       key << static_cast<int64_t>(floatBits(node->value));
   }
   key << "roots";

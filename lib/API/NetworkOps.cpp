@@ -9,6 +9,7 @@
 #include "kiln/NetworkOps.h"
 
 #include "Graph.h"
+#include "dialects/Kiln/ShapeRules.h"
 #include "OpRecording.h"
 
 #include "kiln/Errors.h"
@@ -282,27 +283,42 @@ Tensor kiln::scaled_dot_product_attention(const Tensor &q, const Tensor &k, cons
   if (mask.defined() && causal)
     throw Error(sitePrefix(loc) + "scaled_dot_product_attention: give a mask or causal, not "
                 "both (PyTorch refuses the pair too); fold the causal rule into the mask");
-  CallScope scope("scaled_dot_product_attention", loc,
-                  {{"q", &q}, {"k", &k}, {"v", &v}, {"mask", &mask}});
-  float factor = scale ? *scale : float(1.0 / std::sqrt(double(e)));
-  Tensor scores = mul(matmul(q, k.transpose(-1, -2, loc), loc), scalarLike(factor, q, loc), loc);
-  if (causal) {
-    // Top-left aligned, as PyTorch: row i keeps columns 0..i. The rule is
-    // a comparison of a column and a row index vector (L + S values, not an
-    // L x S mask), evaluated in the scores' kernel.
-    std::vector<float> rowIndex(static_cast<size_t>(l)), colIndex(static_cast<size_t>(s));
-    std::iota(rowIndex.begin(), rowIndex.end(), 0.0f);
-    std::iota(colIndex.begin(), colIndex.end(), 0.0f);
-    Tensor rows = Tensor::like(q, std::move(rowIndex), {l, 1}, loc);
-    Tensor cols = Tensor::like(q, std::move(colIndex), {1, s}, loc);
-    scores = where(le(cols, rows, loc), scores,
-                   scalarLike(-std::numeric_limits<float>::infinity(), q, loc), loc);
-  } else if (mask.defined()) {
-    if (nodeOf(mask, loc).dtype == DType::boolean)
-      scores = where(mask, scores,
-                     scalarLike(-std::numeric_limits<float>::infinity(), q, loc), loc);
-    else
-      scores = add(scores, mask, loc);
+  Shape vb(vn.shape.begin(), vn.shape.end() - 2);
+  shapes::Inferred batch = shapes::broadcast({qb, kb, vb});
+  if (!batch.ok())
+    throw Error(sitePrefix(loc) + "scaled_dot_product_attention: the batch dimensions of q " +
+                shapeText(qn.shape) + ", k " + shapeText(kn.shape) + " and v " +
+                shapeText(vn.shape) + " do not broadcast (" + batch.error + ")");
+  Shape scores(batch.shape.begin(), batch.shape.end());
+  scores.push_back(l);
+  scores.push_back(s);
+  if (mask.defined()) {
+    const Node &mn = nodeOf(mask, loc);
+    if (mn.dtype != DType::boolean && mn.dtype != qn.dtype)
+      throw Error(sitePrefix(loc) + "scaled_dot_product_attention: the mask is " +
+                  dtype_name(mn.dtype) + "; give a boolean mask (true keeps a score) or one of " +
+                  dtype_name(qn.dtype) + " (added to the scores)");
+    std::string why = shapes::checkBroadcastTo(mn.shape, scores);
+    if (!why.empty())
+      throw Error(sitePrefix(loc) + "scaled_dot_product_attention: the mask " +
+                  shapeText(mn.shape) + " does not broadcast to the scores " +
+                  shapeText(scores) + " ([..., L, S]): " + why);
   }
-  return matmul(softmax(scores, -1, loc), v, loc);
+  // One op: the CPU runs it as one kernel with an online softmax (no L x S
+  // score matrix); other devices get its decomposition into two matmuls
+  // and a softmax (kiln-decompose-attention).
+  auto node = std::make_shared<Node>();
+  node->kind = OpKind::Attention;
+  node->op = "attention";
+  node->operands = {q.node(), k.node(), v.node()};
+  if (mask.defined())
+    node->operands.push_back(mask.node());
+  node->shape = Shape(batch.shape.begin(), batch.shape.end());
+  node->shape.push_back(l);
+  node->shape.push_back(vn.shape.back());
+  node->dtype = qn.dtype;
+  node->loc = loc;
+  node->value = scale ? *scale : float(1.0 / std::sqrt(double(e)));
+  node->causal = causal;
+  return recordNode(std::move(node));
 }

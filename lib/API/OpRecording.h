@@ -28,6 +28,8 @@ Tensor scalarLike(float value, const Tensor &other, std::source_location loc);
 /// `dim` in [0, rank), negative counting from the end; throws when outside.
 int64_t normalizeDim(int64_t dim, size_t rank, std::source_location loc, const char *op);
 bool isFloat(DType dtype);
+/// The tensor of a new op node, its shape checked and its call recorded.
+Tensor recordNode(std::shared_ptr<Node> node);
 
 /// While alive, the nodes made on this thread belong to one API call (the
 /// outermost: layer_norm's inner mean is layer_norm's), so profiles and

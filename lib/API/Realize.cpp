@@ -273,8 +273,11 @@ void realizeLocked(Session &s, const std::vector<std::shared_ptr<Node>> &roots,
   std::vector<rt::ProgramInput> inputs = programInputs(structure.order, staged);
   // This graph's constant values (a reused Program was compiled for others).
   std::vector<std::vector<uint8_t>> constants;
-  for (uint32_t at : compiled.constantNodes)
-    constants.push_back(splatBytesOf(*structure.order[at]));
+  for (size_t i = 0; i < compiled.constantNodes.size(); ++i) {
+    uint32_t at = compiled.constantNodes[i];
+    constants.push_back(at == kCompiledConstant ? program.constants[i]
+                                                : splatBytesOf(*structure.order[at]));
+  }
   rt::RunOptions run;
   run.poisonResults = poisonOutputs();
   run.constants = &constants;

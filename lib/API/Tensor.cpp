@@ -92,6 +92,11 @@ Tensor made(std::shared_ptr<Node> node) {
   return Tensor(std::move(node));
 }
 
+} // namespace
+
+Tensor kiln::detail::recordNode(std::shared_ptr<Node> node) { return made(std::move(node)); }
+
+namespace {
 std::shared_ptr<Node> source(OpKind kind, Shape shape, std::optional<Device> device,
                              std::source_location loc) {
   checkShape(shape, loc);

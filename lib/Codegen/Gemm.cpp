@@ -27,21 +27,22 @@ Value kiln::applyExpr(OpBuilder &b, Location loc, AffineExpr e, ValueRange dims)
       b, loc, AffineMap::get(dims.size(), 0, simplifyAffineExpr(e, dims.size(), 0)), dims);
 }
 
-namespace {
-/// A matmul's operand read through its views: the one buffer access the
-/// evaluator finds for it at (b, row, col); empty when something other than
-/// views stands in front.
-std::optional<std::pair<unsigned, AffineExpr>> operandAccess(KernelOp kernel, Value operand,
-                                                             ArrayRef<int64_t> resultBatch) {
+std::optional<std::pair<unsigned, AffineExpr>>
+kiln::operandAccess(KernelOp kernel, Value operand, ArrayRef<int64_t> resultBatch,
+                    bool allowBool) {
   MLIRContext *ctx = kernel.getContext();
   ArrayRef<int64_t> shape = cast<RankedTensorType>(operand.getType()).getShape();
   SmallVector<AffineExpr> batchCoords = delinearize(getAffineDimExpr(0, ctx), resultBatch);
+  // Aligned at the right against [batch..., rows, cols]; a size of 1
+  // broadcasts.
+  const size_t batch = resultBatch.size(), offset = batch + 2 - shape.size();
   SmallVector<AffineExpr> coords;
-  size_t offset = resultBatch.size() - (shape.size() - 2);
-  for (size_t j = 0; j + 2 < shape.size(); ++j)
-    coords.push_back(shape[j] == 1 ? getAffineConstantExpr(0, ctx) : batchCoords[j + offset]);
-  coords.push_back(getAffineDimExpr(1, ctx));
-  coords.push_back(getAffineDimExpr(2, ctx));
+  for (size_t j = 0; j < shape.size(); ++j) {
+    size_t dim = j + offset;
+    coords.push_back(shape[j] == 1 ? getAffineConstantExpr(0, ctx)
+                     : dim < batch  ? batchCoords[dim]
+                                    : getAffineDimExpr(dim == batch ? 1 : 2, ctx));
+  }
   FlatEvaluator evaluator(kernel, 3);
   evaluator.collect(operand, linearizeExpr(shape, coords, ctx));
   if (evaluator.getAccesses().size() != 1)
@@ -54,11 +55,11 @@ std::optional<std::pair<unsigned, AffineExpr>> operandAccess(KernelOp kernel, Va
       return std::nullopt;
     v = def->getOperand(0);
   }
-  if (v != arg || !isa<FloatType>(getElementTypeOrSelf(arg.getType())))
+  Type element = getElementTypeOrSelf(arg.getType());
+  if (v != arg || !(isa<FloatType>(element) || (allowBool && element.isInteger(1))))
     return std::nullopt;
   return evaluator.getAccesses()[0];
 }
-} // namespace
 
 std::optional<SmallVector<ConvSource, 2>> kiln::convSources(Value input) {
   if (auto arg = dyn_cast<BlockArgument>(input))

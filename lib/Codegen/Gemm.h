@@ -77,6 +77,20 @@ struct Gemm {
   bool plainB = false;
 };
 
+/// An operand read through views only, as (kernel argument, element index
+/// of (b, row, col)) for a result whose batch dimensions are `resultBatch`:
+/// the operand aligns at the right against [batch..., rows, cols] and a
+/// size of 1 broadcasts. None when more than views stand in front, or the
+/// element is not a float (nor i1, with `allowBool`).
+std::optional<std::pair<unsigned, AffineExpr>>
+operandAccess(KernelOp kernel, Value operand, ArrayRef<int64_t> resultBatch,
+              bool allowBool = false);
+
+/// A kernel holding a kiln.attention, for the host CPU (CpuAttention.cpp):
+/// one work unit per query row, an online softmax over blocks of keys.
+FailureOr<func::FuncOp> buildCpuAttentionFunction(KernelOp kernel, AttentionOp attention,
+                                                  OpBuilder &builder, StringRef name);
+
 /// A convolution input's sources: one for a kernel input, one per input
 /// for a concat along the channels (axis 1) of kernel inputs; none for
 /// anything else.

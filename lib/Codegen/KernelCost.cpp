@@ -41,6 +41,18 @@ uint64_t flopsOf(Operation &op) {
     ArrayRef<int64_t> filter = cast<RankedTensorType>(conv.getFilter().getType()).getShape();
     return 2 * out * static_cast<uint64_t>(filter[1] * filter[2] * filter[3]);
   }
+  if (auto attention = dyn_cast<AttentionOp>(op)) {
+    // The two products, 2 L S (E + Ev) per batch, counted whole (a causal
+    // kernel skips the blocks past each query block's last row).
+    ArrayRef<int64_t> q = cast<RankedTensorType>(attention.getQuery().getType()).getShape();
+    ArrayRef<int64_t> k = cast<RankedTensorType>(attention.getKey().getType()).getShape();
+    uint64_t queries = out / static_cast<uint64_t>(
+                                 cast<RankedTensorType>(attention.getResult().getType()).getShape().back());
+    return 2 * queries * static_cast<uint64_t>(k[k.size() - 2]) *
+           static_cast<uint64_t>(q.back() + cast<RankedTensorType>(attention.getValue().getType())
+                                                .getShape()
+                                                .back());
+  }
   if (auto reduce = dyn_cast<ReduceOp>(op))
     return elementsOf(reduce.getInput().getType());
   if (auto arg = dyn_cast<ArgReduceOp>(op))
@@ -79,6 +91,8 @@ KernelCost kiln::kernelCost(KernelOp kernel) {
       cost.kind = "conv";
     else if (isa<MatmulOp>(op) && cost.kind != "conv")
       cost.kind = "matmul";
+    else if (isa<AttentionOp>(op))
+      cost.kind = "attention";
     else if (isa<ReduceOp, ArgReduceOp, Pool2dOp>(op) && cost.kind == "elementwise")
       cost.kind = "reduction";
     std::string place = fileLine(op.getLoc());

@@ -490,6 +490,15 @@ FailureOr<func::FuncOp> kiln::buildKernelFunction(KernelOp kernel,
   if (gpu && isLongArgReduction(kernel, *gpu))
     return buildArgRowKernelFunction(kernel, builder, name, *gpu);
 
+  for (Operation &op : kernel.getBody().front())
+    if (auto attention = dyn_cast<AttentionOp>(op)) {
+      if (!gpu && layout == KernelLayout::Coalesced)
+        return buildCpuAttentionFunction(kernel, attention, builder, name);
+      attention.emitOpError("has a fused kernel on the CPU only: run kiln-decompose-attention "
+                            "for this device");
+      return failure();
+    }
+
   // A kernel with a reduction or a contraction has its own loop structure.
   Operation *root = nullptr;
   for (Operation &op : kernel.getBody().front())

@@ -16,6 +16,7 @@ void kiln::populateGraphPipeline(OpPassManager &pm,
   place.defaultDevice = options.defaultDevice;
   place.transferPolicy = options.transferPolicy;
   graph.addPass(createKilnPlaceDevices(place));
+  graph.addPass(createKilnDecomposeAttention());
   graph.addPass(createKilnFuseElementwise());
 }
 

@@ -41,6 +41,8 @@ struct Group {
   bool row = false;
   SmallVector<int64_t> rowFull, rowShape, rowAxes;
   Operation *contraction = nullptr; // at most one per kernel
+  /// Rooted at a kiln.attention (CPU): only views join, in front of it.
+  bool attention = false;
   /// Members feeding the contraction's operands: only views may join there
   /// (an elementwise producer would be recomputed for every product term).
   llvm::SmallPtrSet<Operation *, 8> prologue;
@@ -70,7 +72,7 @@ bool isSplatConstant(Value v) {
 bool copiedIn(Operation *user, Value operand) {
   // (So is a concat's operand when a convolution reads the concat: it
   // gathers each input's channels from that input's buffer.)
-  return isSplatConstant(operand) && !isa<Conv2dOp>(user) &&
+  return isSplatConstant(operand) && !isa<Conv2dOp, AttentionOp>(user) &&
          !(isa<ConcatOp>(user) &&
            llvm::any_of(user->getUsers(), [](Operation *u) { return isa<Conv2dOp>(u); }));
 }
@@ -321,8 +323,10 @@ bool recomputeInUsers(Operation *op, SmallVector<Group, 0> &groups,
 
 /// Whether `op`, all of whose users are in `group`, joins it.
 bool joins(const Group &group, Operation *op, bool readByHost) {
-  if (!group.device.isSameDevice(deviceOf(op)))
+  if (!group.device.isSameDevice(deviceOf(op)) || isa<AttentionOp>(op))
     return false;
+  if (group.attention) // its kernel reads q, k, v and the mask through views
+    return op->hasTrait<View>() && !readByHost;
   bool sameShape = shapeOf(op) == group.shape;
   // pad and concat read with bounds checks: only plain elementwise kernels
   // (their own loop form) take them.
@@ -450,7 +454,7 @@ struct FuseElementwisePass
     SmallVector<Operation *> ops;
     func.walk([&](Operation *op) {
       if ((op->hasTrait<Elementwise>() || op->hasTrait<View>() || op->hasTrait<GuardedView>() ||
-           op->hasTrait<Reduction>() || op->hasTrait<Contraction>()) &&
+           op->hasTrait<Reduction>() || op->hasTrait<Contraction>() || isa<AttentionOp>(op)) &&
           !op->getParentOfType<KernelOp>())
         ops.push_back(op);
     });
@@ -481,6 +485,7 @@ struct FuseElementwisePass
       Group group{deviceOf(op), shapeOf(op), op->hasTrait<Reduction>() && !reduce};
       if (reduce)
         makeRow(group, reduce);
+      group.attention = isa<AttentionOp>(op);
       trackBindings(group, op);
       group.members.insert(op);
       group.ops.push_back(op);

@@ -43,6 +43,23 @@ def KilnPlaceDevices : Pass<"kiln-place-devices", "mlir::func::FuncOp"> {
   let dependentDialects = ["kiln::KilnDialect"];
 }
 
+def KilnDecomposeAttention : Pass<"kiln-decompose-attention", "mlir::func::FuncOp"> {
+  let summary = "rewrite kiln.attention as two matmuls and a softmax where no fused form runs";
+  let description = [{
+    After placement, before fusion. A `kiln.attention` placed on a device
+    without a fused attention kernel (every device but the CPU, or every
+    device with `all=true`) becomes what `scaled_dot_product_attention`
+    means: `q k^T`, times the scale, the mask (added, or a select of -inf
+    for a boolean one) or the causal rule (a compare of a column index with
+    a row index), softmax over the last axis, times `v`. Each new op is
+    placed on the attention's device; fusion then makes three kernels.
+  }];
+  let options = [
+    Option<"all", "all", "bool", "false", "decompose on the CPU as well">,
+  ];
+  let dependentDialects = ["kiln::KilnDialect"];
+}
+
 def KilnFuseElementwise : Pass<"kiln-fuse-elementwise", "mlir::func::FuncOp"> {
   let summary = "group maximal elementwise chains on one device into kiln.kernel ops";
   let description = [{

@@ -83,7 +83,7 @@ func.func @kernel_yield_mismatch(%x: tensor<4xf32>) {
 func.func @kernel_non_elementwise(%x: tensor<4xf32>) {
   %0 = kiln.kernel (%x) : (tensor<4xf32>) -> tensor<4xf32> {
   ^bb0(%a: tensor<4xf32>):
-    // expected-error @+1 {{'kiln.transfer' op cannot be part of a kernel: only elementwise ops, views, reductions, contractions and constants fuse}}
+    // expected-error @+1 {{'kiln.transfer' op cannot be part of a kernel: only elementwise ops, views, reductions, contractions, attention and constants fuse}}
     %t = kiln.transfer %a to "vulkan:1" : tensor<4xf32>
     kiln.yield %t : tensor<4xf32>
   }
@@ -279,5 +279,37 @@ func.func @gather_indices(%x: tensor<5x3xf32>, %i: tensor<2x2xi32>) {
   // expected-error @+2 {{'kiln.gather' op indices must be rank 1, got [2, 2]}}
   // expected-error @+1 {{failed to infer returned types}}
   %0 = kiln.gather %x, %i axis 0 : tensor<5x3xf32>, tensor<2x2xi32> -> tensor<4x3xf32>
+  return
+}
+
+// -----
+
+func.func @attention_sizes(%q: tensor<2x5x8xf32>, %k: tensor<2x7x4xf32>, %v: tensor<2x7x4xf32>) {
+  // expected-error @+1 {{'kiln.attention' op needs k's last size to be q's (E) and v's length to be k's (S)}}
+  %0 = kiln.attention %q, %k, %v scale 0.5 : tensor<2x5x8xf32>, tensor<2x7x4xf32>, tensor<2x7x4xf32> -> tensor<2x5x4xf32>
+  return
+}
+
+// -----
+
+func.func @attention_result(%q: tensor<2x5x8xf32>, %k: tensor<1x7x8xf32>, %v: tensor<2x7x4xf32>) {
+  // expected-error @+1 {{'kiln.attention' op result must be [batch..., L, Ev]}}
+  %0 = kiln.attention %q, %k, %v scale 0.5 : tensor<2x5x8xf32>, tensor<1x7x8xf32>, tensor<2x7x4xf32> -> tensor<2x5x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_mask_and_causal(%q: tensor<5x8xf32>, %m: tensor<5x5xi1>) {
+  // expected-error @+1 {{'kiln.attention' op takes a mask or causal, not both}}
+  %0 = kiln.attention %q, %q, %q mask %m scale 0.5 causal : tensor<5x8xf32>, tensor<5x8xf32>, tensor<5x8xf32>, tensor<5x5xi1> -> tensor<5x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_mask_shape(%q: tensor<5x8xf32>, %m: tensor<3x5xf32>) {
+  // expected-error @+1 {{'kiln.attention' op mask: }}
+  %0 = kiln.attention %q, %q, %q mask %m scale 0.5 : tensor<5x8xf32>, tensor<5x8xf32>, tensor<5x8xf32>, tensor<3x5xf32> -> tensor<5x8xf32>
   return
 }

@@ -294,6 +294,102 @@ std::vector<double> attentionReference(const std::vector<float> &q, const std::v
   return out;
 }
 
+TEST_P(NetworkOps, AttentionOverManyKeyBlocks) {
+  // 300 keys are five of the CPU kernel's 64-key blocks: every block after
+  // the first rescales what the online softmax summed before. Heads come
+  // from a [batch, L, heads * E] projection by reshape and transpose (views
+  // the kernel reads through); k is stored [E, S] and transposed, so its
+  // rows are not contiguous.
+  const int64_t batch = 2, heads = 2, l = 150, s = 300, e = 32, ev = 16, bh = batch * heads;
+  std::vector<float> qv = randomValues(size_t(bh * l * e), 20, -1, 1),
+                     kv = randomValues(size_t(bh * s * e), 21, -1, 1),
+                     vv = randomValues(size_t(bh * s * ev), 22);
+  // q as [batch, L, heads, E] in memory; k as [batch, heads, E, S].
+  std::vector<float> qStored(qv.size()), kStored(kv.size());
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t h = 0; h < heads; ++h)
+      for (int64_t i = 0; i < l; ++i)
+        for (int64_t d = 0; d < e; ++d)
+          qStored[size_t(((b * l + i) * heads + h) * e + d)] =
+              qv[size_t(((b * heads + h) * l + i) * e + d)];
+  for (int64_t bhi = 0; bhi < bh; ++bhi)
+    for (int64_t j = 0; j < s; ++j)
+      for (int64_t d = 0; d < e; ++d)
+        kStored[size_t((bhi * e + d) * s + j)] = kv[size_t((bhi * s + j) * e + d)];
+  Tensor q = on(qStored, {batch, l, heads * e}).reshape({batch, l, heads, e}).transpose(1, 2);
+  Tensor k = on(kStored, {batch, heads, e, s}).transpose(2, 3);
+  Tensor v = on(vv, {batch, heads, s, ev});
+  auto all = [](int64_t, int64_t, int64_t) { return true; };
+  auto none = [](int64_t, int64_t, int64_t) { return 0.0; };
+  const bool cpu = device->name().rfind("cpu", 0) == 0;
+
+  Tensor plain = scaled_dot_product_attention(q, k, v);
+  // One fused kernel on the CPU; the decomposition elsewhere (the scores
+  // with their scale, the softmax, the product with v).
+  EXPECT_EQ(kernelsOf(plain), cpu ? 1u : 3u);
+  EXPECT_TRUE(allClose(plain.to_vector<float>(),
+                       attentionReference(qv, kv, vv, bh, l, s, e, ev, 1 / std::sqrt(32.0), all,
+                                          none),
+                       1e-5, 1e-5));
+  Tensor causal = scaled_dot_product_attention(q, k, v, Tensor(), true, 0.3f);
+  EXPECT_TRUE(allClose(causal.to_vector<float>(),
+                       attentionReference(qv, kv, vv, bh, l, s, e, ev, 0.3,
+                                          [](int64_t, int64_t i, int64_t j) { return j <= i; },
+                                          none),
+                       1e-5, 1e-5));
+  // A float mask of [L, S] with -inf in whole key blocks: rows whose first
+  // blocks see nothing but -inf start the online softmax from nothing.
+  std::vector<float> addv = randomValues(size_t(l * s), 23, -2, 2);
+  for (int64_t i = 0; i < l; ++i)
+    for (int64_t j = 0; j < s; ++j)
+      if (j < 64 * (i % 4))
+        addv[size_t(i * s + j)] = -std::numeric_limits<float>::infinity();
+  Tensor added = scaled_dot_product_attention(q, k, v, on(addv, {l, s}));
+  EXPECT_TRUE(allClose(added.to_vector<float>(),
+                       attentionReference(qv, kv, vv, bh, l, s, e, ev, 1 / std::sqrt(32.0), all,
+                                          [&](int64_t, int64_t i, int64_t j) {
+                                            return double(addv[size_t(i * s + j)]);
+                                          }),
+                       1e-5, 1e-5));
+  // f16 operands: f16 storage, f32 arithmetic; within f16's rounding.
+  Tensor half = scaled_dot_product_attention(q.to(DType::f16), k.to(DType::f16),
+                                             v.to(DType::f16));
+  EXPECT_TRUE(allClose(half.to(DType::f32).to_vector<float>(),
+                       attentionReference(qv, kv, vv, bh, l, s, e, ev, 1 / std::sqrt(32.0), all,
+                                          none),
+                       2e-3, 2e-3));
+}
+
+TEST_P(NetworkOps, LongAttentionNeverHoldsTheScores) {
+  // 2048 x 2048 scores are 16 MiB; on the CPU nothing that size is ever
+  // allocated, only q, k, v and the result.
+  if (device->name().rfind("cpu", 0) != 0)
+    GTEST_SKIP() << "the fused attention kernel is the CPU's; other devices decompose it";
+  const int64_t n = 2048, e = 16;
+  Tensor q = on(randomValues(size_t(n * e), 30), {1, n, e});
+  Tensor k = on(randomValues(size_t(n * e), 31), {1, n, e});
+  Tensor v = on(randomValues(size_t(n * e), 32), {1, n, e});
+  realize({q, k, v});
+  Tensor y = scaled_dot_product_attention(q, k, v, Tensor(), true);
+  reset_stats();
+  realize({y});
+  EXPECT_EQ(stats().kernels_dispatched, 1u);
+  EXPECT_LE(stats().last_graph_peak_bytes, uint64_t(4 * n * e * 4));
+  // Row 0 sees key 0 alone; row 1 keys 0 and 1.
+  std::vector<float> out = y.to_vector<float>(), qs = q.to_vector<float>(),
+                     ks = k.to_vector<float>(), vs = v.to_vector<float>();
+  for (int64_t d = 0; d < e; ++d)
+    EXPECT_NEAR(out[size_t(d)], vs[size_t(d)], 1e-6);
+  double s0 = 0, s1 = 0;
+  for (int64_t d = 0; d < e; ++d) {
+    s0 += double(qs[size_t(e + d)]) * ks[size_t(d)];
+    s1 += double(qs[size_t(e + d)]) * ks[size_t(e + d)];
+  }
+  double w0 = 1 / (1 + std::exp((s1 - s0) / std::sqrt(double(e))));
+  for (int64_t d = 0; d < e; ++d)
+    EXPECT_NEAR(out[size_t(e + d)], w0 * vs[size_t(d)] + (1 - w0) * vs[size_t(e + d)], 1e-5);
+}
+
 TEST_P(NetworkOps, ScaledDotProductAttention) {
   const int64_t batch = 2, heads = 3, l = 5, s = 7, e = 8, ev = 4, bh = batch * heads;
   std::vector<float> qv = randomValues(size_t(bh * l * e), 8, -2, 2),

@@ -66,8 +66,13 @@ TEST_P(Networks, MobileNetV2) {
 TEST_P(Networks, TransformerEncoderLayer) {
   EncoderConfig c{64, 4, 128};
   Tensor x = input({2, 10, 64});
+  // The QKV projection, attention, the output projection with the
+  // residual, layer norm, two feed-forward linears and layer norm:
+  // attention is one kernel on the CPU, three (scores, softmax, product)
+  // elsewhere.
+  const bool cpu = device->name().rfind("cpu", 0) == 0;
   EXPECT_EQ(check(encoder_layer(ops, x, c), encoder_layer(ref, kiln::test::refOf(x), c), 1e-4),
-            9u);
+            cpu ? 7u : 9u);
 }
 } // namespace
 
