@@ -228,8 +228,9 @@ Tensor index_select(const Tensor &x, int64_t dim, const std::vector<int64_t> &in
 /// into the product's indexing).
 Tensor matmul(const Tensor &a, const Tensor &b,
               std::source_location loc = std::source_location::current());
-/// x @ weight^T + bias, with weight [out, in] as in PyTorch's Linear.
-Tensor linear(const Tensor &x, const Tensor &weight, const Tensor &bias,
+/// x @ weight^T + bias, with weight [out, in] as in PyTorch's Linear; no
+/// bias when it is left out (an empty Tensor), as F.linear(x, w).
+Tensor linear(const Tensor &x, const Tensor &weight, const Tensor &bias = Tensor(),
               std::source_location loc = std::source_location::current());
 
 /// 2-D convolution, NCHW input and OIHW filter (PyTorch's conv2d), zero

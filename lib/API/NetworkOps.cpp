@@ -299,10 +299,16 @@ Tensor kiln::scaled_dot_product_attention(const Tensor &q, const Tensor &k, cons
                   dtype_name(mn.dtype) + "; give a boolean mask (true keeps a score) or one of " +
                   dtype_name(qn.dtype) + " (added to the scores)");
     std::string why = shapes::checkBroadcastTo(mn.shape, scores);
-    if (!why.empty())
+    if (!why.empty()) {
+      // A key padding mask as [batch, S] is the usual slip.
+      std::string hint;
+      if (mn.shape.size() == 2 && mn.shape.back() == s && scores.size() == 4)
+        hint = "; a per-key mask of [batch, S] is mask.reshape({" +
+               std::to_string(mn.shape[0]) + ", 1, 1, " + std::to_string(s) + "})";
       throw Error(sitePrefix(loc) + "scaled_dot_product_attention: the mask " +
                   shapeText(mn.shape) + " does not broadcast to the scores " +
-                  shapeText(scores) + " ([..., L, S]): " + why);
+                  shapeText(scores) + " ([..., L, S]): " + why + hint);
+    }
   }
   // One op: the CPU runs it as one kernel with an online softmax (no L x S
   // score matrix); other devices get its decomposition into two matmuls

@@ -1014,7 +1014,8 @@ Tensor kiln::layer_norm(const Tensor &x, const Tensor &gamma, const Tensor &beta
 Tensor kiln::linear(const Tensor &x, const Tensor &weight, const Tensor &bias,
                     std::source_location loc) {
   CallScope scope("linear", loc, {{"x", &x}, {"weight", &weight}, {"bias", &bias}});
-  return add(matmul(x, weight.transpose(-1, -2, loc), loc), bias, loc);
+  Tensor product = matmul(x, weight.transpose(-1, -2, loc), loc);
+  return bias.defined() ? add(product, bias, loc) : product;
 }
 
 Tensor kiln::operator-(At x) { return neg(x.tensor, x.loc); }

@@ -6,7 +6,7 @@
 // (32 x 64), computes 4 rows x 64 scores as 16 vector accumulators, takes
 // each row's max, rescales the running sum and output by exp(old - new
 // max), and adds p v with 4 rows x 2 vectors of output in registers. Only
-// stack buffers of the unit's size: no 100 x 100 scores.
+// buffers of the unit's size: no 100 x 100 scores.
 
 func.func @attention(%q: tensor<8x100x32xf32>, %k: tensor<8x100x32xf32>, %v: tensor<8x100x32xf32>) -> tensor<8x100x32xf32> {
   %0 = kiln.kernel on "cpu:0" (%q, %k, %v) : (tensor<8x100x32xf32>, tensor<8x100x32xf32>, tensor<8x100x32xf32>) -> tensor<8x100x32xf32> {
@@ -18,13 +18,13 @@ func.func @attention(%q: tensor<8x100x32xf32>, %k: tensor<8x100x32xf32>, %v: ten
 }
 // CHECK-LABEL: func.func @attention_kernel0
 // CHECK-SAME: kiln.outer_size = 16
-// CHECK: memref.alloca() : memref<1664xf32>
-// CHECK-NEXT: memref.alloca() : memref<2048xf32>
+// CHECK: memref.alloc() {alignment = 64 : i64} : memref<1664xf32>
+// CHECK-NEXT: memref.alloc() {alignment = 64 : i64} : memref<2048xf32>
+// CHECK-NEXT: memref.alloc() {alignment = 64 : i64} : memref<1664xf32>
 // CHECK-NEXT: memref.alloca() : memref<256xf32>
-// CHECK-NEXT: memref.alloca() : memref<1664xf32>
 // CHECK-NEXT: memref.alloca() : memref<52xf32>
 // CHECK-NEXT: memref.alloca() : memref<52xf32>
-// CHECK-NOT: memref.alloca
+// CHECK-NOT: memref.alloc
 // CHECK: scf.for %{{.*}} = %c0{{.*}} to %c16
 // The scores: 16 accumulators over E.
 // CHECK: scf.for {{.*}} iter_args({{.*}}) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
@@ -34,5 +34,6 @@ func.func @attention(%q: tensor<8x100x32xf32>, %k: tensor<8x100x32xf32>, %v: ten
 // The product with v: 4 rows x 2 vectors.
 // CHECK: scf.for {{.*}} iter_args({{.*}}) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
 // CHECK-COUNT-8: vector.fma
+// CHECK: memref.dealloc
 // LLVM: llvm.func @attention_kernel0
 // LLVM: llvm.intr.fmuladd

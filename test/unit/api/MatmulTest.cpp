@@ -193,6 +193,13 @@ TEST_P(MatmulOnEveryDevice, AnEmptyInnerDimensionGivesZeros) {
             std::vector<float>(6, 2.0f));
 }
 
+// linear without a bias is x @ w^T, as F.linear(x, w).
+TEST_P(MatmulOnEveryDevice, LinearWithoutBias) {
+  std::vector<float> xs = {1, 2, 3, 4, 5, 6}, ws = {1, 0, -1, 2, 1, 0};
+  Tensor y = linear(Tensor::from(xs, {2, 3}, *device), Tensor::from(ws, {2, 3}, *device));
+  EXPECT_EQ(y.to_vector<float>(), (std::vector<float>{-2, 4, -2, 13}));
+}
+
 namespace {
 /// Where the device reports its compute units, GEMM tiles shrink until each
 /// unit has two workgroups (the H200, 132 SMs: a 128x512 result took 61 us

@@ -459,6 +459,10 @@ TEST_P(NetworkOps, ScaledDotProductAttention) {
   EXPECT_NE(messageOf([&] { scaled_dot_product_attention(q, k, v, boolMask, true); })
                 .find("not both"),
             std::string::npos);
+  // A key padding mask given as [batch, S]: the error says how to shape it.
+  EXPECT_NE(messageOf([&] { scaled_dot_product_attention(q, k, v, on(addv, {batch, s})); })
+                .find("mask.reshape({2, 1, 1, 7})"),
+            std::string::npos);
 }
 
 TEST_P(NetworkOps, CompiledBatchNormTakesItsParametersAtRun) {
