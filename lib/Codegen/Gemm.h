@@ -86,6 +86,13 @@ std::optional<std::pair<unsigned, AffineExpr>>
 operandAccess(KernelOp kernel, Value operand, ArrayRef<int64_t> resultBatch,
               bool allowBool = false);
 
+/// A dense f32 convolution with a window larger than 1x1 and output
+/// channels in whole 16-lane vectors, for the host CPU (CpuDirectConv.cpp):
+/// vectors along the output channels, no im2col; a null function for any
+/// other root.
+FailureOr<func::FuncOp> buildCpuDirectConvFunction(KernelOp kernel, Operation *root,
+                                                   OpBuilder &builder, StringRef name);
+
 /// A kernel holding a kiln.attention, for the host CPU (CpuAttention.cpp):
 /// one work unit per query row, an online softmax over blocks of keys.
 FailureOr<func::FuncOp> buildCpuAttentionFunction(KernelOp kernel, AttentionOp attention,

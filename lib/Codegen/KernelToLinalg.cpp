@@ -513,6 +513,9 @@ FailureOr<func::FuncOp> kiln::buildKernelFunction(KernelOp kernel,
   }
   if (root && !gpu && layout == KernelLayout::Coalesced &&
       config->form == KernelConfig::Form::CpuGemm) {
+    FailureOr<func::FuncOp> direct = buildCpuDirectConvFunction(kernel, root, builder, name);
+    if (failed(direct) || *direct)
+      return direct;
     FailureOr<func::FuncOp> blocked =
         buildCpuGemmFunction(kernel, root, builder, name, config->cpuGemm);
     if (failed(blocked) || *blocked)

@@ -1,0 +1,40 @@
+// RUN: kiln-opt %s --kiln-materialize-configs --kiln-kernel-to-linalg=coalesce=true | FileCheck %s
+// RUN: kiln-opt %s --kiln-materialize-configs --kiln-kernel-to-linalg=coalesce=true --kiln-linalg-to-llvm | FileCheck %s --check-prefix=LLVM
+// A dense 3x3 convolution (64 -> 64 channels, 56x56, padding 1) with bias
+// and ReLU on the CPU: the direct form, vectors along the output channels.
+// 16 work units (2 blocks of 32 output channels x 8 bands of 7 rows); each
+// copies its rows of input into a zero-padded slab (64 x 9 x 58), repacks
+// the filters of its channel block as [in channel][tap][out channel] only
+// when the block changes, and per block of 8 pixels keeps 8 x 2 vector
+// accumulators over the input channels: per tap 2 filter vectors, 8
+// broadcasts, 16 FMAs (144 per input channel). Each output channel's 8
+// pixels go through the epilogue as one vector.
+
+func.func @conv(%x: tensor<1x64x56x56xf32>, %w: tensor<64x64x3x3xf32>, %b: tensor<64x1x1xf32>) -> tensor<1x64x56x56xf32> {
+  %0 = kiln.kernel on "cpu:0" (%x, %w, %b) : (tensor<1x64x56x56xf32>, tensor<64x64x3x3xf32>, tensor<64x1x1xf32>) -> tensor<1x64x56x56xf32> {
+  ^bb0(%a: tensor<1x64x56x56xf32>, %f: tensor<64x64x3x3xf32>, %c: tensor<64x1x1xf32>):
+    %y = kiln.conv2d %a, %f strides [1, 1] padding [1, 1] dilation [1, 1] groups 1 : tensor<1x64x56x56xf32>, tensor<64x64x3x3xf32> -> tensor<1x64x56x56xf32>
+    %s = kiln.add %y, %c : tensor<1x64x56x56xf32>, tensor<64x1x1xf32> -> tensor<1x64x56x56xf32>
+    %r = kiln.relu %s : tensor<1x64x56x56xf32>
+    kiln.yield %r : tensor<1x64x56x56xf32>
+  }
+  return %0 : tensor<1x64x56x56xf32>
+}
+// CHECK-LABEL: func.func @conv_kernel0
+// CHECK-SAME: kiln.outer_size = 16
+// CHECK: memref.alloc() {alignment = 64 : i64} : memref<33408xf32>
+// CHECK-NEXT: memref.alloc() {alignment = 64 : i64} : memref<18432xf32>
+// CHECK: scf.for %{{.*}} = %c0{{.*}} to %c16
+// The repack, when the channel block changed:
+// CHECK: %[[STALE:.*]] = arith.cmpi ne
+// CHECK-NEXT: scf.if %[[STALE]]
+// The input channels' loop with 16 accumulators, 144 FMAs a step:
+// CHECK: scf.for %{{.*}} = %c0{{.*}} to %c64 step %c1{{.*}} iter_args({{.*}}) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
+// CHECK-COUNT-144: vector.fma
+// CHECK: scf.yield
+// The epilogue on 8 pixels of one channel:
+// CHECK: vector.from_elements {{.*}} : vector<8xf32>
+// CHECK: arith.maximumf {{.*}} : vector<8xf32>
+// CHECK: memref.dealloc
+// LLVM: llvm.func @conv_kernel0
+// LLVM: llvm.intr.fmuladd
