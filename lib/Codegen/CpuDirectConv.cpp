@@ -28,38 +28,47 @@
 using namespace mlir;
 using namespace kiln;
 
-namespace {
-constexpr int64_t kLanes = 16, kPixels = 8;
-} // namespace
-
-FailureOr<func::FuncOp> kiln::buildCpuDirectConvFunction(KernelOp kernel, Operation *root,
-                                                         OpBuilder &builder, StringRef name) {
-  auto conv = dyn_cast<Conv2dOp>(root);
+bool kiln::fitsCpuDirectConv(Operation *root, const CpuDirectConvConfig &config) {
+  auto conv = dyn_cast_or_null<Conv2dOp>(root);
   if (!conv || conv.getGroupsAttr().getInt() != 1)
-    return func::FuncOp();
-  auto input = dyn_cast<BlockArgument>(conv.getInput());
-  auto filter = dyn_cast<BlockArgument>(conv.getFilter());
+    return false;
   auto shapeOf = [](Value v) { return cast<RankedTensorType>(v.getType()).getShape(); };
   ArrayRef<int64_t> x = shapeOf(conv.getInput()), w = shapeOf(conv.getFilter()),
                     y = shapeOf(conv.getResult());
   auto isF32 = [](Value v) { return getElementTypeOrSelf(v.getType()).isF32(); };
-  if (!input || !filter || !isF32(conv.getInput()) || !isF32(conv.getFilter()) ||
-      !isF32(conv.getResult()) || w[2] * w[3] < 2 || w[2] * w[3] > 49 || y[1] % kLanes != 0 ||
-      y[3] < kPixels || y[2] == 0 || x[1] == 0)
-    return func::FuncOp(); // 1x1, rows under 8 pixels and the rest: the GEMM form
+  // Rows under `pixels` (ResNet's 7x7 stage at 8) stay with the GEMM form:
+  // each unit would repack a 512-channel filter block for only 7 x 7
+  // outputs (94 GFLOP/s against the GEMM's 100).
+  return isa<BlockArgument>(conv.getInput()) && isa<BlockArgument>(conv.getFilter()) &&
+         isF32(conv.getInput()) && isF32(conv.getFilter()) && isF32(conv.getResult()) &&
+         w[2] * w[3] >= 2 && w[2] * w[3] <= 49 && y[1] % config.blockChannels() == 0 &&
+         y[3] >= config.pixels && y[2] > 0 && x[1] > 0;
+}
+
+FailureOr<func::FuncOp> kiln::buildCpuDirectConvFunction(KernelOp kernel, Operation *root,
+                                                         OpBuilder &builder, StringRef name,
+                                                         const CpuDirectConvConfig &config) {
+  if (std::string problem = config.check(); !problem.empty())
+    return root->emitOpError("cpu direct convolution configuration: ") << problem, failure();
+  if (!fitsCpuDirectConv(root, config))
+    return root->emitOpError("does not fit the cpu direct convolution form with ")
+               << KernelConfig{KernelConfig::Form::CpuDirectConv, {}, {}, {}, {}, config}.str(),
+           failure();
+  auto conv = cast<Conv2dOp>(root);
+  auto input = cast<BlockArgument>(conv.getInput());
+  auto filter = cast<BlockArgument>(conv.getFilter());
+  auto shapeOf = [](Value v) { return cast<RankedTensorType>(v.getType()).getShape(); };
+  ArrayRef<int64_t> x = shapeOf(conv.getInput()), w = shapeOf(conv.getFilter()),
+                    y = shapeOf(conv.getResult());
+  const int64_t VL = config.lanes, P = config.pixels;
   const int64_t images = x[0], C = x[1], H = x[2], W = x[3];
   const int64_t CO = y[1], OH = y[2], OW = y[3], KH = w[2], KW = w[3];
   const int64_t sh = conv.getStrides()[0], sw = conv.getStrides()[1];
   const int64_t ph = conv.getPadding()[0], pw = conv.getPadding()[1];
   const int64_t dh = conv.getDilation()[0], dw = conv.getDilation()[1];
-  // Output channels per unit: two vectors where they divide.
-  const int64_t V = CO % (2 * kLanes) == 0 ? 2 : 1, CB = V * kLanes;
+  const int64_t V = config.vectors, CB = V * VL;
   const int64_t coBlocks = CO / CB;
-  // Pixels per block: 8; the last block of a row starts at OW - 8
-  // (recomputing a few pixels). Rows under 8 pixels (ResNet's 7x7 stage)
-  // stay with the GEMM form: there each unit repacks a 512-channel filter
-  // block for only 7 x 7 outputs (94 GFLOP/s against the GEMM's 100).
-  const int64_t P = kPixels;
+  // (The last block of a row starts at OW - P, recomputing a few pixels.)
   const int64_t rowBlocks = (OW + P - 1) / P;
   // Bands of output rows: about 16 units in all, so both threads of a
   // small image have work, and a slab of at most a few hundred KB.
@@ -70,7 +79,7 @@ FailureOr<func::FuncOp> kiln::buildCpuDirectConvFunction(KernelOp kernel, Operat
   // (The last pixel's last tap reads column (OW - 1) sw + (KW - 1) dw,
   // at most W + 2 pw - 1.)
   const int64_t slabW = W + 2 * pw;
-  const int64_t slabSize = (C * slabRows * slabW + kLanes - 1) / kLanes * kLanes;
+  const int64_t slabSize = (C * slabRows * slabW + VL - 1) / VL * VL;
   const int64_t taps = KH * KW;
 
   Location loc = kernel.getLoc();
@@ -96,7 +105,7 @@ FailureOr<func::FuncOp> kiln::buildCpuDirectConvFunction(KernelOp kernel, Operat
                          scf::YieldOp::create(fb, loc);
                        });
   };
-  VectorType vec = VectorType::get({kLanes}, f32), pixels = VectorType::get({P}, f32);
+  VectorType vec = VectorType::get({VL}, f32), pixels = VectorType::get({P}, f32);
   auto heap = [&](int64_t n) {
     return memref::AllocOp::create(b, loc, MemRefType::get({n}, f32), b.getI64IntegerAttr(64))
         .getResult();
@@ -147,7 +156,7 @@ FailureOr<func::FuncOp> kiln::buildCpuDirectConvFunction(KernelOp kernel, Operat
     // The input rows the band reads, zero-padded: slab row r of channel c
     // is input row firstRow * sh - ph + r, its column q input column
     // q - pw.
-    forRange(ub, idx(ub, 0), idx(ub, slabSize), kLanes, [&](OpBuilder &zb, Value at) {
+    forRange(ub, idx(ub, 0), idx(ub, slabSize), VL, [&](OpBuilder &zb, Value at) {
       vector::StoreOp::create(zb, loc, floatConstant(zb, loc, vec, 0.0), slab, ValueRange{at});
     });
     Value top = arith::SubIOp::create(ub, loc, mul(ub, firstRow, sh), idx(ub, ph));
@@ -189,7 +198,7 @@ FailureOr<func::FuncOp> kiln::buildCpuDirectConvFunction(KernelOp kernel, Operat
                 for (int64_t v = 0; v < V; ++v)
                   wv.push_back(vector::LoadOp::create(
                       fb, loc, vec, packedFilter,
-                      ValueRange{add(fb, filterRow, idx(fb, tap * CB + v * kLanes))}));
+                      ValueRange{add(fb, filterRow, idx(fb, tap * CB + v * VL))}));
                 Value at = add(fb, plane, idx(fb, kh * dh * slabW + kw * dw));
                 for (int64_t p = 0; p < P; ++p) {
                   Value xv = vector::BroadcastOp::create(
@@ -204,23 +213,23 @@ FailureOr<func::FuncOp> kiln::buildCpuDirectConvFunction(KernelOp kernel, Operat
       for (int64_t p = 0; p < P; ++p)
         for (int64_t v = 0; v < V; ++v)
           vector::StoreOp::create(pb, loc, acc.getResult(p * V + v), sums,
-                                  ValueRange{idx(pb, p * CB + v * kLanes)});
+                                  ValueRange{idx(pb, p * CB + v * VL)});
       // Per output channel, its P pixels as one vector through the epilogue.
       Value j = add(pb, mul(pb, add(pb, firstRow, r), OW), wo);
       forRange(pb, idx(pb, 0), idx(pb, CB), 1, [&](OpBuilder &eb, Value o) {
         Value co = add(eb, mul(eb, coBlock, CB), o);
-        SmallVector<Value> lanes;
+        SmallVector<Value> column;
         for (int64_t p = 0; p < P; ++p)
-          lanes.push_back(
+          column.push_back(
               memref::LoadOp::create(eb, loc, sums, ValueRange{add(eb, idx(eb, p * CB), o)}));
         if (vectorEpilogue) {
           emitGemmEpilogueVector(eb, loc, kernel, root, entry,
-                                 vector::FromElementsOp::create(eb, loc, pixels, lanes),
+                                 vector::FromElementsOp::create(eb, loc, pixels, column),
                                  ValueRange{image, co, j}, bounds, resultIndex, failed);
           return;
         }
         for (int64_t p = 0; p < P; ++p)
-          emitGemmEpilogueAt(eb, loc, kernel, root, entry, lanes[p],
+          emitGemmEpilogueAt(eb, loc, kernel, root, entry, column[p],
                              ValueRange{image, co, add(eb, j, idx(eb, p))}, bounds, resultIndex,
                              failed);
       });

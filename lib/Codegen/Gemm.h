@@ -86,12 +86,17 @@ std::optional<std::pair<unsigned, AffineExpr>>
 operandAccess(KernelOp kernel, Value operand, ArrayRef<int64_t> resultBatch,
               bool allowBool = false);
 
-/// A dense f32 convolution with a window larger than 1x1 and output
-/// channels in whole 16-lane vectors, for the host CPU (CpuDirectConv.cpp):
-/// vectors along the output channels, no im2col; a null function for any
-/// other root.
+/// Whether `root` is a convolution the direct form takes with `config`: one
+/// group, f32, a window larger than 1x1, output channels in whole blocks of
+/// config.blockChannels(), rows of at least config.pixels pixels, plain
+/// kernel inputs.
+bool fitsCpuDirectConv(Operation *root, const CpuDirectConvConfig &config);
+
+/// Such a convolution for the host CPU (CpuDirectConv.cpp): vectors along
+/// the output channels, no im2col.
 FailureOr<func::FuncOp> buildCpuDirectConvFunction(KernelOp kernel, Operation *root,
-                                                   OpBuilder &builder, StringRef name);
+                                                   OpBuilder &builder, StringRef name,
+                                                   const CpuDirectConvConfig &config);
 
 /// A kernel holding a kiln.attention, for the host CPU (CpuAttention.cpp):
 /// one work unit per query row, an online softmax over blocks of keys.

@@ -151,6 +151,24 @@ CpuMatmulConfig CpuMatmulConfig::defaultForHost() {
   return config;
 }
 
+CpuDirectConvConfig CpuDirectConvConfig::defaultForHost() {
+  CpuDirectConvConfig config;
+  if (!llvm::sys::getHostCPUFeatures().lookup("avx512f")) {
+    // 16 vector registers: 6 x 2 accumulators, 2 filter vectors, 1 input.
+    config.lanes = 8;
+    config.pixels = 6;
+  }
+  return config;
+}
+
+std::string CpuDirectConvConfig::check() const {
+  if (pixels <= 0 || lanes <= 0 || vectors <= 0)
+    return "sizes must be positive";
+  if (pixels > 16 || vectors > 4)
+    return "at most 16 pixels and 4 vectors per block";
+  return "";
+}
+
 std::string CpuMatmulConfig::check() const {
   if (rows <= 0 || lanes <= 0 || vectors <= 0 || panelColumns <= 0)
     return "sizes must be positive";
@@ -214,6 +232,8 @@ const char *KernelConfig::formName(Form form) {
     return "cpu";
   case Form::CpuGemm:
     return "cpu_gemm";
+  case Form::CpuDirectConv:
+    return "cpu_direct_conv";
   }
   return "?";
 }
@@ -242,6 +262,11 @@ std::string KernelConfig::str() const {
     add("lanes", cpuGemm.lanes);
     add("vectors", cpuGemm.vectors);
     add("panel", cpuGemm.panelColumns);
+    break;
+  case Form::CpuDirectConv:
+    add("pixels", cpuDirectConv.pixels);
+    add("lanes", cpuDirectConv.lanes);
+    add("vectors", cpuDirectConv.vectors);
     break;
   case Form::ArgRow:
   case Form::Cpu:

@@ -34,6 +34,16 @@ KernelConfig kiln::defaultKernelConfig(KernelOp kernel, const DeviceLimits *gpu)
   Operation *root = contractionRoot(kernel);
   if (!gpu) {
     config.form = KernelConfig::Form::Cpu;
+    // A dense convolution over rows of 8 pixels or more: the direct form,
+    // two vectors of output channels where they divide, else one.
+    CpuDirectConvConfig direct = CpuDirectConvConfig::defaultForHost();
+    if (root && !isRowKernel(kernel) && !fitsCpuDirectConv(root, direct))
+      direct.vectors = 1;
+    if (root && !isRowKernel(kernel) && fitsCpuDirectConv(root, direct)) {
+      config.form = KernelConfig::Form::CpuDirectConv;
+      config.cpuDirectConv = direct;
+      return config;
+    }
     if (std::optional<Gemm> gemm = !isRowKernel(kernel) && root
                                        ? describeGemm(kernel, root, /*minRowsPerGroup=*/4)
                                        : std::nullopt) {
@@ -165,6 +175,21 @@ std::vector<KernelConfig> kiln::candidateKernelConfigs(KernelOp kernel, const De
       }
     break;
   }
+  case KernelConfig::Form::CpuDirectConv: {
+    // pixels x vectors accumulators, the filter vectors and a broadcast in
+    // the vector registers.
+    int registers = base.cpuDirectConv.lanes >= 16 ? 32 : 16;
+    for (int pixels : {4, 6, 8, 12, 14})
+      for (int vectors : {1, 2, 3, 4}) {
+        KernelConfig c = base;
+        c.cpuDirectConv.pixels = pixels;
+        c.cpuDirectConv.vectors = vectors;
+        if (pixels * vectors + vectors + 1 <= registers && c.cpuDirectConv.check().empty() &&
+            fitsCpuDirectConv(contractionRoot(kernel), c.cpuDirectConv))
+          add(c);
+      }
+    break;
+  }
   case KernelConfig::Form::ArgRow:
   case KernelConfig::Form::Cpu:
     break;
@@ -197,6 +222,11 @@ DictionaryAttr kiln::kernelConfigAttr(MLIRContext *ctx, const KernelConfig &conf
     add("lanes", b.getI64IntegerAttr(config.cpuGemm.lanes));
     add("vectors", b.getI64IntegerAttr(config.cpuGemm.vectors));
     add("panel", b.getI64IntegerAttr(config.cpuGemm.panelColumns));
+    break;
+  case KernelConfig::Form::CpuDirectConv:
+    add("pixels", b.getI64IntegerAttr(config.cpuDirectConv.pixels));
+    add("lanes", b.getI64IntegerAttr(config.cpuDirectConv.lanes));
+    add("vectors", b.getI64IntegerAttr(config.cpuDirectConv.vectors));
     break;
   case KernelConfig::Form::ArgRow:
   case KernelConfig::Form::Cpu:
@@ -277,10 +307,11 @@ FailureOr<std::optional<KernelConfig>> kiln::readKernelConfig(KernelOp kernel) {
                  .Case("gemm", Form::Gemm)
                  .Case("cpu", Form::Cpu)
                  .Case("cpu_gemm", Form::CpuGemm)
+                 .Case("cpu_direct_conv", Form::CpuDirectConv)
                  .Default(std::nullopt);
   if (!parsed) {
     read.fail("'form' must be one of \"loop\", \"row\", \"arg_row\", \"gemm\", \"cpu\", "
-              "\"cpu_gemm\"");
+              "\"cpu_gemm\", \"cpu_direct_conv\"");
     return failure();
   }
   KernelConfig config;
@@ -306,6 +337,11 @@ FailureOr<std::optional<KernelConfig>> kiln::readKernelConfig(KernelOp kernel) {
          read.integer("vectors", config.cpuGemm.vectors) &&
          read.integer("panel", config.cpuGemm.panelColumns);
     break;
+  case Form::CpuDirectConv:
+    ok = read.integer("pixels", config.cpuDirectConv.pixels) &&
+         read.integer("lanes", config.cpuDirectConv.lanes) &&
+         read.integer("vectors", config.cpuDirectConv.vectors);
+    break;
   case Form::ArgRow:
   case Form::Cpu:
     break;
@@ -330,6 +366,13 @@ static std::string configProblem(KernelOp kernel, const DeviceLimits *gpu,
     return gpu ? config.gemm.check(*gpu) : "";
   case KernelConfig::Form::CpuGemm:
     return config.cpuGemm.check();
+  case KernelConfig::Form::CpuDirectConv:
+    if (std::string problem = config.cpuDirectConv.check(); !problem.empty())
+      return problem;
+    return fitsCpuDirectConv(contractionRoot(kernel), config.cpuDirectConv)
+               ? ""
+               : "the direct form needs a dense f32 convolution with a window over 1x1, output "
+                 "channels in whole blocks and rows of at least `pixels` pixels";
   case KernelConfig::Form::ArgRow:
   case KernelConfig::Form::Cpu:
     return "";

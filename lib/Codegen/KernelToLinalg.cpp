@@ -513,14 +513,14 @@ FailureOr<func::FuncOp> kiln::buildKernelFunction(KernelOp kernel,
   }
   if (root && !gpu && layout == KernelLayout::Coalesced &&
       config->form == KernelConfig::Form::CpuGemm) {
-    FailureOr<func::FuncOp> direct = buildCpuDirectConvFunction(kernel, root, builder, name);
-    if (failed(direct) || *direct)
-      return direct;
     FailureOr<func::FuncOp> blocked =
         buildCpuGemmFunction(kernel, root, builder, name, config->cpuGemm);
     if (failed(blocked) || *blocked)
       return blocked;
   }
+  if (root && !gpu && layout == KernelLayout::Coalesced &&
+      config->form == KernelConfig::Form::CpuDirectConv)
+    return buildCpuDirectConvFunction(kernel, root, builder, name, config->cpuDirectConv);
   if (root && !gpu && config->form == KernelConfig::Form::Cpu) {
     FailureOr<func::FuncOp> depthwise = buildCpuDepthwiseFunction(kernel, root, builder, name);
     if (failed(depthwise) || *depthwise)

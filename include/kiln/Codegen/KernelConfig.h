@@ -102,6 +102,21 @@ struct CpuMatmulConfig {
   std::string check() const;
 };
 
+/// A CPU dense convolution in the direct form (CpuDirectConv.cpp): blocks
+/// of `pixels` output pixels of one row by `vectors` x `lanes` output
+/// channels, pixels x vectors accumulators in vector registers over the
+/// input channels and taps.
+struct CpuDirectConvConfig {
+  int pixels = 8;
+  int lanes = 16; // the host's f32 vector width
+  int vectors = 2;
+
+  int blockChannels() const { return lanes * vectors; }
+  /// For this host: its vector width and a block that fits its registers.
+  static CpuDirectConvConfig defaultForHost();
+  std::string check() const;
+};
+
 /// A GPU kernel of one grid dimension (elementwise chains, pooling,
 /// untiled contractions): `workgroupSize` work items per workgroup, each
 /// taking `vectorWidth` adjacent elements (4: 16-byte accesses).
@@ -125,14 +140,16 @@ struct KernelConfig {
     Gemm,    // GPU: tiled matmul or implicit-GEMM convolution
     Cpu,     // CPU: loops split over threads (no knobs)
     CpuGemm, // CPU: register-blocked matmul or convolution
+    CpuDirectConv, // CPU: dense convolution, vectors along output channels
   };
   Form form = Form::Cpu;
   LoopKernelConfig loop;
   RowKernelConfig row;
   MatmulConfig gemm;
   CpuMatmulConfig cpuGemm;
+  CpuDirectConvConfig cpuDirectConv;
 
-  /// "loop", "row", "arg_row", "gemm", "cpu", "cpu_gemm".
+  /// "loop", "row", "arg_row", "gemm", "cpu", "cpu_gemm", "cpu_direct_conv".
   static const char *formName(Form form);
   /// One line: "gemm tile=64x128x16 thread=8x8".
   std::string str() const;

@@ -1,7 +1,9 @@
-// RUN: kiln-opt %s --kiln-materialize-configs --kiln-kernel-to-linalg=coalesce=true | FileCheck %s
-// RUN: kiln-opt %s --kiln-materialize-configs --kiln-kernel-to-linalg=coalesce=true --kiln-linalg-to-llvm | FileCheck %s --check-prefix=LLVM
+// RUN: kiln-opt %s --kiln-kernel-to-linalg=coalesce=true | FileCheck %s
+// RUN: kiln-opt %s --kiln-kernel-to-linalg=coalesce=true --kiln-linalg-to-llvm | FileCheck %s --check-prefix=LLVM
+// RUN: sed 's/ config {[^}]*}//' %s | kiln-opt --kiln-materialize-configs | FileCheck %s --check-prefix=DEFAULT
 // A dense 3x3 convolution (64 -> 64 channels, 56x56, padding 1) with bias
-// and ReLU on the CPU: the direct form, vectors along the output channels.
+// and ReLU on the CPU: the direct form, vectors along the output channels,
+// in its AVX-512 configuration (8 pixels x 2 vectors of 16 channels).
 // 16 work units (2 blocks of 32 output channels x 8 bands of 7 rows); each
 // copies its rows of input into a zero-padded slab (64 x 9 x 58), repacks
 // the filters of its channel block as [in channel][tap][out channel] only
@@ -11,7 +13,7 @@
 // pixels go through the epilogue as one vector.
 
 func.func @conv(%x: tensor<1x64x56x56xf32>, %w: tensor<64x64x3x3xf32>, %b: tensor<64x1x1xf32>) -> tensor<1x64x56x56xf32> {
-  %0 = kiln.kernel on "cpu:0" (%x, %w, %b) : (tensor<1x64x56x56xf32>, tensor<64x64x3x3xf32>, tensor<64x1x1xf32>) -> tensor<1x64x56x56xf32> {
+  %0 = kiln.kernel on "cpu:0" config {form = "cpu_direct_conv", lanes = 16, pixels = 8, vectors = 2} (%x, %w, %b) : (tensor<1x64x56x56xf32>, tensor<64x64x3x3xf32>, tensor<64x1x1xf32>) -> tensor<1x64x56x56xf32> {
   ^bb0(%a: tensor<1x64x56x56xf32>, %f: tensor<64x64x3x3xf32>, %c: tensor<64x1x1xf32>):
     %y = kiln.conv2d %a, %f strides [1, 1] padding [1, 1] dilation [1, 1] groups 1 : tensor<1x64x56x56xf32>, tensor<64x64x3x3xf32> -> tensor<1x64x56x56xf32>
     %s = kiln.add %y, %c : tensor<1x64x56x56xf32>, tensor<64x1x1xf32> -> tensor<1x64x56x56xf32>
@@ -38,3 +40,6 @@ func.func @conv(%x: tensor<1x64x56x56xf32>, %w: tensor<64x64x3x3xf32>, %b: tenso
 // CHECK: memref.dealloc
 // LLVM: llvm.func @conv_kernel0
 // LLVM: llvm.intr.fmuladd
+// Without a config the host's default is the direct form (16 lanes with
+// AVX-512, 8 with AVX2).
+// DEFAULT: config {form = "cpu_direct_conv", lanes = {{8|16}} : i64, pixels = {{6|8}} : i64, vectors = 2 : i64}
