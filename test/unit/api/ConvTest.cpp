@@ -81,6 +81,14 @@ TEST_P(ConvOnEveryDevice, ExactOnSmallIntegers) {
       {2, 4, 8, 8, 8, 3, 3, {2, 2}, {1, 1}, {1, 1}, 2},
       {3, 6, 5, 7, 12, 1, 1, {1, 1}, {0, 0}, {1, 1}, 3},
       {2, 8, 6, 6, 32, 3, 3, {1, 1}, {1, 1}, {1, 1}, 2},
+      // The CPU's direct form (output channels in whole 16-lane vectors,
+      // rows of its block's pixels or more): 4 pixels x 4 vectors at a
+      // stride, one vector where 32 channels do not divide, a dilated
+      // window with uneven padding, a 5x3 window strided along the height,
+      // rows not a whole number of blocks.
+      {1, 16, 20, 21, 64, 3, 3, {2, 2}, {1, 1}, {1, 1}, 1},
+      {2, 5, 12, 19, 16, 3, 3, {1, 1}, {2, 1}, {2, 1}, 1},
+      {1, 7, 15, 17, 32, 5, 3, {2, 1}, {2, 1}, {1, 1}, 1},
   };
   for (const ConvCase &k : cases) {
     std::vector<float> xs = smallIntegers(k.n * k.c * k.h * k.w, rng);
