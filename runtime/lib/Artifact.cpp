@@ -340,9 +340,12 @@ Status Reader::program(const fbs::Program *in, size_t index, const Artifact &art
         return fail(sat, "an input step that does not match the program's inputs");
       break;
     case ProgramStep::Kind::constant:
+      // One element's bytes (a splat) or every element's (a pass's
+      // constant, such as attention's causal row and column indices).
       if (!shape(0, 1) || step.index >= p->constants.size() ||
-          p->constants[step.index].size() !=
-              elementBytes(p->values[step.results[0]].type.element))
+          (p->constants[step.index].size() !=
+               elementBytes(p->values[step.results[0]].type.element) &&
+           p->constants[step.index].size() != p->values[step.results[0]].type.bytes()))
         return fail(sat, "a constant that does not match its value");
       break;
     case ProgramStep::Kind::transfer:

@@ -153,6 +153,30 @@ TEST(Aot, CompiledProgramsMatchTheJitBitForBit) {
   std::remove(path.c_str());
 }
 
+// Causal attention compiles to constants that hold every element (the
+// decomposition's row and column indices, off the CPU): the file keeps
+// them, and loads and runs on every target.
+TEST(Aot, CausalAttentionRunsFromTheFile) {
+  std::vector<std::string> targets = targetsHere();
+  Device first = deviceOf(targets.front());
+  Tensor x = Tensor::randn({2, 40, 16}, first);
+  Program program = compile({scaled_dot_product_attention(x, x, x, Tensor(), true)}, {x},
+                            {targets, {"x"}, {"y"}});
+  std::string path = tempPath("attention.kiln");
+  program.save(path);
+  for (const std::string &target : targets) {
+    SCOPED_TRACE(target);
+    Device device = deviceOf(target);
+    Program loaded = load(path, device);
+    Tensor x2 = Tensor::randn({2, 40, 16}, device);
+    std::vector<float> jit =
+        scaled_dot_product_attention(x2, x2, x2, Tensor(), true).to_vector<float>();
+    std::vector<double> want(jit.begin(), jit.end());
+    EXPECT_TRUE(kiln::test::allClose(loaded.run({x2})[0].to_vector<float>(), want, 1e-5, 1e-6));
+  }
+  std::remove(path.c_str());
+}
+
 /// On Vulkan a loaded model is replayed: one submit per run whatever its
 /// kernel count (inputs uploaded and outputs copied out in the same submit),
 /// with the results of the step-by-step interpreter, bit for bit.
