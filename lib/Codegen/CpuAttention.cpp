@@ -63,6 +63,11 @@ FailureOr<func::FuncOp> kiln::buildCpuAttentionFunction(KernelOp kernel, Attenti
     batch *= d;
   const int64_t L = y[y.size() - 2], Ev = y.back(), E = shapeOf(attention.getQuery()).back();
   const int64_t S = shapeOf(attention.getKey())[shapeOf(attention.getKey()).size() - 2];
+  if (E > 256 || Ev > 256) {
+    attention.emitOpError("has a head size over 256, which the CPU kernel does not take: run "
+                          "kiln-decompose-attention first");
+    return failure();
+  }
   auto access = [&](Value v, int64_t rows, int64_t cols, bool allowBool = false)
       -> std::optional<std::pair<unsigned, AffineExpr>> {
     auto found = operandAccess(kernel, v, batchShape, allowBool);

@@ -23,6 +23,9 @@ using namespace mlir;
 using namespace kiln;
 
 namespace {
+/// The largest E and Ev the CPU attention kernel takes.
+constexpr int64_t kMaxFusedHead = 256;
+
 /// Builds placed kiln ops by name, as the graph builder does.
 struct Emitter {
   OpBuilder &b;
@@ -126,7 +129,11 @@ struct DecomposeAttentionPass
         op.emitError("is not placed: run kiln-place-devices before kiln-decompose-attention");
         return signalPassFailure();
       }
-      if (all || device.getApi() != "cpu")
+      // The CPU kernel keeps a row of q, and of the output per query, in
+      // unrolled vector code: head sizes past 256 take the decomposition.
+      auto size = [](Value v) { return cast<RankedTensorType>(v.getType()).getShape().back(); };
+      if (all || device.getApi() != "cpu" || size(op.getQuery()) > kMaxFusedHead ||
+          size(op.getValue()) > kMaxFusedHead)
         found.push_back(op);
     });
     for (AttentionOp op : found)

@@ -48,7 +48,8 @@ def KilnDecomposeAttention : Pass<"kiln-decompose-attention", "mlir::func::FuncO
   let description = [{
     After placement, before fusion. A `kiln.attention` placed on a device
     without a fused attention kernel (every device but the CPU, or every
-    device with `all=true`) becomes what `scaled_dot_product_attention`
+    device with `all=true`), or with a head size (E or Ev) over 256, which
+    the CPU kernel does not take, becomes what `scaled_dot_product_attention`
     means: `q k^T`, times the scale, the mask (added, or a select of -inf
     for a boolean one) or the causal rule (a compare of a column index with
     a row index), softmax over the last axis, times `v`. Each new op is

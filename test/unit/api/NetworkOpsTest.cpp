@@ -360,6 +360,23 @@ TEST_P(NetworkOps, AttentionOverManyKeyBlocks) {
                        2e-3, 2e-3));
 }
 
+TEST_P(NetworkOps, AttentionWithWideHeads) {
+  // Head sizes over 256 (E = 300, Ev = 260) take the decomposition on the
+  // CPU too: three kernels everywhere, the same answer.
+  const int64_t bh = 2, l = 5, s = 7, e = 300, ev = 260;
+  std::vector<float> qv = randomValues(size_t(bh * l * e), 40, -0.2f, 0.2f),
+                     kv = randomValues(size_t(bh * s * e), 41, -0.2f, 0.2f),
+                     vv = randomValues(size_t(bh * s * ev), 42);
+  Tensor y = scaled_dot_product_attention(on(qv, {bh, l, e}), on(kv, {bh, s, e}),
+                                          on(vv, {bh, s, ev}), Tensor(), true);
+  EXPECT_EQ(kernelsOf(y), 3u);
+  EXPECT_TRUE(allClose(y.to_vector<float>(),
+                       attentionReference(qv, kv, vv, bh, l, s, e, ev, 1 / std::sqrt(300.0),
+                                          [](int64_t, int64_t i, int64_t j) { return j <= i; },
+                                          [](int64_t, int64_t, int64_t) { return 0.0; }),
+                       1e-5, 1e-6));
+}
+
 // The fused attention kernel is the CPU's (other devices decompose it):
 // 2048 x 2048 scores are 16 MiB, and nothing that size is ever allocated,
 // only q, k, v and the result.
