@@ -6,10 +6,13 @@ softmax(q k^T * scale) v a user writes, with torch.bmm, which
 materializes the L x S scores. Usage: torch_attention.py [threads] [runs]
 """
 import math
+import os
 import sys
-import time
 
 import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from torch_timing import median  # noqa: E402
 
 threads = int(sys.argv[1]) if len(sys.argv) > 1 else 2
 runs = int(sys.argv[2]) if len(sys.argv) > 2 else 50
@@ -26,15 +29,7 @@ for bh, n, e, causal in [(12, 128, 64, False), (12, 512, 64, False), (4, 2048, 6
         return torch.bmm(torch.softmax(s, -1), v)
 
     with torch.no_grad():
-        for _ in range(3):
-            attend()
-        times = []
-        for _ in range(runs):
-            t = time.perf_counter()
-            attend()
-            times.append(time.perf_counter() - t)
-    times.sort()
-    ms = times[len(times) // 2] * 1e3
+        ms = median(attend, runs) * 1e3
     flops = 4 * bh * n * n * e * (0.5 if causal else 1.0)
     print(f"torch {bh}/{n}/{e}/{int(causal)}: {ms:.3f} ms, {flops / ms / 1e6:.1f} GFLOP/s "
           f"({threads} threads, median of {runs})")

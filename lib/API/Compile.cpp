@@ -150,7 +150,7 @@ rt::TensorType programType(Type type) {
 /// The recorded graph's constants are splats (full, zeros, scalars): one
 /// element's bytes, which the runtime repeats. A pass's constant may hold
 /// every element (attention's causal row and column indices): all bytes.
-std::vector<uint8_t> splatBytes(ConstantOp constant) {
+std::vector<uint8_t> constantBytes(ConstantOp constant) {
   auto type = cast<RankedTensorType>(constant.getType());
   auto dense = cast<DenseElementsAttr>(constant.getValue());
   Type element = type.getElementType();
@@ -195,7 +195,7 @@ public:
       if (auto input = dyn_cast<InputOp>(op))
         addStep(rt::ProgramStep::Kind::input, op, input.getIndex(), {});
       else if (auto constant = dyn_cast<ConstantOp>(op)) {
-        program->constants.push_back(splatBytes(constant));
+        program->constants.push_back(constantBytes(constant));
         if (constantNodes) {
           // A constant a pass made (no node) keeps its compiled value.
           auto node = constant->getAttrOfType<IntegerAttr>("kiln.node");

@@ -15,7 +15,6 @@
 #include "kiln/Errors.h"
 
 #include <cmath>
-#include <limits>
 #include <numeric>
 
 using namespace kiln;
@@ -271,24 +270,18 @@ Tensor kiln::scaled_dot_product_attention(const Tensor &q, const Tensor &k, cons
     throw Error(sitePrefix(loc) + "scaled_dot_product_attention: q, k and v are " +
                 dtype_name(qn.dtype) + ", " + dtype_name(kn.dtype) + " and " +
                 dtype_name(vn.dtype) + "; give them one dtype");
-  // The batch dimensions (all but the last two) broadcast, as in matmul.
-  Shape qb(qn.shape.begin(), qn.shape.end() - 2), kb(kn.shape.begin(), kn.shape.end() - 2);
-  for (size_t i = 0; i < std::min(qb.size(), kb.size()); ++i) {
-    int64_t a = qb[qb.size() - 1 - i], c = kb[kb.size() - 1 - i];
-    if (a != c && a != 1 && c != 1)
-      throw Error(sitePrefix(loc) + "scaled_dot_product_attention: the batch dimensions of q " +
-                  shapeText(qn.shape) + " and k " + shapeText(kn.shape) +
-                  " do not broadcast (every dimension but the last two must match or be 1)");
-  }
   if (mask.defined() && causal)
     throw Error(sitePrefix(loc) + "scaled_dot_product_attention: give a mask or causal, not "
                 "both (PyTorch refuses the pair too); fold the causal rule into the mask");
-  Shape vb(vn.shape.begin(), vn.shape.end() - 2);
+  // The batch dimensions (all but the last two) broadcast, as in matmul.
+  Shape qb(qn.shape.begin(), qn.shape.end() - 2), kb(kn.shape.begin(), kn.shape.end() - 2),
+      vb(vn.shape.begin(), vn.shape.end() - 2);
   shapes::Inferred batch = shapes::broadcast({qb, kb, vb});
   if (!batch.ok())
     throw Error(sitePrefix(loc) + "scaled_dot_product_attention: the batch dimensions of q " +
                 shapeText(qn.shape) + ", k " + shapeText(kn.shape) + " and v " +
-                shapeText(vn.shape) + " do not broadcast (" + batch.error + ")");
+                shapeText(vn.shape) + " do not broadcast (every dimension but the last two "
+                "must match or be 1: " + batch.error + ")");
   Shape scores(batch.shape.begin(), batch.shape.end());
   scores.push_back(l);
   scores.push_back(s);

@@ -107,9 +107,9 @@ FailureOr<func::FuncOp> kiln::buildCpuAttentionFunction(KernelOp kernel, Attenti
     Value buffer = entry->getArgument(operand.first);
     Value at = applyExpr(lb, loc, operand.second, ValueRange{bv, row, col});
     Type element = cast<MemRefType>(buffer.getType()).getElementType();
-    Value x = vector::LoadOp::create(lb, loc, VectorType::get({lanes}, element), buffer,
-                                     ValueRange{at});
-    return element == f32 ? x : arith::ExtFOp::create(lb, loc, vecType(lanes), x).getResult();
+    return widenToF32(lb, loc,
+                      vector::LoadOp::create(lb, loc, VectorType::get({lanes}, element), buffer,
+                                             ValueRange{at}));
   };
   auto forLoop = [&](OpBuilder &lb, Value from, Value to, int64_t step, ValueRange inits,
                      function_ref<SmallVector<Value>(OpBuilder &, Value, ValueRange)> body) {
@@ -264,9 +264,7 @@ FailureOr<func::FuncOp> kiln::buildCpuAttentionFunction(KernelOp kernel, Attenti
               Value at = arith::AddIOp::create(mb, loc, idx(mb, g * kKeyBlock), jj);
               Value x = memref::LoadOp::create(mb, loc, scores, ValueRange{at});
               if (isa<FloatType>(m.getType())) {
-                if (m.getType() != f32)
-                  m = arith::ExtFOp::create(mb, loc, f32, m);
-                x = arith::AddFOp::create(mb, loc, x, m);
+                x = arith::AddFOp::create(mb, loc, x, widenToF32(mb, loc, m));
               } else { // booleans are i8 in memory: nonzero keeps the score
                 Value keepIt = arith::CmpIOp::create(
                     mb, loc, arith::CmpIPredicate::ne, m,

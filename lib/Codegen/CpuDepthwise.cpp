@@ -139,9 +139,7 @@ FailureOr<func::FuncOp> kiln::buildCpuDepthwiseFunction(KernelOp kernel, Operati
   Block *entry = func.addEntryBlock();
   OpBuilder b = OpBuilder::atBlockBegin(entry);
   auto idx = [&](OpBuilder &ib, int64_t v) { return constantIndex(ib, loc, v); };
-  auto widen = [&](OpBuilder &wb, Value v) {
-    return v.getType() == f32 ? v : arith::ExtFOp::create(wb, loc, f32, v).getResult();
-  };
+  auto widen = [&](OpBuilder &wb, Value v) { return widenToF32(wb, loc, v); };
   Value in = entry->getArgument(g.inputArg);
   Value weights = entry->getArgument(d->filterArg);
   // One vector of sums on its way to a per-element epilogue (the flat sweep
@@ -401,13 +399,8 @@ FailureOr<func::FuncOp> kiln::buildCpuDepthwiseFunction(KernelOp kernel, Operati
               Value top = arith::SubIOp::create(
                   rb, loc, arith::MulIOp::create(rb, loc, oh, idx(rb, sh)), idx(rb, ph));
               for (int64_t kh = 0; kh < KH; ++kh) {
-                Value ih = arith::AddIOp::create(rb, loc, top, idx(rb, kh * dh));
-                Value inside = arith::AndIOp::create(
-                    rb, loc,
-                    arith::CmpIOp::create(rb, loc, arith::CmpIPredicate::sge, ih, idx(rb, 0)),
-                    arith::CmpIOp::create(rb, loc, arith::CmpIPredicate::slt, ih, idx(rb, H)));
-                Value clamped = arith::MinSIOp::create(
-                    rb, loc, arith::MaxSIOp::create(rb, loc, ih, idx(rb, 0)), idx(rb, H - 1));
+                auto [inside, clamped] =
+                    clampedIndex(rb, loc, arith::AddIOp::create(rb, loc, top, idx(rb, kh * dh)), H);
                 rowOffset.push_back(arith::AddIOp::create(
                     rb, loc, inBase, arith::MulIOp::create(rb, loc, clamped, idx(rb, W))));
                 for (int64_t kw = 0; kw < KW; ++kw)
@@ -548,16 +541,8 @@ FailureOr<func::FuncOp> kiln::buildCpuDepthwiseFunction(KernelOp kernel, Operati
                           sb, loc, arith::MulIOp::create(sb, loc, ow, idx(sb, sw)), idx(sb, pw));
                       Value sum = zero;
                       for (int64_t kw = 0; kw < KW; ++kw) {
-                        Value iw = arith::AddIOp::create(sb, loc, left, idx(sb, kw * dw));
-                        Value inside = arith::AndIOp::create(
-                            sb, loc,
-                            arith::CmpIOp::create(sb, loc, arith::CmpIPredicate::sge, iw,
-                                                  idx(sb, 0)),
-                            arith::CmpIOp::create(sb, loc, arith::CmpIPredicate::slt, iw,
-                                                  idx(sb, W)));
-                        Value col = arith::MinSIOp::create(
-                            sb, loc, arith::MaxSIOp::create(sb, loc, iw, idx(sb, 0)),
-                            idx(sb, W - 1));
+                        auto [inside, col] = clampedIndex(
+                            sb, loc, arith::AddIOp::create(sb, loc, left, idx(sb, kw * dw)), W);
                         for (int64_t kh = 0; kh < KH; ++kh) {
                           Value v = memref::LoadOp::create(
                               sb, loc, in,

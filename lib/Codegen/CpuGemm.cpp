@@ -64,9 +64,7 @@ FailureOr<func::FuncOp> kiln::buildCpuGemmFunction(KernelOp kernel, Operation *r
   *gemm.entry = entry;
   OpBuilder b = OpBuilder::atBlockBegin(entry);
   auto idx = [&](OpBuilder &ib, int64_t v) { return constantIndex(ib, loc, v); };
-  auto widen = [&](OpBuilder &wb, Value v) {
-    return v.getType() == f32 ? v : arith::ExtFOp::create(wb, loc, f32, v).getResult();
-  };
+  auto widen = [&](OpBuilder &wb, Value v) { return widenToF32(wb, loc, v); };
   VectorType vec = VectorType::get({W}, f32);
   const bool vectorEpilogue =
       vectorizableGemmEpilogue(kernel, root, {gemm.batch, gemm.m, gemm.n}, gemm.resultIndex);

@@ -64,18 +64,9 @@ Value inputAt(OpBuilder &b, Location loc, KernelOp kernel, Block *entry, Value i
   return evaluator.emit(b, input, index, loads, failed, coords, {}, lanes);
 }
 
-/// One input of a concat along the channels in front of the pool (a
-/// SqueezeNet fire module's output, pooled): its planes are channels
-/// [first, first + channels) of the pool's input. A pool without one has a
-/// single part, its input.
-struct Part {
-  Value value;
-  int64_t first = 0, channels = 1;
-};
-
 /// Whether the prologue reads only f32 inputs, each contiguous or constant
 /// along the row, with nothing guarded but the concat the parts come from.
-bool vectorizablePrologue(KernelOp kernel, const Part &part, Operation *concat) {
+bool vectorizablePrologue(KernelOp kernel, const ChannelPart &part, Operation *concat) {
   MLIRContext *ctx = kernel.getContext();
   for (Operation &op : kernel.getBody().front().without_terminator())
     if (op.hasTrait<GuardedView>() && &op != concat)
@@ -107,24 +98,16 @@ FailureOr<func::FuncOp> kiln::buildCpuPoolFunction(KernelOp kernel, Operation *r
   auto shapeOf = [](Value v) { return cast<RankedTensorType>(v.getType()).getShape(); };
   ArrayRef<int64_t> x = shapeOf(pool.getInput()), y = shapeOf(pool.getResult());
   Operation *yield = kernel.getBody().front().getTerminator();
-  SmallVector<Part, 2> parts;
-  auto concat = pool.getInput().getDefiningOp<ConcatOp>();
-  if (concat && concat.getAxisAttr().getInt() == 1) {
-    int64_t first = 0;
-    for (Value input : concat.getInputs()) {
-      int64_t channels = shapeOf(input)[1];
-      if (channels > 0)
-        parts.push_back({input, first, channels});
-      first += channels;
-    }
-  } else {
-    concat = nullptr;
-    parts.push_back({pool.getInput(), 0, x[1]});
-  }
+  // A concat along the channels in front (a SqueezeNet fire module's
+  // output, pooled): each plane reads the input holding its channel.
+  SmallVector<ChannelPart, 2> parts = channelParts(pool.getInput());
+  Operation *concat = parts.size() == 1 && parts[0].value == pool.getInput()
+                          ? nullptr
+                          : pool.getInput().getDefiningOp();
   if (!getElementTypeOrSelf(pool.getInput().getType()).isF32() ||
       !getElementTypeOrSelf(pool.getResult().getType()).isF32() || yield->getNumOperands() != 1 ||
       yield->getOperand(0) != pool.getResult() || y[2] * y[3] == 0 || parts.empty() ||
-      llvm::any_of(parts, [&](const Part &part) {
+      llvm::any_of(parts, [&](const ChannelPart &part) {
         return !vectorizablePrologue(kernel, part, concat);
       }))
     return func::FuncOp();
@@ -165,7 +148,7 @@ FailureOr<func::FuncOp> kiln::buildCpuPoolFunction(KernelOp kernel, Operation *r
         Value image = arith::DivUIOp::create(pb, loc, plane, idx(pb, channels));
         Value channel = arith::RemUIOp::create(pb, loc, plane, idx(pb, channels));
         // The plane's rows, read from `part` (its channel `local`).
-        auto sweep = [&](OpBuilder &pb, const Part &part, Value local) {
+        auto sweep = [&](OpBuilder &pb, const ChannelPart &part, Value local) {
           ArrayRef<int64_t> px = shapeOf(part.value);
           scf::ForOp::create(pb, loc, idx(pb, 0), idx(pb, OH), idx(pb, 1), ValueRange{},
               [&](OpBuilder &rb, Location, Value oh, ValueRange) {
@@ -173,13 +156,10 @@ FailureOr<func::FuncOp> kiln::buildCpuPoolFunction(KernelOp kernel, Operation *r
                 Value top = arith::SubIOp::create(
                     rb, loc, arith::MulIOp::create(rb, loc, oh, idx(rb, sh)), idx(rb, ph));
                 for (int64_t kh = 0; kh < KH; ++kh) {
-                  Value ih = arith::AddIOp::create(rb, loc, top, idx(rb, kh));
-                  rowInside.push_back(arith::AndIOp::create(
-                      rb, loc,
-                      arith::CmpIOp::create(rb, loc, arith::CmpIPredicate::sge, ih, idx(rb, 0)),
-                      arith::CmpIOp::create(rb, loc, arith::CmpIPredicate::slt, ih, idx(rb, H))));
-                  rows.push_back(arith::MinSIOp::create(
-                      rb, loc, arith::MaxSIOp::create(rb, loc, ih, idx(rb, 0)), idx(rb, H - 1)));
+                  auto [inside, row] =
+                      clampedIndex(rb, loc, arith::AddIOp::create(rb, loc, top, idx(rb, kh)), H);
+                  rowInside.push_back(inside);
+                  rows.push_back(row);
                 }
                 auto finish = [&](OpBuilder &fb, Value acc) {
                   return isMax ? acc
@@ -235,16 +215,8 @@ FailureOr<func::FuncOp> kiln::buildCpuPoolFunction(KernelOp kernel, Operation *r
                         Value acc = floatConstant(sb, loc, f32, padding);
                         Value pad = floatConstant(sb, loc, f32, padding);
                         for (int64_t kw = 0; kw < KW; ++kw) {
-                          Value iw = arith::AddIOp::create(sb, loc, left, idx(sb, kw));
-                          Value colInside = arith::AndIOp::create(
-                              sb, loc,
-                              arith::CmpIOp::create(sb, loc, arith::CmpIPredicate::sge, iw,
-                                                    idx(sb, 0)),
-                              arith::CmpIOp::create(sb, loc, arith::CmpIPredicate::slt, iw,
-                                                    idx(sb, W)));
-                          Value col = arith::MinSIOp::create(
-                              sb, loc, arith::MaxSIOp::create(sb, loc, iw, idx(sb, 0)),
-                              idx(sb, W - 1));
+                          auto [colInside, col] = clampedIndex(
+                              sb, loc, arith::AddIOp::create(sb, loc, left, idx(sb, kw)), W);
                           for (int64_t kh = 0; kh < KH; ++kh) {
                             Value v = inputAt(sb, loc, kernel, entry, part.value, px,
                                               ValueRange{image, local, rows[kh], col}, 1, failed);
@@ -265,11 +237,11 @@ FailureOr<func::FuncOp> kiln::buildCpuPoolFunction(KernelOp kernel, Operation *r
         };
         // Several parts: a branch per plane to the part holding its channel.
         std::function<void(OpBuilder &, size_t)> choose = [&](OpBuilder &cb, size_t i) {
-          Value local = arith::SubIOp::create(cb, loc, channel, idx(cb, parts[i].first));
+          Value local = arith::SubIOp::create(cb, loc, channel, idx(cb, parts[i].firstChannel));
           if (i + 1 == parts.size())
             return sweep(cb, parts[i], local);
           Value here = arith::CmpIOp::create(cb, loc, arith::CmpIPredicate::ult, channel,
-                                             idx(cb, parts[i + 1].first));
+                                             idx(cb, parts[i + 1].firstChannel));
           auto branch = scf::IfOp::create(cb, loc, TypeRange{}, here, /*withElseRegion=*/true);
           OpBuilder tb = OpBuilder::atBlockBegin(&branch.getThenRegion().front());
           sweep(tb, parts[i], local);

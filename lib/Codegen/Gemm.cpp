@@ -61,23 +61,28 @@ kiln::operandAccess(KernelOp kernel, Value operand, ArrayRef<int64_t> resultBatc
   return evaluator.getAccesses()[0];
 }
 
-std::optional<SmallVector<ConvSource, 2>> kiln::convSources(Value input) {
-  if (auto arg = dyn_cast<BlockArgument>(input))
-    return SmallVector<ConvSource, 2>{
-        {arg.getArgNumber(), 0, cast<RankedTensorType>(arg.getType()).getShape()[1]}};
+SmallVector<ChannelPart, 2> kiln::channelParts(Value input) {
+  auto channelsOf = [](Value v) { return cast<RankedTensorType>(v.getType()).getShape()[1]; };
   auto concat = input.getDefiningOp<ConcatOp>();
   if (!concat || concat.getAxisAttr().getInt() != 1)
-    return std::nullopt;
-  SmallVector<ConvSource, 2> sources;
+    return {{input, 0, channelsOf(input)}};
+  SmallVector<ChannelPart, 2> parts;
   int64_t first = 0;
   for (Value part : concat.getInputs()) {
-    auto arg = dyn_cast<BlockArgument>(part);
+    if (channelsOf(part) > 0) // (an empty input contributes nothing to read)
+      parts.push_back({part, first, channelsOf(part)});
+    first += channelsOf(part);
+  }
+  return parts;
+}
+
+std::optional<SmallVector<ConvSource, 2>> kiln::convSources(Value input) {
+  SmallVector<ConvSource, 2> sources;
+  for (const ChannelPart &part : channelParts(input)) {
+    auto arg = dyn_cast<BlockArgument>(part.value);
     if (!arg)
       return std::nullopt;
-    int64_t channels = cast<RankedTensorType>(arg.getType()).getShape()[1];
-    if (channels > 0) // (an empty input contributes nothing to read)
-      sources.push_back({arg.getArgNumber(), first, channels});
-    first += channels;
+    sources.push_back({arg.getArgNumber(), part.firstChannel, part.channels});
   }
   if (sources.empty())
     return std::nullopt;

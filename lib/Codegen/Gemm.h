@@ -92,6 +92,10 @@ operandAccess(KernelOp kernel, Value operand, ArrayRef<int64_t> resultBatch,
 /// kernel inputs.
 bool fitsCpuDirectConv(Operation *root, const CpuDirectConvConfig &config);
 
+/// The direct form's configuration for `root` on this host, when it takes
+/// it (a dense convolution over rows of 8 pixels or more); none otherwise.
+std::optional<CpuDirectConvConfig> defaultCpuDirectConv(Operation *root);
+
 /// Such a convolution for the host CPU (CpuDirectConv.cpp): vectors along
 /// the output channels, no im2col.
 FailureOr<func::FuncOp> buildCpuDirectConvFunction(KernelOp kernel, Operation *root,
@@ -99,13 +103,22 @@ FailureOr<func::FuncOp> buildCpuDirectConvFunction(KernelOp kernel, Operation *r
                                                    const CpuDirectConvConfig &config);
 
 /// A kernel holding a kiln.attention, for the host CPU (CpuAttention.cpp):
-/// one work unit per query row, an online softmax over blocks of keys.
+/// work units of up to 64 query rows, an online softmax over blocks of 64
+/// keys.
 FailureOr<func::FuncOp> buildCpuAttentionFunction(KernelOp kernel, AttentionOp attention,
                                                   OpBuilder &builder, StringRef name);
 
-/// A convolution input's sources: one for a kernel input, one per input
-/// for a concat along the channels (axis 1) of kernel inputs; none for
-/// anything else.
+/// A [N, C, H, W] value by channels: for a concat along the channels
+/// (axis 1), each of its non-empty inputs with the first channel it holds;
+/// otherwise the value itself, all of its channels.
+struct ChannelPart {
+  Value value;
+  int64_t firstChannel = 0, channels = 1;
+};
+SmallVector<ChannelPart, 2> channelParts(Value input);
+
+/// A convolution input's sources: its channel parts, when each is a kernel
+/// input; none otherwise.
 std::optional<SmallVector<ConvSource, 2>> convSources(Value input);
 
 /// `root` (a matmul, or a conv2d with at least `minRowsPerGroup` output

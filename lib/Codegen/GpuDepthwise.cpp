@@ -57,9 +57,7 @@ FailureOr<func::FuncOp> kiln::buildGpuDepthwiseFunction(KernelOp kernel, Operati
   Block *entry = func.addEntryBlock();
   OpBuilder b = OpBuilder::atBlockBegin(entry);
   auto idx = [&](OpBuilder &ib, int64_t v) { return constantIndex(ib, loc, v); };
-  auto widen = [&](OpBuilder &wb, Value v) {
-    return v.getType() == f32 ? v : arith::ExtFOp::create(wb, loc, f32, v).getResult();
-  };
+  auto widen = [&](OpBuilder &wb, Value v) { return widenToF32(wb, loc, v); };
   Value in = entry->getArgument(g.inputArg);
   Value weights = entry->getArgument(d->filterArg);
   bool failed = false;

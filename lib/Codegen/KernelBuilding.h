@@ -22,6 +22,12 @@ using namespace mlir;
 
 /// A float constant of `type`, a scalar or a splat vector.
 Value floatConstant(OpBuilder &b, Location loc, Type type, double value);
+/// `v` (a float or a vector of floats) as f32: f16 and bf16 extended.
+Value widenToF32(OpBuilder &b, Location loc, Value v);
+/// Whether index `i` lies in [0, size), and `i` clamped into it: a load at
+/// the clamped index is always in bounds, and the first says whether its
+/// value counts (padding otherwise).
+std::pair<Value, Value> clampedIndex(OpBuilder &b, Location loc, Value i, int64_t size);
 
 /// The computation of one kiln op on one element (lanes == 1) or on a
 /// vector of `lanes` elements; null when unsupported.

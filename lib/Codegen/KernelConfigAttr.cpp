@@ -34,27 +34,10 @@ KernelConfig kiln::defaultKernelConfig(KernelOp kernel, const DeviceLimits *gpu)
   Operation *root = contractionRoot(kernel);
   if (!gpu) {
     config.form = KernelConfig::Form::Cpu;
-    // A dense convolution over rows of 8 pixels or more: the direct form,
-    // two vectors of output channels where they divide, else one. Strided,
-    // no input value is shared between taps, and blocks of 4 pixels x 4
-    // vectors measured faster with AVX-512 on ResNet's 3x3/2 convolutions
-    // (1.16x and 1.06x at one thread; the 3-channel stem was not faster).
-    CpuDirectConvConfig direct = CpuDirectConvConfig::defaultForHost();
-    auto conv = dyn_cast_or_null<Conv2dOp>(root);
-    if (conv && direct.lanes == 16 &&
-        (conv.getStrides()[0] > 1 || conv.getStrides()[1] > 1) &&
-        conv.getInput().getType().getShape()[1] >= 16) {
-      CpuDirectConvConfig wide = direct;
-      wide.pixels = 4;
-      wide.vectors = 4;
-      if (fitsCpuDirectConv(root, wide))
-        direct = wide;
-    }
-    if (root && !isRowKernel(kernel) && !fitsCpuDirectConv(root, direct))
-      direct.vectors = 1;
-    if (root && !isRowKernel(kernel) && fitsCpuDirectConv(root, direct)) {
+    if (std::optional<CpuDirectConvConfig> direct =
+            !isRowKernel(kernel) ? defaultCpuDirectConv(root) : std::nullopt) {
       config.form = KernelConfig::Form::CpuDirectConv;
-      config.cpuDirectConv = direct;
+      config.cpuDirectConv = *direct;
       return config;
     }
     if (std::optional<Gemm> gemm = !isRowKernel(kernel) && root

@@ -44,14 +44,10 @@ uint64_t flopsOf(Operation &op) {
   if (auto attention = dyn_cast<AttentionOp>(op)) {
     // The two products, 2 L S (E + Ev) per batch, counted whole (a causal
     // kernel skips the blocks past each query block's last row).
-    ArrayRef<int64_t> q = cast<RankedTensorType>(attention.getQuery().getType()).getShape();
-    ArrayRef<int64_t> k = cast<RankedTensorType>(attention.getKey().getType()).getShape();
-    uint64_t queries = out / static_cast<uint64_t>(
-                                 cast<RankedTensorType>(attention.getResult().getType()).getShape().back());
-    return 2 * queries * static_cast<uint64_t>(k[k.size() - 2]) *
-           static_cast<uint64_t>(q.back() + cast<RankedTensorType>(attention.getValue().getType())
-                                                .getShape()
-                                                .back());
+    auto shape = [](Value v) { return cast<RankedTensorType>(v.getType()).getShape(); };
+    uint64_t e = shape(attention.getQuery()).back(), ev = shape(attention.getValue()).back();
+    uint64_t keys = shape(attention.getKey()).end()[-2];
+    return 2 * (out / ev) * keys * (e + ev); // out / ev: the queries
   }
   if (auto reduce = dyn_cast<ReduceOp>(op))
     return elementsOf(reduce.getInput().getType());

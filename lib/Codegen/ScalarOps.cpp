@@ -23,6 +23,25 @@ Value kiln::floatConstant(OpBuilder &b, Location loc, Type type, double value) {
   return arith::ConstantOp::create(b, loc, type, b.getFloatAttr(type, value));
 }
 
+Value kiln::widenToF32(OpBuilder &b, Location loc, Value v) {
+  Type f32 = Float32Type::get(b.getContext());
+  if (getElementTypeOrSelf(v.getType()) == f32)
+    return v;
+  if (auto vector = dyn_cast<VectorType>(v.getType()))
+    return arith::ExtFOp::create(b, loc, VectorType::get(vector.getShape(), f32), v);
+  return arith::ExtFOp::create(b, loc, f32, v);
+}
+
+std::pair<Value, Value> kiln::clampedIndex(OpBuilder &b, Location loc, Value i, int64_t size) {
+  auto c = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
+  Value inside = arith::AndIOp::create(
+      b, loc, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, i, c(0)),
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, i, c(size)));
+  Value clamped = arith::MinSIOp::create(b, loc, arith::MaxSIOp::create(b, loc, i, c(0)),
+                                         c(size - 1));
+  return {inside, clamped};
+}
+
 static arith::CmpFPredicate toArith(CmpPredicate predicate) {
   switch (predicate) {
   case CmpPredicate::eq: return arith::CmpFPredicate::OEQ;

@@ -265,8 +265,7 @@ bool foldsIntoWindow(const Group &group, Operation *op) {
                     : group.reduction ? group.ops.front()
                                       : nullptr;
   if (auto conv = dyn_cast_or_null<Conv2dOp>(root)) {
-    if (conv.getGroupsAttr().getInt() != 1 || conv.getFilter().getType().getShape()[0] < 16 ||
-        conv.getFilter() == concat.getResult())
+    if (conv.getGroupsAttr().getInt() != 1 || conv.getFilter().getType().getShape()[0] < 16)
       return false;
   } else if (!isa_and_nonnull<Pool2dOp>(root)) {
     return false;
