@@ -43,6 +43,10 @@ struct TuneGraphOptions {
   /// plus `candidates.json`: per kernel, its key and candidate configs).
   /// Compile for that GPU's limits with KILN_GPU_LIMITS. Vulkan only.
   std::string emit_candidates_dir;
+  /// Only the candidates whose config line (as `TunedKernel::best` prints
+  /// it) holds every space-separated word of this, e.g. "stages=2" or
+  /// "tile=64x128x8 thread=8x8"; the default always runs. Empty: all.
+  std::string only;
 };
 
 struct TunedKernel {

@@ -45,7 +45,8 @@ std::vector<uint64_t> argumentBytes(KernelOp kernel) {
 
 std::vector<TunedKernel> emitCandidates(Session &s, const std::vector<KernelOp> &kernels,
                                         const rt::AdapterInfo &adapter,
-                                        const std::string &fingerprint, const std::string &dir) {
+                                        const std::string &fingerprint, const std::string &dir,
+                                        const std::string &only) {
   std::filesystem::create_directories(dir);
   DeviceLimits limits = limitsOf(adapter);
   llvm::json::Object index;
@@ -58,7 +59,12 @@ std::vector<TunedKernel> emitCandidates(Session &s, const std::vector<KernelOp> 
     std::vector<uint64_t> args = argumentBytes(kernel);
     size_t inputs = kernel.getInputs().size();
     llvm::json::Array configs;
+    int emitted = 0;
     for (size_t i = 0; i < candidates.size(); ++i) {
+      if (i > 0 && !configMatches(candidates[i], only)) {
+        configs.push_back(nullptr); // left out by --only
+        continue;
+      }
       kernel.setConfigAttr(kernelConfigAttr(kernel.getContext(), candidates[i]));
       std::optional<CompiledKernel> compiled;
       try {
@@ -69,6 +75,7 @@ std::vector<TunedKernel> emitCandidates(Session &s, const std::vector<KernelOp> 
       }
       kernel.removeConfigAttr();
       configs.push_back(candidates[i].str());
+      ++emitted;
       std::string base = dir + "/" + hash + "-" + std::to_string(i);
       std::ofstream(base + ".spv", std::ios::binary)
           .write(reinterpret_cast<const char *>(compiled->spirv.data()),
@@ -92,7 +99,7 @@ std::vector<TunedKernel> emitCandidates(Session &s, const std::vector<KernelOp> 
     TunedKernel entry;
     entry.summary = summaryOf(kernel);
     entry.default_config = candidates.front().str();
-    entry.candidates = static_cast<int>(candidates.size());
+    entry.candidates = emitted;
     listed.push_back(std::move(entry));
   }
   std::string text;
@@ -163,7 +170,7 @@ TuneReport kiln::tune_graph(const std::string &text, const std::string &name,
     if (!vulkan)
       throw Error("kiln-tune: candidates are emitted for Vulkan devices, not " + device.name());
     report.kernels = emitCandidates(s, kernels, vulkan->adapter(), fingerprint,
-                                    options.emit_candidates_dir);
+                                    options.emit_candidates_dir, options.only);
     return report;
   }
   TimingReplay recorded;
@@ -189,6 +196,7 @@ TuneReport kiln::tune_graph(const std::string &text, const std::string &name,
       TuneOptions tune;
       tune.replay = TimingReplay::fromEnvironment();
       tune.record = options.record_path.empty() ? nullptr : &recorded;
+      tune.only = options.only;
       if (options.budget_seconds > 0)
         tune.budgetSeconds = std::max(0.0, options.budget_seconds - elapsed()) /
                              static_cast<double>(kernels.size() - i);

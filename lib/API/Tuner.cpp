@@ -20,7 +20,10 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <iterator>
 #include <random>
+#include <set>
+#include <sstream>
 
 using namespace mlir;
 using namespace kiln;
@@ -182,6 +185,16 @@ private:
 };
 } // namespace
 
+bool kiln::configMatches(const KernelConfig &config, const std::string &only) {
+  std::istringstream wanted(only), words(config.str());
+  std::set<std::string> has{std::istream_iterator<std::string>(words),
+                            std::istream_iterator<std::string>()};
+  for (std::istream_iterator<std::string> w(wanted), end; w != end; ++w)
+    if (!has.count(*w))
+      return false;
+  return true;
+}
+
 TuneResult kiln::tuneKernel(Session &session, KernelOp kernel, rt::Device &device,
                             const TuneOptions &options) {
   rt::VulkanDevice *vk = device.replayDevice();
@@ -204,6 +217,10 @@ TuneResult kiln::tuneKernel(Session &session, KernelOp kernel, rt::Device &devic
   double best = 0;
   for (size_t i = 0; i < candidates.size(); ++i) {
     const KernelConfig &candidate = candidates[i];
+    if (i > 0 && !configMatches(candidate, options.only)) {
+      --result.candidates;
+      continue;
+    }
     if (i > 0 && options.budgetSeconds > 0 &&
         std::chrono::duration<double>(Clock::now() - start).count() > options.budgetSeconds)
       break;

@@ -50,7 +50,7 @@ AutotuneMode autotuneMode();
 
 /// Bumped whenever the candidate lists or the config forms change: records
 /// of an older search space are misses.
-constexpr int kSearchSpaceVersion = 3;
+constexpr int kSearchSpaceVersion = 4;
 /// Kiln's compiler version, in every cache key.
 const char *compilerVersion();
 
@@ -86,7 +86,13 @@ struct TuneOptions {
   std::function<void(const KernelConfig &, std::vector<std::vector<uint8_t>> &)> corruptOutput;
   /// Called after each candidate: (tried, total, best seconds, default seconds).
   std::function<void(int, int, double, double)> progress;
+  /// TuneGraphOptions::only: words every candidate but the default must hold.
+  std::string only;
 };
+
+/// Whether `config`'s line holds every space-separated word of `only` as
+/// one of its own words (an empty `only` takes every config).
+bool configMatches(const KernelConfig &config, const std::string &only);
 
 struct TuneResult {
   KernelConfig best;

@@ -63,7 +63,7 @@ std::string RowKernelConfig::check(const DeviceLimits &limits) const {
 }
 
 MatmulConfig MatmulConfig::defaultFor(const DeviceLimits &limits, int64_t m, int64_t n,
-                                      int64_t k) {
+                                      int64_t k, int64_t batch) {
   // At least one full tile: 64x128 tiles, 8x8 results per work item (128
   // work items), the fastest of eight shapes tried on the H200 for 1024^3,
   // 4096^3 and the ResNet convolution (bench/RESULTS.md). Smaller problems
@@ -76,7 +76,7 @@ MatmulConfig MatmulConfig::defaultFor(const DeviceLimits &limits, int64_t m, int
       {32, 32, 16, 4, 4},  {32, 32, 8, 4, 4},  {16, 32, 16, 4, 4},
   };
   auto groups = [&](const MatmulConfig &c) {
-    return ((m + c.tileM - 1) / c.tileM) * ((n + c.tileN - 1) / c.tileN);
+    return ((m + c.tileM - 1) / c.tileM) * ((n + c.tileN - 1) / c.tileN) * std::max<int64_t>(1, batch);
   };
   if (limits.computeUnits > 0) {
     const MatmulConfig *chosen = nullptr;
@@ -120,6 +120,8 @@ MatmulConfig MatmulConfig::defaultFor(const DeviceLimits &limits, int64_t m, int
 std::string MatmulConfig::check(const DeviceLimits &limits) const {
   if (tileM <= 0 || tileN <= 0 || tileK <= 0 || threadM <= 0 || threadN <= 0 || splitK <= 0)
     return "tile sizes must be positive";
+  if (stages != 1 && stages != 2)
+    return "stages must be 1 or 2 (one shared buffer per tile, or two)";
   if (tileM % threadM || tileN % threadN)
     return "the tile must be a whole number of per-thread blocks";
   if (threadM % 4 || threadN % 4)
@@ -185,10 +187,15 @@ static bool plausibleSizes(const std::vector<int64_t> &sizes) {
 }
 
 std::optional<MatmulConfig> MatmulConfig::fromSizes(const std::vector<int64_t> &sizes) {
-  if ((sizes.size() != 5 && sizes.size() != 6) || !plausibleSizes(sizes))
+  if (sizes.size() < 5 || sizes.size() > 7 || !plausibleSizes(sizes))
     return std::nullopt;
-  return MatmulConfig{int(sizes[0]), int(sizes[1]), int(sizes[2]),
-                      int(sizes[3]), int(sizes[4]), sizes.size() == 6 ? int(sizes[5]) : 1};
+  return MatmulConfig{int(sizes[0]),
+                      int(sizes[1]),
+                      int(sizes[2]),
+                      int(sizes[3]),
+                      int(sizes[4]),
+                      sizes.size() >= 6 ? int(sizes[5]) : 1,
+                      sizes.size() == 7 ? int(sizes[6]) : 1};
 }
 
 std::optional<CpuMatmulConfig> CpuMatmulConfig::fromSizes(const std::vector<int64_t> &sizes) {
@@ -256,6 +263,8 @@ std::string KernelConfig::str() const {
          std::to_string(gemm.threadN);
     if (gemm.splitK > 1)
       add("split_k", gemm.splitK);
+    if (gemm.stages > 1)
+      add("stages", gemm.stages);
     break;
   case Form::CpuGemm:
     add("rows", cpuGemm.rows);

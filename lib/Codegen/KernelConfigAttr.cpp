@@ -67,7 +67,7 @@ KernelConfig kiln::defaultKernelConfig(KernelOp kernel, const DeviceLimits *gpu)
   }
   if (root) {
     if (std::optional<GemmShape> gemm = tiledGemmShape(kernel, root)) {
-      MatmulConfig tiles = MatmulConfig::defaultFor(*gpu, gemm->m, gemm->n, gemm->k);
+      MatmulConfig tiles = MatmulConfig::defaultFor(*gpu, gemm->m, gemm->n, gemm->k, gemm->batch);
       if (tiledGridFits(*gemm, tiles, *gpu)) {
         config.form = KernelConfig::Form::Gemm;
         config.gemm = tiles;
@@ -127,12 +127,13 @@ std::vector<KernelConfig> kiln::candidateKernelConfigs(KernelOp kernel, const De
       for (int tn : {32, 64, 128})
         for (int tk : {8, 16, 32})
           for (int rm : {4, 8})
-            for (int rn : {4, 8}) {
-              KernelConfig c = base;
-              c.gemm = {tm, tn, tk, rm, rn};
-              if (c.gemm.check(*gpu).empty() && tiledGridFits(*gemm, c.gemm, *gpu))
-                add(c);
-            }
+            for (int rn : {4, 8})
+              for (int stages : {1, 2}) {
+                KernelConfig c = base;
+                c.gemm = {tm, tn, tk, rm, rn, 1, stages};
+                if (c.gemm.check(*gpu).empty() && tiledGridFits(*gemm, c.gemm, *gpu))
+                  add(c);
+              }
     // Split k only where the grid leaves the GPU short of warps (about
     // eight per compute unit, or 1024 in all when the device does not say),
     // and only for the small tiles such grids take.
@@ -212,6 +213,8 @@ DictionaryAttr kiln::kernelConfigAttr(MLIRContext *ctx, const KernelConfig &conf
     add("thread", b.getDenseI64ArrayAttr({config.gemm.threadM, config.gemm.threadN}));
     if (config.gemm.splitK > 1)
       add("split_k", b.getI64IntegerAttr(config.gemm.splitK));
+    if (config.gemm.stages > 1)
+      add("stages", b.getI64IntegerAttr(config.gemm.stages));
     break;
   case KernelConfig::Form::CpuGemm:
     add("rows", b.getI64IntegerAttr(config.cpuGemm.rows));
@@ -325,7 +328,8 @@ FailureOr<std::optional<KernelConfig>> kiln::readKernelConfig(KernelOp kernel) {
   case Form::Gemm:
     ok = read.array("tile", {&config.gemm.tileM, &config.gemm.tileN, &config.gemm.tileK}) &&
          read.array("thread", {&config.gemm.threadM, &config.gemm.threadN}) &&
-         (!dict.get("split_k") || read.integer("split_k", config.gemm.splitK));
+         (!dict.get("split_k") || read.integer("split_k", config.gemm.splitK)) &&
+         (!dict.get("stages") || read.integer("stages", config.gemm.stages));
     break;
   case Form::CpuGemm:
     ok = read.integer("rows", config.cpuGemm.rows) &&

@@ -31,7 +31,7 @@ struct KernelToLinalgPass
     if (!matmulTiles.empty())
       matmul = MatmulConfig::fromSizes({matmulTiles.begin(), matmulTiles.end()});
     if (!matmulTiles.empty() && !matmul) {
-      module.emitError("matmul-tiles takes 5 or 6 numbers from 1 to 65536: tileM, tileN, tileK, threadM, threadN[, splitK]");
+      module.emitError("matmul-tiles takes 5 to 7 numbers from 1 to 65536: tileM, tileN, tileK, threadM, threadN[, splitK[, stages]]");
       return signalPassFailure();
     }
     std::optional<CpuMatmulConfig> cpuMatmul;

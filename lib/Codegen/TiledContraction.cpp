@@ -15,6 +15,8 @@
 // neighbouring work items read neighbouring vectors. The global reads of
 // the next slice are issued before the current one's FMAs (register
 // prefetch); bounds checks exist only where a tile overhangs a dimension.
+// With two stages the tiles are double-buffered: slice k + 1 is stored into
+// one buffer while slice k's FMAs read the other, one barrier per slice.
 // The epilogue is evaluated per result in registers before the one store.
 // With k split (splitK groups of work items per workgroup, each with its own
 // tiles, taking every splitK-th slice), the groups' sums meet in workgroup
@@ -73,15 +75,27 @@ void buildTiledGemm(OpBuilder &b, KernelOp kernel, Operation *root, Block *entry
   // k-major tiles of 4-wide vectors: As[kk][i / 4], Bs[kk][j / 4]. A work
   // item reads its 4-row and 4-column groups with one 16-byte load each.
   VectorType v4 = VectorType::get({4}, f32);
-  Value tileA = memref::AllocOp::create(lb, loc, MemRefType::get({S * TK * TM / 4}, v4, AffineMap(), space));
-  Value tileB = memref::AllocOp::create(lb, loc, MemRefType::get({S * TK * TN / 4}, v4, AffineMap(), space));
-  // Where this group's tiles start.
-  Value groupA = S > 1 ? arith::MulIOp::create(lb, loc, group, idx(lb, TK * TM / 4)).getResult()
-                       : idx(lb, 0);
-  Value groupB = S > 1 ? arith::MulIOp::create(lb, loc, group, idx(lb, TK * TN / 4)).getResult()
-                       : idx(lb, 0);
+  // Per group, `stages` buffers of each tile: [group][stage][...].
+  const int64_t P = config.stages, sizeA = TK * TM / 4, sizeB = TK * TN / 4;
+  Value tileA = memref::AllocOp::create(lb, loc, MemRefType::get({S * P * sizeA}, v4, AffineMap(), space));
+  Value tileB = memref::AllocOp::create(lb, loc, MemRefType::get({S * P * sizeB}, v4, AffineMap(), space));
+  // Where this group's tiles start (none: at 0).
+  Value groupA, groupB;
+  if (S > 1) {
+    groupA = arith::MulIOp::create(lb, loc, group, idx(lb, P * sizeA));
+    groupB = arith::MulIOp::create(lb, loc, group, idx(lb, P * sizeB));
+  }
   auto inGroup = [&](OpBuilder &gb, Value base, Value at) -> Value {
-    return S > 1 ? arith::AddIOp::create(gb, loc, base, at).getResult() : at;
+    return base ? arith::AddIOp::create(gb, loc, base, at).getResult() : at;
+  };
+  // The tiles of the buffer slice `kt` is staged in (every other buffer
+  // with two stages).
+  auto stageBases = [&](OpBuilder &gb, Value kt) -> std::pair<Value, Value> {
+    if (P == 1)
+      return {groupA, groupB};
+    Value stage = arith::RemUIOp::create(gb, loc, kt, idx(gb, 2));
+    return {inGroup(gb, groupA, arith::MulIOp::create(gb, loc, stage, idx(gb, sizeA))),
+            inGroup(gb, groupB, arith::MulIOp::create(gb, loc, stage, idx(gb, sizeB)))};
   };
 
   bool ragged[3] = {gemm.m % TM != 0, gemm.n % TN != 0, gemm.k % TK != 0};
@@ -348,76 +362,104 @@ void buildTiledGemm(OpBuilder &b, KernelOp kernel, Operation *root, Block *entry
       v = arith::SelectOp::create(fb, loc, lanes, v, zero);
     return values;
   };
+  auto slotIndex = [&](OpBuilder &fb, std::pair<Value, Value> slot, int64_t width) -> Value {
+    return arith::AddIOp::create(fb, loc, arith::MulIOp::create(fb, loc, slot.first, idx(fb, width / 4)),
+                                 slot.second);
+  };
+  // A slice's fetched vectors into the tiles at (baseA, baseB).
+  auto stage = [&](OpBuilder &fb, ValueRange staged, std::pair<Value, Value> bases) {
+    for (auto [e, slot] : llvm::enumerate(aSlots))
+      memref::StoreOp::create(
+          fb, loc, staged[e], tileA,
+          ValueRange{inGroup(fb, bases.first, aVec ? slotIndex(fb, slot, TK) : slotIndex(fb, slot, TM))});
+    for (auto [e, slot] : llvm::enumerate(bSlots))
+      memref::StoreOp::create(fb, loc, staged[aSlots.size() + e], tileB,
+                              ValueRange{inGroup(fb, bases.second, slotIndex(fb, slot, TN))});
+  };
+  // The FMAs of one staged slice into `sums`.
+  auto multiply = [&](OpBuilder &fb, SmallVector<Value> &sums, std::pair<Value, Value> bases) {
+    auto [baseA, baseB] = bases;
+    // A work item's `count` values at kk of a k-major tile `width` wide:
+    // 16-byte groups at id, id + spread, ...
+    auto kMajor = [&](Value tile, Value base, int64_t width, Value id, int64_t spread,
+                      int64_t count, int64_t kk) {
+      SmallVector<Value> values;
+      for (int64_t g = 0; g < count / 4; ++g) {
+        Value vec = memref::LoadOp::create(
+            fb, loc, tile,
+            ValueRange{inGroup(fb, base, arith::AddIOp::create(
+                                             fb, loc, id, idx(fb, kk * width / 4 + g * spread)))});
+        for (int64_t q = 0; q < 4; ++q)
+          values.push_back(vector::ExtractOp::create(fb, loc, vec, q));
+      }
+      return values;
+    };
+    auto bValues = [&](int64_t kk) { return kMajor(tileB, baseB, TN, tx, threadsN, RN, kk); };
+    auto accumulate = [&](ArrayRef<Value> a, ArrayRef<Value> bv) {
+      for (int64_t r = 0; r < RM; ++r)
+        for (int64_t c = 0; c < RN; ++c)
+          sums[r * RN + c] = math::FmaOp::create(fb, loc, a[r], bv[c], sums[r * RN + c]);
+    };
+    if (aVec) {
+      // Each row's 16-byte read holds 4 consecutive kk.
+      for (int64_t kq = 0; kq < TK / 4; ++kq) {
+        SmallVector<Value> rowVecs;
+        for (int64_t r = 0; r < RM; ++r) {
+          Value row = inTile(fb, ty, threadsM, r);
+          rowVecs.push_back(memref::LoadOp::create(
+              fb, loc, tileA,
+              ValueRange{inGroup(fb, baseA, arith::AddIOp::create(
+                  fb, loc, arith::MulIOp::create(fb, loc, row, idx(fb, TK / 4)), idx(fb, kq)))}));
+        }
+        for (int64_t q = 0; q < 4; ++q) {
+          SmallVector<Value> a;
+          for (Value vec : rowVecs)
+            a.push_back(vector::ExtractOp::create(fb, loc, vec, q));
+          accumulate(a, bValues(kq * 4 + q));
+        }
+      }
+    } else {
+      for (int64_t kk = 0; kk < TK; ++kk)
+        accumulate(kMajor(tileA, baseA, TM, ty, threadsM, RM, kk), bValues(kk));
+    }
+  };
+  // Slice `ahead` slices past kt, clamped to the last (on the last
+  // iterations its reads stay in bounds and are not used).
+  auto fetchAhead = [&](OpBuilder &fb, Value kt, int64_t ahead) {
+    return fetchSlice(fb, arith::MinUIOp::create(fb, loc, arith::AddIOp::create(fb, loc, kt, idx(fb, ahead)),
+                                                 idx(fb, iterations - 1)));
+  };
   SmallVector<Value> inits(RM * RN, floatConstant(lb, loc, f32, 0.0));
   size_t numAccumulators = inits.size();
-  llvm::append_range(inits, fetchSlice(lb, idx(lb, 0)));
+  if (P == 2) {
+    // Slice 0 staged before the loop, slice 1 in registers.
+    stage(lb, fetchSlice(lb, idx(lb, 0)), stageBases(lb, idx(lb, 0)));
+    llvm::append_range(inits, fetchAhead(lb, idx(lb, 0), 1));
+    gpu::BarrierOp::create(lb, loc);
+  } else {
+    llvm::append_range(inits, fetchSlice(lb, idx(lb, 0)));
+  }
   auto loop = scf::ForOp::create(
       lb, loc, idx(lb, 0), idx(lb, iterations), idx(lb, 1), inits,
       [&](OpBuilder &fb, Location, Value kt, ValueRange carried) {
         ValueRange staged = carried.drop_front(numAccumulators);
-        auto slotIndex = [&](std::pair<Value, Value> slot, int64_t width) -> Value {
-          return arith::AddIOp::create(
-              fb, loc, arith::MulIOp::create(fb, loc, slot.first, idx(fb, width / 4)),
-              slot.second);
-        };
-        for (auto [e, slot] : llvm::enumerate(aSlots))
-          memref::StoreOp::create(
-              fb, loc, staged[e], tileA,
-              ValueRange{inGroup(fb, groupA, aVec ? slotIndex(slot, TK) : slotIndex(slot, TM))});
-        for (auto [e, slot] : llvm::enumerate(bSlots))
-          memref::StoreOp::create(fb, loc, staged[aSlots.size() + e], tileB,
-                                  ValueRange{inGroup(fb, groupB, slotIndex(slot, TN))});
-        gpu::BarrierOp::create(fb, loc);
-        // The next slice (the last one again on the last iteration: its
-        // reads stay in bounds and are not used).
-        SmallVector<Value> next = fetchSlice(
-            fb, arith::MinUIOp::create(fb, loc, arith::AddIOp::create(fb, loc, kt, idx(fb, 1)),
-                                       idx(fb, iterations - 1)));
-        SmallVector<Value> sums(carried.take_front(numAccumulators));
-        // A work item's `count` values at kk of a k-major tile `width` wide:
-        // 16-byte groups at id, id + spread, ...
-        auto kMajor = [&](Value tile, Value base, int64_t width, Value id, int64_t spread,
-                          int64_t count, int64_t kk) {
-          SmallVector<Value> values;
-          for (int64_t g = 0; g < count / 4; ++g) {
-            Value vec = memref::LoadOp::create(
-                fb, loc, tile,
-                ValueRange{inGroup(fb, base, arith::AddIOp::create(
-                                                 fb, loc, id, idx(fb, kk * width / 4 + g * spread)))});
-            for (int64_t q = 0; q < 4; ++q)
-              values.push_back(vector::ExtractOp::create(fb, loc, vec, q));
-          }
-          return values;
-        };
-        auto bValues = [&](int64_t kk) { return kMajor(tileB, groupB, TN, tx, threadsN, RN, kk); };
-        auto accumulate = [&](ArrayRef<Value> a, ArrayRef<Value> bv) {
-          for (int64_t r = 0; r < RM; ++r)
-            for (int64_t c = 0; c < RN; ++c)
-              sums[r * RN + c] = math::FmaOp::create(fb, loc, a[r], bv[c], sums[r * RN + c]);
-        };
-        if (aVec) {
-          // Each row's 16-byte read holds 4 consecutive kk.
-          for (int64_t kq = 0; kq < TK / 4; ++kq) {
-            SmallVector<Value> rowVecs;
-            for (int64_t r = 0; r < RM; ++r) {
-              Value row = inTile(fb, ty, threadsM, r);
-              rowVecs.push_back(memref::LoadOp::create(
-                  fb, loc, tileA,
-                  ValueRange{inGroup(fb, groupA, arith::AddIOp::create(
-                      fb, loc, arith::MulIOp::create(fb, loc, row, idx(fb, TK / 4)), idx(fb, kq)))}));
-            }
-            for (int64_t q = 0; q < 4; ++q) {
-              SmallVector<Value> a;
-              for (Value vec : rowVecs)
-                a.push_back(vector::ExtractOp::create(fb, loc, vec, q));
-              accumulate(a, bValues(kq * 4 + q));
-            }
-          }
+        SmallVector<Value> sums(carried.take_front(numAccumulators)), next;
+        if (P == 2) {
+          // Slice kt + 1 into the other buffer: its readers (iteration kt -
+          // 1) passed the last barrier. Then the global reads of kt + 2, and
+          // kt's FMAs; one barrier per slice.
+          Value following = arith::AddIOp::create(fb, loc, kt, idx(fb, 1));
+          stage(fb, staged, stageBases(fb, following));
+          next = fetchAhead(fb, kt, 2);
+          multiply(fb, sums, stageBases(fb, kt));
         } else {
-          for (int64_t kk = 0; kk < TK; ++kk)
-            accumulate(kMajor(tileA, groupA, TM, ty, threadsM, RM, kk), bValues(kk));
+          stage(fb, staged, stageBases(fb, kt));
+          gpu::BarrierOp::create(fb, loc);
+          next = fetchAhead(fb, kt, 1);
+          multiply(fb, sums, stageBases(fb, kt));
         }
-        // The next slice overwrites the tiles: everyone must be done.
+        // The next slice overwrites these tiles (one stage) or the loop
+        // reads the other buffer (two): everyone must be done.
         gpu::BarrierOp::create(fb, loc);
         llvm::append_range(sums, next);
         scf::YieldOp::create(fb, loc, sums);
@@ -507,7 +549,7 @@ FailureOr<func::FuncOp> kiln::buildTiledContractionFunction(KernelOp kernel, Ope
     return func::FuncOp(); // depthwise, narrow groups, operands behind more than views
   const Gemm &gemm = *described;
   MatmulConfig config = override ? *override
-                                 : MatmulConfig::defaultFor(limits, gemm.m, gemm.n, gemm.k);
+                                 : MatmulConfig::defaultFor(limits, gemm.m, gemm.n, gemm.k, gemm.batch);
   if (std::string problem = config.check(limits); !problem.empty())
     return root->emitOpError("matmul configuration: ") << problem, failure();
   if (!tiledGridFits({gemm.batch, gemm.m, gemm.n, gemm.k}, config, limits))

@@ -1,7 +1,7 @@
 //===- kiln-tune.cpp - tune a graph's kernels ahead of time ---------------===//
 //
 //   kiln-tune graph.mlir --device vulkan:0 [--budget SECONDS] [-o model.kiln]
-//             [--record timings.json]
+//             [--record timings.json] [--only "WORDS"]
 //   kiln-tune graph.mlir --device vulkan:0 --emit-candidates DIR
 //   kiln-tune --import timings.json
 //
@@ -28,8 +28,8 @@ int usage(const char *why) {
   std::fprintf(stderr,
                "kiln-tune: %s\n"
                "usage: kiln-tune graph.mlir [--device vulkan:0|cpu:0] [--budget SECONDS] "
-               "[-o model.kiln] [--record timings.json]\n"
-               "       kiln-tune graph.mlir --device vulkan:0 --emit-candidates DIR\n"
+               "[-o model.kiln] [--record timings.json] [--only \"stages=2 ...\"]\n"
+               "       kiln-tune graph.mlir --device vulkan:0 --emit-candidates DIR [--only ...]\n"
                "       kiln-tune --import timings.json\n"
                "(a .kiln file holds no graph: tune the .mlir it was compiled from)\n",
                why);
@@ -51,7 +51,7 @@ int main(int argc, char **argv) {
     if (arg == "-h" || arg == "--help")
       return usage("tunes kernels ahead of time"), 0;
     if (arg == "--device" || arg == "--budget" || arg == "-o" || arg == "--record" ||
-        arg == "--emit-candidates" || arg == "--import") {
+        arg == "--emit-candidates" || arg == "--import" || arg == "--only") {
       if (i + 1 >= argc)
         return usage((arg + " needs a value").c_str());
       std::string value = argv[++i];
@@ -65,6 +65,9 @@ int main(int argc, char **argv) {
         options.emit_candidates_dir = value;
       } else if (arg == "--import") {
         importPath = value;
+      } else if (arg == "--only") {
+        options.only = value; // config words: "stages=2", "thread=8x8 tile=64x128x8"
+
       } else {
         char *end = nullptr;
         options.budget_seconds = std::strtod(value.c_str(), &end);

@@ -63,23 +63,32 @@ struct RowKernelConfig {
 /// work items, each taking every splitK-th k slice of the same tile; their
 /// partial sums meet in shared memory, added in a fixed order (small
 /// problems: more warps per SM without a second kernel or atomics).
+/// With stages = 2 the shared tiles are double-buffered: slice k + 1 is
+/// stored into the other buffer while slice k is read, one barrier per
+/// slice instead of two.
 struct MatmulConfig {
   int tileM = 64, tileN = 64, tileK = 16;
   int threadM = 4, threadN = 4;
   int splitK = 1;
+  int stages = 1;
 
   /// Work items of one k group.
   int groupSize() const { return (tileM / threadM) * (tileN / threadN); }
   int workgroupSize() const { return groupSize() * splitK; }
-  /// Bytes of workgroup memory: each group's two tiles, and the partial sums
-  /// of all groups but the first.
+  /// Bytes of workgroup memory: each group's two tiles per stage, and the
+  /// partial sums of all groups but the first.
   int64_t sharedBytes() const {
-    return (int64_t(tileM + tileN) * tileK * splitK + int64_t(splitK - 1) * tileM * tileN) * 4;
+    return (int64_t(tileM + tileN) * tileK * splitK * stages +
+            int64_t(splitK - 1) * tileM * tileN) *
+           4;
   }
-  /// From "tileM, tileN, tileK, threadM, threadN[, splitK]"; none unless 5
-  /// or 6 sizes.
+  /// From "tileM, tileN, tileK, threadM, threadN[, splitK[, stages]]"; none
+  /// unless 5 to 7 sizes.
   static std::optional<MatmulConfig> fromSizes(const std::vector<int64_t> &sizes);
-  static MatmulConfig defaultFor(const DeviceLimits &limits, int64_t m, int64_t n, int64_t k);
+  /// For a batch of `batch` m x n x k GEMMs (the batch is a grid dimension:
+  /// its workgroups count when the tiles are sized to fill the GPU).
+  static MatmulConfig defaultFor(const DeviceLimits &limits, int64_t m, int64_t n, int64_t k,
+                                 int64_t batch = 1);
   std::string check(const DeviceLimits &limits) const;
 };
 

@@ -129,7 +129,7 @@ def KilnKernelToLinalg : Pass<"kiln-kernel-to-linalg", "mlir::ModuleOp"> {
            "Loop iterations one GPU kernel invocation may run in all, 0 for no "
            "limit (llvmpipe: 65535)">,
     ListOption<"matmulTiles", "matmul-tiles", "int",
-               "GPU matmul/conv configuration instead of the default: tileM, tileN, tileK, threadM, threadN">,
+               "GPU matmul/conv configuration instead of the default: tileM, tileN, tileK, threadM, threadN[, splitK[, stages]]">,
     Option<"rowWorkgroupSize", "row-workgroup-size", "int", "0",
            "GPU row kernels: a workgroup of this size per row (0: the default, -1: a work item per row)">,
     ListOption<"cpuMatmulBlock", "cpu-matmul-block", "int",

@@ -239,6 +239,11 @@ TEST(MatmulConfigChoice, SplitsKWhereTheGridLeavesTheGpuShortOfWarps) {
   EXPECT_EQ(kiln::MatmulConfig::defaultFor(h200, 128, 512, 512).splitK, 8);
   EXPECT_EQ(kiln::MatmulConfig::defaultFor(h200, 128, 512, 256).splitK, 4) << "16 k slices";
   EXPECT_EQ(kiln::MatmulConfig::defaultFor(h200, 64, 3136, 576).splitK, 4);
+  // The ResNet convolution at batch 32: 32 x 25 workgroups of 64 x 128
+  // already fill the GPU.
+  kiln::MatmulConfig batched = kiln::MatmulConfig::defaultFor(h200, 64, 3136, 576, 32);
+  EXPECT_EQ(batched.tileM * batched.tileN, 64 * 128);
+  EXPECT_EQ(batched.splitK, 1);
   kiln::MatmulConfig mlpDown = kiln::MatmulConfig::defaultFor(h200, 128, 512, 2048);
   EXPECT_EQ(mlpDown.splitK, 8) << "16 groups would need 80 KiB of shared memory";
   EXPECT_TRUE(mlpDown.check(h200).empty());

@@ -121,6 +121,10 @@ TEST(TuningKeys, ConfigsChangeTheKernelButNotItsTuningKey) {
       "config {form = \"gemm\", tile = array<i64: 64, 64, 8>, thread = array<i64: 4, 4>}",
       "config {form = \"gemm\", tile = array<i64: 64, 64, 16>, thread = array<i64: 8, 4>}",
       "config {form = \"gemm\", tile = array<i64: 64, 64, 16>, thread = array<i64: 4, 8>}",
+      "config {form = \"gemm\", tile = array<i64: 64, 64, 16>, thread = array<i64: 4, 4>, "
+      "split_k = 2}",
+      "config {form = \"gemm\", tile = array<i64: 64, 64, 16>, thread = array<i64: 4, 4>, "
+      "stages = 2}",
   };
   std::set<std::string> texts, tuningKeys;
   for (const std::string &config : configs) {
@@ -241,6 +245,58 @@ TEST(Tuner, AWrongCandidateNeverWins) {
     EXPECT_NE(result.best.str(), bad) << c.device;
     EXPECT_EQ(result.best.str(), candidates[second].str()) << c.device;
   }
+}
+
+/// Double-buffered tiles (stages = 2) compute what one buffer does: every
+/// such candidate of a ragged matmul and a padded, strided convolution runs
+/// on the GPU and agrees with the default config's output (the tuner's own
+/// check), none refused by the builders.
+TEST(Tuner, DoubleBufferedTilesAgreeWithTheDefault) {
+  rt::Device *device = runtimeDeviceNamed("vulkan:0");
+  if (!device) {
+    std::printf("[  SKIPPED ] vulkan:0: no such device here\n");
+    return;
+  }
+  std::string conv =
+      "func.func @f(%x: tensor<2x12x11x13xf32>, %w: tensor<40x12x3x3xf32>) -> "
+      "tensor<2x40x6x7xf32> {\n"
+      "  %0 = kiln.kernel on \"vulkan:0\" (%x, %w) : (tensor<2x12x11x13xf32>, "
+      "tensor<40x12x3x3xf32>) -> tensor<2x40x6x7xf32> {\n"
+      "  ^bb0(%a: tensor<2x12x11x13xf32>, %f: tensor<40x12x3x3xf32>):\n"
+      "    %y = kiln.conv2d %a, %f strides [2, 2] padding [1, 1] dilation [1, 1] groups 1\n"
+      "        : tensor<2x12x11x13xf32>, tensor<40x12x3x3xf32> -> tensor<2x40x6x7xf32>\n"
+      "    kiln.yield %y : tensor<2x40x6x7xf32>\n  }\n  return %0 : tensor<2x40x6x7xf32>\n}\n";
+  for (const std::string &text : {matmulKernel(100, 70, 130), conv}) {
+    std::vector<KernelConfig> candidates;
+    std::string hash;
+    TuneOptions options;
+    options.runs = 1;
+    options.warmups = 0;
+    options.only = "stages=2 tile=32x32x8";
+    TuneResult result = tuneOn(text, *device, options, candidates, hash);
+    int doubled = 0;
+    for (const KernelConfig &c : candidates)
+      doubled += configMatches(c, options.only);
+    EXPECT_GE(doubled, 2) << text;
+    EXPECT_EQ(result.candidates, doubled + 1) << "the default and the stage-2 candidates";
+    EXPECT_EQ(result.tried, result.candidates) << text;
+    EXPECT_EQ(result.failed, 0) << text;
+    EXPECT_EQ(result.wrong, 0) << text;
+  }
+}
+
+/// --only's words are whole words of the config line.
+TEST(Tuner, OnlyMatchesWholeConfigWords) {
+  KernelConfig c;
+  c.form = KernelConfig::Form::Gemm;
+  c.gemm = {64, 128, 8, 8, 8, 1, 2};
+  EXPECT_TRUE(configMatches(c, ""));
+  EXPECT_TRUE(configMatches(c, "stages=2"));
+  EXPECT_TRUE(configMatches(c, "thread=8x8  tile=64x128x8"));
+  EXPECT_FALSE(configMatches(c, "tile=64x128"));
+  EXPECT_FALSE(configMatches(c, "stages=2 split_k=2"));
+  c.gemm.stages = 1;
+  EXPECT_FALSE(configMatches(c, "stages=2"));
 }
 
 // --- Processes sharing one cache directory --------------------------------
