@@ -22,6 +22,7 @@
 #include "kiln/Transforms/Passes.h"
 
 #include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/SetVector.h"
 
 namespace kiln {
@@ -441,6 +442,13 @@ struct FuseElementwisePass
   using Base::Base;
   void runOnOperation() override {
     func::FuncOp func = getOperation();
+    // A value nothing reads (a graph written by hand or imported) would root
+    // a kernel without results: drop it and what only it reads, keeping the
+    // graph's inputs (their numbering is the program's signature).
+    for (Block &block : func.getBody())
+      for (Operation &op : llvm::make_early_inc_range(llvm::reverse(block)))
+        if (!isa<InputOp>(op) && isOpTriviallyDead(&op))
+          op.erase();
     shareScalars(func);
     // A kernel stops growing at the device's binding limit and at a size
     // that keeps compile time linear in the graph.
