@@ -38,8 +38,10 @@ const CompiledKernel &compileKernel(Session &session, KernelOp kernel,
                                     rt::Device *device = nullptr);
 
 /// Validates SPIR-V words for Vulkan 1.1; returns the validator's messages,
-/// empty when valid.
+/// empty when valid. Cooperative-matrix modules are not validated (the
+/// validator here predates them).
 std::string validateSPIRV(const std::vector<uint32_t> &words);
+
 
 } // namespace kiln
 

@@ -186,6 +186,18 @@ FailureOr<func::FuncOp> buildTiledContractionFunction(KernelOp kernel, Operation
                                                       const DeviceLimits &limits,
                                                       const MatmulConfig *config = nullptr);
 
+/// A matmul of two f16 operands (read through views, batched or not) as
+/// the cooperative-matrix form takes it; none for anything else.
+std::optional<GemmShape> coopGemmShape(KernelOp kernel, Operation *root);
+
+/// Such a matmul on cooperative matrices (CoopMatrixGemm.cpp): f16
+/// fragments multiplied into f32 accumulators on the tensor cores, the
+/// epilogue per result as in the tiled form.
+FailureOr<func::FuncOp> buildCoopGemmFunction(KernelOp kernel, Operation *root,
+                                              OpBuilder &builder, StringRef name,
+                                              const DeviceLimits &limits,
+                                              const CoopMatrixConfig &config);
+
 /// A matmul or conv2d kernel as a register-blocked GEMM for the host CPU
 /// (CpuGemm.cpp); a null function when the kernel does not fit that form.
 FailureOr<func::FuncOp> buildCpuGemmFunction(KernelOp kernel, Operation *root,

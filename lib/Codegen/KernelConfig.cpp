@@ -117,6 +117,67 @@ MatmulConfig MatmulConfig::defaultFor(const DeviceLimits &limits, int64_t m, int
   return config;
 }
 
+int64_t CoopMatrixConfig::sharedBytes() const {
+  // f16 tiles with rows padded by 8 elements, one f32 fragment per subgroup.
+  return int64_t(tileM) * (tileK + 8) * 2 + int64_t(tileK) * (tileN + 8) * 2 +
+         int64_t(subgroupsM) * subgroupsN * kFragment * kFragment * 4;
+}
+
+CoopMatrixConfig CoopMatrixConfig::defaultFor(const DeviceLimits &limits, int64_t m, int64_t n,
+                                              int64_t k, int64_t batch) {
+  // 128 x 128 tiles of 2 x 2 subgroups (64 x 64 each, 16 fragments), k
+  // slices of 32: the shape a hand-written kernel ran at 288 TFLOP/s on the
+  // H200 (TOOLCHAIN.md). Smaller problems take smaller tiles until every
+  // compute unit has two workgroups; k slices of 16 for a short k.
+  const CoopMatrixConfig candidates[] = {
+      {128, 128, 32, 2, 2}, {64, 128, 32, 2, 2}, {64, 64, 32, 2, 2}, {32, 64, 32, 1, 2},
+      {32, 32, 32, 1, 1},
+  };
+  auto groups = [&](const CoopMatrixConfig &c) {
+    return ((m + c.tileM - 1) / c.tileM) * ((n + c.tileN - 1) / c.tileN) *
+           std::max<int64_t>(1, batch);
+  };
+  int64_t wanted = limits.computeUnits > 0 ? 2 * int64_t(limits.computeUnits) : 0;
+  CoopMatrixConfig chosen = candidates[4];
+  for (const CoopMatrixConfig &c : candidates) {
+    if (!c.check(limits).empty())
+      continue;
+    chosen = c;
+    if (groups(c) >= wanted && c.tileM <= std::max<int64_t>(32, m) &&
+        c.tileN <= std::max<int64_t>(32, n))
+      break;
+  }
+  if (k <= 16)
+    chosen.tileK = 16;
+  return chosen;
+}
+
+std::string CoopMatrixConfig::check(const DeviceLimits &limits) const {
+  if (!limits.cooperativeMatrix)
+    return "this device has no cooperative matrices of f16 (VK_KHR_cooperative_matrix)";
+  if (tileM <= 0 || tileN <= 0 || tileK <= 0 || subgroupsM <= 0 || subgroupsN <= 0)
+    return "tile sizes must be positive";
+  if (tileM % (kFragment * subgroupsM) || tileN % (kFragment * subgroupsN) ||
+      tileK % kFragment)
+    return "each subgroup's share of the tile must be whole 16 x 16 fragments and the k "
+           "slice whole fragments deep";
+  int64_t threads = int64_t(workgroupSize(limits));
+  if (threads > limits.maxWorkgroupInvocations)
+    return std::to_string(threads) + " work items exceed the device's " +
+           std::to_string(limits.maxWorkgroupInvocations);
+  if ((int64_t(tileM) * tileK) % threads || (int64_t(tileK) * tileN) % threads)
+    return "the staged tiles do not split evenly over " + std::to_string(threads) +
+           " work items";
+  int64_t fragments = int64_t(tileM / subgroupsM / kFragment) * (tileN / subgroupsN / kFragment);
+  if (fragments > 32)
+    return std::to_string(fragments) + " accumulator fragments per subgroup are more than "
+                                       "its registers hold (32 at most)";
+  if (sharedBytes() > limits.sharedMemoryBytes)
+    return std::to_string(sharedBytes()) + " bytes of shared memory exceed the device's " +
+           std::to_string(limits.sharedMemoryBytes);
+  return "";
+}
+
 std::string MatmulConfig::check(const DeviceLimits &limits) const {
   if (tileM <= 0 || tileN <= 0 || tileK <= 0 || threadM <= 0 || threadN <= 0 || splitK <= 0)
     return "tile sizes must be positive";
@@ -241,6 +302,8 @@ const char *KernelConfig::formName(Form form) {
     return "cpu_gemm";
   case Form::CpuDirectConv:
     return "cpu_direct_conv";
+  case Form::CoopGemm:
+    return "coop_gemm";
   }
   return "?";
 }
@@ -276,6 +339,11 @@ std::string KernelConfig::str() const {
     add("pixels", cpuDirectConv.pixels);
     add("lanes", cpuDirectConv.lanes);
     add("vectors", cpuDirectConv.vectors);
+    break;
+  case Form::CoopGemm:
+    s += " tile=" + std::to_string(coop.tileM) + "x" + std::to_string(coop.tileN) + "x" +
+         std::to_string(coop.tileK) + " subgroups=" + std::to_string(coop.subgroupsM) + "x" +
+         std::to_string(coop.subgroupsN);
     break;
   case Form::ArgRow:
   case Form::Cpu:

@@ -65,6 +65,13 @@ KernelConfig kiln::defaultKernelConfig(KernelOp kernel, const DeviceLimits *gpu)
     config.form = KernelConfig::Form::ArgRow;
     return config;
   }
+  if (root && gpu->cooperativeMatrix) {
+    if (std::optional<GemmShape> gemm = coopGemmShape(kernel, root)) {
+      config.form = KernelConfig::Form::CoopGemm;
+      config.coop = CoopMatrixConfig::defaultFor(*gpu, gemm->m, gemm->n, gemm->k, gemm->batch);
+      return config;
+    }
+  }
   if (root) {
     if (std::optional<GemmShape> gemm = tiledGemmShape(kernel, root)) {
       MatmulConfig tiles = MatmulConfig::defaultFor(*gpu, gemm->m, gemm->n, gemm->k, gemm->batch);
@@ -187,6 +194,18 @@ std::vector<KernelConfig> kiln::candidateKernelConfigs(KernelOp kernel, const De
       }
     break;
   }
+  case KernelConfig::Form::CoopGemm: {
+    for (int tm : {32, 64, 128})
+      for (int tn : {32, 64, 128})
+        for (int tk : {16, 32, 64})
+          for (auto [sm, sn] : {std::pair{1, 1}, {1, 2}, {2, 1}, {2, 2}, {2, 4}, {4, 2}}) {
+            KernelConfig c = base;
+            c.coop = {tm, tn, tk, sm, sn};
+            if (c.coop.check(*gpu).empty())
+              add(c);
+          }
+    break;
+  }
   case KernelConfig::Form::ArgRow:
   case KernelConfig::Form::Cpu:
     break;
@@ -226,6 +245,10 @@ DictionaryAttr kiln::kernelConfigAttr(MLIRContext *ctx, const KernelConfig &conf
     add("pixels", b.getI64IntegerAttr(config.cpuDirectConv.pixels));
     add("lanes", b.getI64IntegerAttr(config.cpuDirectConv.lanes));
     add("vectors", b.getI64IntegerAttr(config.cpuDirectConv.vectors));
+    break;
+  case KernelConfig::Form::CoopGemm:
+    add("tile", b.getDenseI64ArrayAttr({config.coop.tileM, config.coop.tileN, config.coop.tileK}));
+    add("subgroups", b.getDenseI64ArrayAttr({config.coop.subgroupsM, config.coop.subgroupsN}));
     break;
   case KernelConfig::Form::ArgRow:
   case KernelConfig::Form::Cpu:
@@ -307,10 +330,11 @@ FailureOr<std::optional<KernelConfig>> kiln::readKernelConfig(KernelOp kernel) {
                  .Case("cpu", Form::Cpu)
                  .Case("cpu_gemm", Form::CpuGemm)
                  .Case("cpu_direct_conv", Form::CpuDirectConv)
+                 .Case("coop_gemm", Form::CoopGemm)
                  .Default(std::nullopt);
   if (!parsed) {
     read.fail("'form' must be one of \"loop\", \"row\", \"arg_row\", \"gemm\", \"cpu\", "
-              "\"cpu_gemm\", \"cpu_direct_conv\"");
+              "\"cpu_gemm\", \"cpu_direct_conv\", \"coop_gemm\"");
     return failure();
   }
   KernelConfig config;
@@ -341,6 +365,10 @@ FailureOr<std::optional<KernelConfig>> kiln::readKernelConfig(KernelOp kernel) {
     ok = read.integer("pixels", config.cpuDirectConv.pixels) &&
          read.integer("lanes", config.cpuDirectConv.lanes) &&
          read.integer("vectors", config.cpuDirectConv.vectors);
+    break;
+  case Form::CoopGemm:
+    ok = read.array("tile", {&config.coop.tileM, &config.coop.tileN, &config.coop.tileK}) &&
+         read.array("subgroups", {&config.coop.subgroupsM, &config.coop.subgroupsN});
     break;
   case Form::ArgRow:
   case Form::Cpu:
@@ -373,6 +401,8 @@ static std::string configProblem(KernelOp kernel, const DeviceLimits *gpu,
                ? ""
                : "the direct form needs a dense f32 convolution with a window over 1x1, output "
                  "channels in whole blocks and rows of at least `pixels` pixels";
+  case KernelConfig::Form::CoopGemm:
+    return gpu ? config.coop.check(*gpu) : "cooperative matrices are a GPU form";
   case KernelConfig::Form::ArgRow:
   case KernelConfig::Form::Cpu:
     return "";

@@ -505,6 +505,8 @@ FailureOr<func::FuncOp> kiln::buildKernelFunction(KernelOp kernel,
     if (op.hasTrait<Reduction>() || op.hasTrait<Contraction>())
       root = &op;
   // (arg_reduce has the Reduction trait too.)
+  if (root && gpu && config->form == KernelConfig::Form::CoopGemm)
+    return buildCoopGemmFunction(kernel, root, builder, name, *gpu, config->coop);
   if (root && gpu && config->form == KernelConfig::Form::Gemm) {
     FailureOr<func::FuncOp> tiled = buildTiledContractionFunction(
         kernel, root, builder, name, *gpu, &config->gemm);

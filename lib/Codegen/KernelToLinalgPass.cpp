@@ -27,6 +27,7 @@ struct KernelToLinalgPass
     limits.maxWorkgroupInvocations = maxWorkgroupInvocations;
     limits.sharedMemoryBytes = sharedMemoryBytes;
     limits.maxLoopIterations = maxLoopIterations;
+    limits.cooperativeMatrix = cooperativeMatrix;
     std::optional<MatmulConfig> matmul;
     if (!matmulTiles.empty())
       matmul = MatmulConfig::fromSizes({matmulTiles.begin(), matmulTiles.end()});

@@ -23,6 +23,7 @@ struct MaterializeConfigsPass
     limits.sharedMemoryBytes = sharedMemoryBytes;
     limits.maxLoopIterations = maxLoopIterations;
     limits.computeUnits = computeUnits;
+    limits.cooperativeMatrix = cooperativeMatrix;
     WalkResult result = getOperation().walk([&](KernelOp kernel) {
       return failed(materializeKernelConfig(kernel, gpu ? &limits : nullptr))
                  ? WalkResult::interrupt()

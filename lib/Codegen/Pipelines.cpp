@@ -39,7 +39,7 @@ LogicalResult kiln::populateLinalgToSPIRVPipeline(
       std::to_string(options.maxWorkgroupInvocations) + "},"
       "map-memref-spirv-storage-class{client-api=vulkan},"
       "convert-math-to-spirv,convert-gpu-to-spirv,"
-      "spirv.module(spirv-lower-abi-attrs,spirv-update-vce)";
+      "spirv.module(kiln-spirv-vulkan-memory-model,spirv-lower-abi-attrs,spirv-update-vce)";
   return parsePassPipeline(text, pm, llvm::errs());
 }
 

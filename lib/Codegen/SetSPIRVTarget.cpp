@@ -22,17 +22,31 @@ struct SetSPIRVTargetPass
     ModuleOp module = getOperation();
     MLIRContext *ctx = &getContext();
     // Vulkan 1.1 + 8/16-bit storage: f16 and bool tensors live in buffers.
-    std::string text =
-        "#spirv.target_env<#spirv.vce<v1.3, [Shader, Float16, Int8, Int16, "
-        "StorageBuffer16BitAccess, StorageBuffer8BitAccess, GroupNonUniform, "
-        "GroupNonUniformArithmetic, GroupNonUniformShuffle], "
-        "[SPV_KHR_storage_buffer_storage_class, SPV_KHR_16bit_storage, "
-        "SPV_KHR_8bit_storage]>, api=Vulkan, #spirv.resource_limits<"
-        "max_compute_workgroup_invocations = " +
-        std::to_string(maxWorkgroupInvocations) +
-        ", subgroup_size = " + std::to_string(subgroupSize) + ">>";
-    Attribute env = parseAttribute(text, ctx);
-    if (!env) {
+    // A module with cooperative matrices also declares them (16x16x16 f16
+    // into f32, the one shape the coop_gemm form emits) and the Vulkan
+    // memory model they need.
+    auto envText = [&](bool coop) {
+      // (MLIR's cooperative-matrix ops need SPIR-V 1.6: Vulkan 1.3 takes it.)
+      return std::string("#spirv.target_env<#spirv.vce<") + (coop ? "v1.6" : "v1.3") +
+             ", [Shader, Float16, Int8, Int16, "
+                         "StorageBuffer16BitAccess, StorageBuffer8BitAccess, GroupNonUniform, "
+                         "GroupNonUniformArithmetic, GroupNonUniformShuffle" +
+             (coop ? ", CooperativeMatrixKHR, VulkanMemoryModel" : "") +
+             "], [SPV_KHR_storage_buffer_storage_class, SPV_KHR_16bit_storage, "
+             "SPV_KHR_8bit_storage" +
+             (coop ? ", SPV_KHR_cooperative_matrix, SPV_KHR_vulkan_memory_model" : "") +
+             "]>, api=Vulkan, #spirv.resource_limits<max_compute_workgroup_invocations = " +
+             std::to_string(maxWorkgroupInvocations) +
+             ", subgroup_size = " + std::to_string(subgroupSize) +
+             (coop ? ", cooperative_matrix_properties_khr = [#spirv.coop_matrix_props_khr<"
+                     "m_size = 16, n_size = 16, k_size = 16, a_type = f16, b_type = f16, "
+                     "c_type = f32, result_type = f32, acc_sat = false, scope = <Subgroup>>]"
+                   : "") +
+             ">>";
+    };
+    Attribute plainEnv = parseAttribute(envText(false), ctx);
+    Attribute coopEnv = parseAttribute(envText(true), ctx);
+    if (!plainEnv || !coopEnv) {
       module.emitError("internal error: bad spirv target env");
       return signalPassFailure();
     }
@@ -57,7 +71,10 @@ struct SetSPIRVTargetPass
       return signalPassFailure();
 
     module.walk([&](gpu::GPUModuleOp gpuModule) {
-      gpuModule->setAttr(spirv::getTargetEnvAttrName(), env);
+      bool coop = gpuModule
+                      .walk([](gpu::SubgroupMmaComputeOp) { return WalkResult::interrupt(); })
+                      .wasInterrupted();
+      gpuModule->setAttr(spirv::getTargetEnvAttrName(), coop ? coopEnv : plainEnv);
       gpuModule.walk([&](gpu::GPUFuncOp fn) {
         if (!fn.isKernel())
           return;

@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "CooperativeMatrix.h"
 #include "DeviceState.h"
 
 #include "VulkanUtil.h"
@@ -145,6 +146,14 @@ createDeviceState(const DeviceSetup &setup) {
     extensions.push_back("VK_KHR_portability_subset");
 
   EnabledFeatures features(setup.physical, apiVersion);
+  // Cooperative matrices, where the adapter has the shape Kiln emits (the
+  // Vulkan memory model they need is among the features above).
+  CooperativeMatrixFeatures coop;
+  if (setup.adapter->cooperativeMatrixF16 && features.chained) {
+    extensions.push_back(kCooperativeMatrixExtension);
+    coop.cooperativeMatrix = VK_TRUE;
+    features.v12.pNext = &coop;
+  }
   VkDeviceCreateInfo info{};
   info.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO;
   info.queueCreateInfoCount = 1;

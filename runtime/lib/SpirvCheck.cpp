@@ -6,6 +6,8 @@
 
 #include "SpirvCheck.h"
 
+#include "kiln/runtime/Vulkan.h"
+
 #include <cstdio>
 
 namespace kiln::rt {
@@ -28,6 +30,19 @@ static bool readString(const std::vector<uint32_t> &words, size_t begin,
         return true;
       out += c;
     }
+  }
+  return false;
+}
+
+bool spirvUsesCooperativeMatrix(const std::vector<uint32_t> &words) {
+  constexpr uint32_t kOpCapability = 17, kCooperativeMatrixKHR = 6022;
+  for (size_t i = kHeaderWords; i + 1 < words.size();) {
+    uint32_t count = words[i] >> 16, opcode = words[i] & 0xffff;
+    if (count == 0)
+      return false;
+    if (opcode == kOpCapability && words[i + 1] == kCooperativeMatrixKHR)
+      return true;
+    i += count;
   }
   return false;
 }

@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "AdapterInfo.h"
+#include "CooperativeMatrix.h"
 #include "DeviceState.h"
 #include "VulkanUtil.h"
 
@@ -265,8 +266,12 @@ VulkanContext::create(const ContextOptions &options) {
     return noDevice("vkEnumeratePhysicalDevices: " + vkResultName(result));
   if (state->physical.empty())
     return noDevice("the Vulkan loader lists no physical device");
-  for (VkPhysicalDevice physical : state->physical)
+  for (VkPhysicalDevice physical : state->physical) {
     state->adapters.push_back(describeAdapter(physical, state->apiVersion));
+    state->adapters.back().cooperativeMatrixF16 = hasF16CooperativeMatrix(
+        state->instance, physical,
+        std::min(state->apiVersion, state->adapters.back().apiVersion));
+  }
   state->devices.resize(state->adapters.size() * options.virtualDevices);
   return std::unique_ptr<VulkanContext>(new VulkanContext(std::move(state)));
 }

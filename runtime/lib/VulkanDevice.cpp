@@ -223,6 +223,16 @@ StatusOr<Pipeline *> VulkanDevice::pipeline(const KernelBinary &kernel) {
     ++s.counters.pipelineCacheHits;
     return cached;
   }
+  // A driver without cooperative matrices fails such a module with no
+  // reason given (lavapipe: VK_ERROR_UNKNOWN): say which and what to do.
+  if (kernel.spirv && !s.adapter.cooperativeMatrixF16 &&
+      spirvUsesCooperativeMatrix(*kernel.spirv))
+    return Status::unavailable(
+        "kernel " + formatHash(kernel.hash) +
+        " multiplies f16 on cooperative matrices (tensor cores, VK_KHR_cooperative_matrix), "
+        "which " + s.label +
+        " lacks: compile the model for this device (kiln-compile --target vulkan here, "
+        "without KILN_GPU_LIMITS=...,coop=1) or run it on a GPU that has them");
   bool driverHit = false;
   StatusOr<std::unique_ptr<Pipeline>> created = Pipeline::create(
       s.device, &s, kernel, s.maxStorageBuffersPerStage, s.label,

@@ -53,6 +53,16 @@ int main(int argc, char **argv) {
       ++invalid;
       return;
     }
+    // Debian 12's SPIRV-Tools (2023.1) rejects every cooperative-matrix
+    // module ("Invalid capability operand: 6022"): said so, not validated.
+    bool coop = false;
+    spirvModule.walk([&](spirv::KHRCooperativeMatrixMulAddOp) { coop = true; });
+    if (coop) {
+      llvm::outs() << "spirv.module @" << name << ": serialized (" << words.size()
+                   << " words), not validated: SPIRV-Tools 2023.1 does not know "
+                      "cooperative matrices\n";
+      return;
+    }
     std::string messages;
     spvtools::SpirvTools tools(SPV_ENV_VULKAN_1_1);
     tools.SetMessageConsumer([&](spv_message_level_t, const char *,

@@ -31,6 +31,10 @@ struct DeviceLimits {
   /// Compute units (SMs) the device runs workgroups on, 0 when unknown:
   /// GEMM tiles shrink until every unit has a few workgroups.
   int computeUnits = 0;
+  /// Cooperative matrices (VK_KHR_cooperative_matrix) of 16 x 16 x 16 f16
+  /// operands with f32 accumulators at subgroup scope: half-precision
+  /// GEMMs run on the tensor cores (CoopMatrixConfig).
+  bool cooperativeMatrix = false;
 };
 
 /// A kernel of reductions sharing one iteration space (softmax, layer norm,
@@ -126,6 +130,30 @@ struct CpuDirectConvConfig {
   std::string check() const;
 };
 
+/// A half-precision GPU matmul on cooperative matrices (tensor cores): each
+/// workgroup computes a tileM x tileN block of the result with subgroupsM x
+/// subgroupsN subgroups, each holding its (tileM / subgroupsM) x (tileN /
+/// subgroupsN) share as 16 x 16 f32 accumulator fragments. Per tileK-deep
+/// slice of k the work items stage both f16 tiles in shared memory (rows
+/// padded by 16 bytes against bank conflicts, zeros past the edges), then
+/// every subgroup multiplies its fragments.
+struct CoopMatrixConfig {
+  static constexpr int kFragment = 16; // the M, N and K of one fragment
+  int tileM = 128, tileN = 128, tileK = 32;
+  int subgroupsM = 2, subgroupsN = 2;
+
+  int workgroupSize(const DeviceLimits &limits) const {
+    return subgroupsM * subgroupsN * limits.subgroupSize;
+  }
+  /// Both staged tiles and one 16 x 16 f32 fragment per subgroup (the
+  /// epilogue reads the accumulators through it).
+  int64_t sharedBytes() const;
+  /// The largest tiles that still give every compute unit work.
+  static CoopMatrixConfig defaultFor(const DeviceLimits &limits, int64_t m, int64_t n,
+                                     int64_t k, int64_t batch);
+  std::string check(const DeviceLimits &limits) const;
+};
+
 /// A GPU kernel of one grid dimension (elementwise chains, pooling,
 /// untiled contractions): `workgroupSize` work items per workgroup, each
 /// taking `vectorWidth` adjacent elements (4: 16-byte accesses).
@@ -150,6 +178,7 @@ struct KernelConfig {
     Cpu,     // CPU: loops split over threads (no knobs)
     CpuGemm, // CPU: register-blocked matmul or convolution
     CpuDirectConv, // CPU: dense convolution, vectors along output channels
+    CoopGemm,      // GPU: f16 matmul on cooperative matrices
   };
   Form form = Form::Cpu;
   LoopKernelConfig loop;
@@ -157,6 +186,7 @@ struct KernelConfig {
   MatmulConfig gemm;
   CpuMatmulConfig cpuGemm;
   CpuDirectConvConfig cpuDirectConv;
+  CoopMatrixConfig coop;
 
   /// "loop", "row", "arg_row", "gemm", "cpu", "cpu_gemm", "cpu_direct_conv".
   static const char *formName(Form form);

@@ -134,6 +134,8 @@ def KilnKernelToLinalg : Pass<"kiln-kernel-to-linalg", "mlir::ModuleOp"> {
            "GPU row kernels: a workgroup of this size per row (0: the default, -1: a work item per row)">,
     ListOption<"cpuMatmulBlock", "cpu-matmul-block", "int",
                "CPU matmul/conv configuration instead of the default: rows, lanes, vectors, panelColumns">,
+    Option<"cooperativeMatrix", "cooperative-matrix", "bool", "false",
+           "the GPU has 16x16x16 f16 cooperative matrices (f16 matmuls take coop_gemm)">,
   ];
   let dependentDialects = ["mlir::linalg::LinalgDialect", "mlir::memref::MemRefDialect",
                            "mlir::arith::ArithDialect", "mlir::math::MathDialect",
@@ -165,6 +167,8 @@ def KilnMaterializeConfigs : Pass<"kiln-materialize-configs", "mlir::ModuleOp"> 
            "loop iterations one GPU kernel invocation may run in all, 0 for no limit">,
     Option<"computeUnits", "compute-units", "int", "0",
            "the GPU's compute units (SMs), 0 when unknown">,
+    Option<"cooperativeMatrix", "cooperative-matrix", "bool", "false",
+           "the GPU has 16x16x16 f16 cooperative matrices (f16 matmuls take coop_gemm)">,
   ];
 }
 
@@ -198,7 +202,19 @@ def KilnSetSPIRVTarget : Pass<"kiln-set-spirv-target", "mlir::ModuleOp"> {
     Option<"maxWorkgroupInvocations", "max-workgroup-invocations", "int", "1024",
            "the device's maxComputeWorkGroupInvocations">,
   ];
+  let dependentDialects = ["mlir::spirv::SPIRVDialect"];
   let dependentDialects = ["mlir::spirv::SPIRVDialect", "mlir::gpu::GPUDialect"];
+}
+
+def KilnSpirvVulkanMemoryModel
+    : Pass<"kiln-spirv-vulkan-memory-model", "mlir::spirv::ModuleOp"> {
+  let summary = "give spirv.modules that use cooperative matrices the Vulkan memory model";
+  let description = [{
+    SPV_KHR_cooperative_matrix needs the Vulkan memory model, and
+    convert-gpu-to-spirv always picks GLSL450 for shaders. Run before
+    spirv-update-vce, which then adds the VulkanMemoryModel capability and
+    extension. Modules without cooperative matrices are left as they are.
+  }];
 }
 
 def KilnCpuRangeArgs : Pass<"kiln-cpu-range-args", "mlir::ModuleOp"> {

@@ -67,6 +67,10 @@ struct AdapterInfo {
   uint32_t computeUnits = 0;
   /// Nanoseconds per timestamp tick; 0 when compute queues cannot time.
   float timestampPeriod = 0;
+  /// 16 x 16 x 16 f16 cooperative matrices with f32 accumulators
+  /// (VK_KHR_cooperative_matrix, with the Vulkan memory model), enabled on
+  /// the device: f16 matmuls then run on its tensor cores.
+  bool cooperativeMatrixF16 = false;
 };
 
 struct ContextOptions {
@@ -238,6 +242,10 @@ private:
 
 /// "VK_ERROR_OUT_OF_DEVICE_MEMORY" for a VkResult value.
 std::string vkResultName(int result);
+
+/// Whether SPIR-V `words` declare the CooperativeMatrixKHR capability: the
+/// kernel runs only where AdapterInfo::cooperativeMatrixF16 holds.
+bool spirvUsesCooperativeMatrix(const std::vector<uint32_t> &words);
 
 } // namespace kiln::rt
 

@@ -1,0 +1,94 @@
+#!/usr/bin/env python3
+"""Half-precision matmul cases for scripts/half-gpu-bench.sh: kiln graphs
+(.mlir), their inputs (.npy) and, where the answer is known exactly, the
+expected output.
+
+    python3 bench/half/make_cases.py OUTDIR [--mm4096-inputs]
+
+--mm4096-inputs writes only mm4096's two 32 MB inputs (made on the GPU
+machine: they are too large to carry there).
+
+- exact_ragged: [100, 70] x [70, 130] + bias, relu; small integers, so
+  every product and sum is exact in f32 and the result exact in f16.
+- exact_aligned: [256, 512] x [512, 384]; integers in {-1, 0, 1}.
+- linear_gelu: x [128, 768] times W^T for W [3072, 768] (B read through a
+  transpose) + bias, GELU (the exact, erf form); values of N(0, 0.1);
+  reference in float64.
+- mm4096: 4096^3, N(0, 1) values, for speed.
+"""
+import math
+import os
+import sys
+
+import numpy as np
+
+out = sys.argv[1]
+large_only = "--mm4096-inputs" in sys.argv[2:]
+os.makedirs(out, exist_ok=True)
+rng = np.random.default_rng(7)
+
+
+def save(name, *inputs, want=None):
+    """The inputs as <name>_in<i>.npy, in the graph's order."""
+    for i, value in enumerate(inputs):
+        np.save(os.path.join(out, f"{name}_in{i}.npy"), value)
+    if want is not None:
+        np.save(os.path.join(out, f"{name}_want.npy"), want)
+
+
+if large_only:
+    n = 4096
+    save("mm4096", rng.standard_normal((n, n)).astype(np.float16),
+         rng.standard_normal((n, n)).astype(np.float16))
+    sys.exit(0)
+
+
+def graph(name, body, inputs, result):
+    lines = ["module {", f"  func.func @graph() -> {result} {{"]
+    for i, t in enumerate(inputs):
+        lines.append(f'    %in{i} = kiln.input {i} on "cpu:0" : {t}')
+    lines += ["    " + line for line in body]
+    lines += [f"    return %y : {result}", "  }", "}"]
+    with open(os.path.join(out, f"{name}.mlir"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+def t(*shape):
+    return "tensor<" + "x".join(map(str, shape)) + "xf16>"
+
+
+# exact_ragged
+a = rng.integers(-2, 3, (100, 70)).astype(np.float16)
+b = rng.integers(-2, 3, (70, 130)).astype(np.float16)
+c = rng.integers(-3, 4, (130,)).astype(np.float16)
+want = np.maximum(a.astype(np.float64) @ b.astype(np.float64) + c, 0).astype(np.float16)
+save("exact_ragged", a, b, c, want=want)
+graph("exact_ragged", [
+    f"%m = kiln.matmul %in0, %in1 : {t(100, 70)}, {t(70, 130)} -> {t(100, 130)}",
+    f"%s = kiln.add %m, %in2 : {t(100, 130)}, {t(130)} -> {t(100, 130)}",
+    f"%y = kiln.relu %s : {t(100, 130)}"], [t(100, 70), t(70, 130), t(130)], t(100, 130))
+
+# exact_aligned
+a = rng.integers(-1, 2, (256, 512)).astype(np.float16)
+b = rng.integers(-1, 2, (512, 384)).astype(np.float16)
+save("exact_aligned", a, b, want=(a.astype(np.float64) @ b).astype(np.float16))
+graph("exact_aligned", [f"%y = kiln.matmul %in0, %in1 : {t(256, 512)}, {t(512, 384)} -> {t(256, 384)}"],
+      [t(256, 512), t(512, 384)], t(256, 384))
+
+# linear_gelu
+x = (rng.standard_normal((128, 768)) * 0.1).astype(np.float16)
+w = (rng.standard_normal((3072, 768)) * 0.1).astype(np.float16)
+bias = (rng.standard_normal(3072) * 0.1).astype(np.float16)
+h = x.astype(np.float64) @ w.astype(np.float64).T + bias
+gelu = 0.5 * h * (1 + np.vectorize(math.erf)(h / math.sqrt(2)))
+save("linear_gelu", x, w, bias, want=gelu.astype(np.float16))
+graph("linear_gelu", [
+    f"%wt = kiln.transpose %in1 [1, 0] : {t(3072, 768)} -> {t(768, 3072)}",
+    f"%m = kiln.matmul %in0, %wt : {t(128, 768)}, {t(768, 3072)} -> {t(128, 3072)}",
+    f"%s = kiln.add %m, %in2 : {t(128, 3072)}, {t(3072)} -> {t(128, 3072)}",
+    f"%y = kiln.gelu %s : {t(128, 3072)}"], [t(128, 768), t(3072, 768), t(3072)], t(128, 3072))
+
+# mm4096 (its inputs: --mm4096-inputs)
+n = 4096
+graph("mm4096", [f"%y = kiln.matmul %in0, %in1 : {t(n, n)}, {t(n, n)} -> {t(n, n)}"],
+      [t(n, n), t(n, n)], t(n, n))

@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# Half-precision matmuls on cooperative matrices, on a GPU machine without
+# the compiler (the lent H200), issue 14.
+#
+# Here:  scripts/half-gpu-bench.sh dump
+#   writes bench/half/make_cases.py's cases to .dev/half, compiles each for
+#   the H200's limits twice, with cooperative matrices (coop=1) and without
+#   (the tiled f32-FMA form), and the coop_gemm candidates of the 4096^3
+#   matmul (kiln-tune --emit-candidates); fetches the Vulkan loader.
+# There (carry .gl, .dev/half, build/bin/kiln-run, build/bin/kiln-spirv-replay):
+#   scripts/half-gpu-bench.sh run
+#   runs every case both ways and checks the outputs (bench/half/check.py:
+#   exact on small integers), profiles the 4096^3 matmul both ways next to
+#   PyTorch's f16 matmul (cuBLAS), and times the candidates.
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+. "$root/scripts/vulkan-loader.sh"
+limits=subgroup=32,invocations=1024,shared=49152,groups=2147483647,units=132
+case "${1:-}" in
+dump)
+  rm -rf .dev/half && mkdir -p .dev/half
+  /usr/bin/python3 bench/half/make_cases.py .dev/half/cases
+  cache=$(mktemp -d)
+  for g in .dev/half/cases/*.mlir; do
+    name=$(basename "$g" .mlir)
+    KILN_CACHE_DIR=$cache KILN_GPU_LIMITS=$limits,coop=1 \
+      build/bin/kiln-compile "$g" --target vulkan -o .dev/half/${name}_coop.kiln
+    KILN_CACHE_DIR=$cache KILN_GPU_LIMITS=$limits,coop=0 \
+      build/bin/kiln-compile "$g" --target vulkan -o .dev/half/${name}_tiled.kiln
+  done
+  KILN_CACHE_DIR=$cache KILN_GPU_LIMITS=$limits,coop=1 build/bin/kiln-tune \
+    .dev/half/cases/mm4096.mlir --device vulkan:0 --emit-candidates .dev/half/candidates \
+    ${KILN_HALF_ONLY:+--only "$KILN_HALF_ONLY"} | tail -n 1
+  rm -rf "$cache"
+  fetch_vulkan_loader
+  ;;
+run)
+  install_vulkan_loader
+  export XDG_CACHE_HOME=/tmp/kiln-cache
+  python3 bench/half/make_cases.py .dev/half/cases --mm4096-inputs
+  out=${OUT:-/tmp/half-out}
+  mkdir -p "$out"
+  for k in .dev/half/*_coop.kiln .dev/half/*_tiled.kiln; do
+    name=$(basename "$k" .kiln)
+    case=${name%_*}
+    inputs=()
+    for f in $(ls .dev/half/cases/${case}_in*.npy | sort -V); do inputs+=(--input "$f"); done
+    build/bin/kiln-run "$k" --device vulkan:0 "${inputs[@]}" --output "$out/$name.npy" \
+      || echo "$name: kiln-run failed"
+  done
+  python3 bench/half/check.py .dev/half/cases "$out" || echo "check: mismatches"
+  for v in coop tiled; do
+    echo "mm4096 $v:"
+    build/bin/kiln-run .dev/half/mm4096_$v.kiln --device vulkan:0 \
+      --input .dev/half/cases/mm4096_in0.npy --input .dev/half/cases/mm4096_in1.npy --profile 20 | tail -n 4
+  done
+  python3 - <<'PY'
+import sys
+import torch
+sys.path.insert(0, "bench")
+from torch_timing import measure_cuda
+a = torch.randn(4096, 4096, device="cuda", dtype=torch.float16)
+b = torch.randn(4096, 4096, device="cuda", dtype=torch.float16)
+t = measure_cuda(lambda: a @ b)
+print(f"torch {torch.__version__} f16 matmul 4096^3: {t * 1e3:.4f} ms, {2 * 4096 ** 3 / t / 1e12:.1f} TFLOP/s")
+PY
+  if [ -d .dev/half/candidates ]; then
+    build/bin/kiln-spirv-replay --runs 20 $(ls .dev/half/candidates/*.kernel | sort -V) | grep -v '^device' \
+      > "$out/candidates.times" || echo "candidate replay failed"
+    cp .dev/half/candidates/candidates.json "$out/"
+  fi
+  ;;
+*)
+  echo "usage: scripts/half-gpu-bench.sh dump|run" >&2
+  exit 2
+  ;;
+esac
