@@ -10,7 +10,12 @@
 // shapes need no fragment-level checks), then every subgroup loads its A
 // and B fragments from the tiles and multiplies. Tile rows are padded by 8
 // halves (16 bytes): fragment loads of consecutive rows then start in
-// different banks. The epilogue reads the accumulators back through one
+// different banks. An operand that is a plain kernel input, contiguous
+// along the tile's rows, moves in 16-byte groups of 8 halves (its buffer
+// and tile declared as vector<4xf32>, bits only: the fragment loads read
+// them as f16); B contiguous along k (a linear layer's W^T) is staged
+// transposed, [n][k], and loaded column-major. Other operands go element
+// by element through their readers. The epilogue reads the accumulators back through one
 // 16 x 16 f32 fragment of shared memory per subgroup, each lane evaluating
 // its results as the tiled form does, then one guarded store each.
 //
@@ -23,6 +28,7 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 using namespace mlir;
 using namespace kiln;
@@ -93,7 +99,6 @@ FailureOr<func::FuncOp> kiln::buildCoopGemmFunction(KernelOp kernel, Operation *
   const int64_t SM = config.subgroupsM, SN = config.subgroupsN, sg = limits.subgroupSize;
   const int64_t WM = TM / SM, WN = TN / SN, FM = WM / kF, FN = WN / kF;
   const int64_t threads = SM * SN * sg;
-  const int64_t ldA = TK + kPad, ldB = TN + kPad;
 
   auto launch = gpu::LaunchOp::create(fb, loc, idx(fb, (gemm.n + TN - 1) / TN),
                                       idx(fb, (gemm.m + TM - 1) / TM), idx(fb, gemm.batch),
@@ -112,66 +117,173 @@ FailureOr<func::FuncOp> kiln::buildCoopGemmFunction(KernelOp kernel, Operation *
   Value subCol = mul(lb, arith::RemUIOp::create(lb, loc, subgroup, idx(lb, SN)), WN);
 
   auto space = lb.getI64IntegerAttr(3);
-  Value tileA = memref::AllocOp::create(lb, loc, MemRefType::get({TM * ldA}, f16, AffineMap(), space));
-  Value tileB = memref::AllocOp::create(lb, loc, MemRefType::get({TK * ldB}, f16, AffineMap(), space));
+  Type v4 = VectorType::get({4}, f32); // 16 bytes: 8 halves, bits only
+  const bool raggedM = gemm.m % TM != 0, raggedN = gemm.n % TN != 0, raggedK = gemm.k % TK != 0;
+  // One operand's staging. Its GEMM coordinates are (p, q): A (i, k), B
+  // (k, j); the tile is [p][q], or [q][p] when `transposed`.
+  struct Staging {
+    const OperandReader *reader = nullptr;
+    int64_t extentP = 1, extentQ = 1, tileP = 1, tileQ = 1;
+    bool raggedP = false, raggedQ = false, transposed = false, wide = false;
+    unsigned arg = 0;
+    AffineExpr vectorIndex; // wide: the vector holding (b, p, q), q or p a multiple of 8
+    int64_t ld = 0;         // tile row length, in halves
+    Value tile;
+    SmallVector<std::pair<Value, Value>> slots; // (tile row, tile column or 8-group)
+    int64_t rows() const { return transposed ? tileQ : tileP; }
+    int64_t cols() const { return transposed ? tileP : tileQ; }
+  };
+  // Whether the operand at `access` can move in groups of 8 along dim `d`
+  // (1: rows p, 2: columns q of (b, p, q)): contiguous there, every other
+  // term and the offset multiples of 8, its size a multiple of 8, and its
+  // kernel argument read by nothing but this matmul (through views).
+  auto wideAlong = [&](const std::optional<std::pair<unsigned, AffineExpr>> &access, unsigned d,
+                       int64_t size) {
+    if (!access || size % 8)
+      return false;
+    AffineExpr e = access->second;
+    auto at = [&](int64_t b, int64_t p, int64_t q) -> std::optional<int64_t> {
+      AffineExpr v = e.replaceDims({getAffineConstantExpr(b, ctx), getAffineConstantExpr(p, ctx),
+                                    getAffineConstantExpr(q, ctx)});
+      auto c = dyn_cast<AffineConstantExpr>(simplifyAffineExpr(v, 0, 0));
+      return c ? std::optional<int64_t>(c.getValue()) : std::nullopt;
+    };
+    std::optional<int64_t> o = at(0, 0, 0), sb = at(1, 0, 0), sp = at(0, 1, 0), sq = at(0, 0, 1);
+    if (!o || !sb || !sp || !sq)
+      return false;
+    int64_t along = d == 1 ? *sp - *o : *sq - *o, other = d == 1 ? *sq - *o : *sp - *o;
+    if (along != 1 || *o % 8 || (*sb - *o) % 8 || other % 8)
+      return false;
+    Value arg = kernel.getBody().front().getArgument(access->first);
+    if (cast<RankedTensorType>(arg.getType()).getNumElements() % 8)
+      return false;
+    for (Value v = arg; v != root->getResult(0);) {
+      if (!v.hasOneUse())
+        return false;
+      Operation *user = *v.getUsers().begin();
+      if (user == root)
+        break;
+      if (!user->hasTrait<View>() || user->getNumResults() != 1)
+        return false;
+      v = user->getResult(0);
+    }
+    return true;
+  };
+  Staging sa, sb;
+  sa.reader = &gemm.readA;
+  sa.extentP = gemm.m, sa.extentQ = gemm.k, sa.tileP = TM, sa.tileQ = TK;
+  sa.raggedP = raggedM, sa.raggedQ = raggedK;
+  sb.reader = &gemm.readB;
+  sb.extentP = gemm.k, sb.extentQ = gemm.n, sb.tileP = TK, sb.tileQ = TN;
+  sb.raggedP = raggedK, sb.raggedQ = raggedN;
+  sa.wide = wideAlong(gemm.aAccess, 2, gemm.k);
+  if (wideAlong(gemm.bAccess, 2, gemm.n)) {
+    sb.wide = true;
+  } else if (wideAlong(gemm.bAccess, 1, gemm.k)) {
+    sb.wide = sb.transposed = true;
+  }
+  for (auto [st, access] : {std::pair{&sa, &gemm.aAccess}, std::pair{&sb, &gemm.bAccess}}) {
+    if (st->wide && (st->rows() * st->cols() / 8) % threads)
+      st->wide = st->transposed = false; // groups do not split evenly: element by element
+    if (st->wide) {
+      st->arg = (*access)->first;
+      // The element index at a group's first element, over 8.
+      st->vectorIndex = simplifyAffineExpr((*access)->second.floorDiv(8), 3, 0);
+    }
+  }
+  // Wide operands' buffers are declared as 16-byte vectors (the same bytes).
+  {
+    SmallVector<Type> args(func.getArgumentTypes());
+    for (Staging *st : {&sa, &sb})
+      if (st->wide) {
+        auto flat = cast<MemRefType>(args[st->arg]);
+        args[st->arg] = MemRefType::get({flat.getNumElements() / 8}, v4);
+      }
+    func.setType(builder.getFunctionType(args, {}));
+    for (auto [i, type] : llvm::enumerate(args))
+      entry->getArgument(i).setType(type);
+  }
+  for (Staging *st : {&sa, &sb}) {
+    st->ld = st->cols() + kPad;
+    int64_t units = st->rows() * st->ld / (st->wide ? 8 : 1);
+    st->tile = memref::AllocOp::create(
+        lb, loc, MemRefType::get({units}, st->wide ? v4 : Type(f16), AffineMap(), space));
+    // Consecutive work items take consecutive elements (or groups) along
+    // the operand's contiguous dimension, so the global reads coalesce.
+    int64_t perRow = st->wide ? st->cols() / 8 : st->cols();
+    bool alongCols = st->wide || (st == &sa ? !gemm.aAccess || contiguousAlongColumns(gemm.aAccess->second)
+                                            : !gemm.bAccess || contiguousAlongColumns(gemm.bAccess->second));
+    int64_t count = st->rows() * perRow;
+    for (int64_t e = 0; e < count / threads; ++e) {
+      Value flat = add(lb, tid, idx(lb, e * threads));
+      if (alongCols)
+        st->slots.push_back({arith::DivUIOp::create(lb, loc, flat, idx(lb, perRow)),
+                             arith::RemUIOp::create(lb, loc, flat, idx(lb, perRow))});
+      else
+        st->slots.push_back({arith::RemUIOp::create(lb, loc, flat, idx(lb, st->rows())),
+                             arith::DivUIOp::create(lb, loc, flat, idx(lb, st->rows()))});
+    }
+  }
   Value scratch =
       memref::AllocOp::create(lb, loc, MemRefType::get({SM * SN * kF * kF}, f32, AffineMap(), space));
 
-  // Work item tid's elements of each staged tile, as (row, col) in the
-  // tile: consecutive work items take consecutive elements along the
-  // operand's contiguous dimension, so the global reads coalesce.
-  auto slots = [&](int64_t rows, int64_t cols, bool alongCols) {
-    SmallVector<std::pair<Value, Value>> out;
-    for (int64_t e = 0; e < rows * cols / threads; ++e) {
-      Value flat = add(lb, tid, idx(lb, e * threads));
-      if (alongCols)
-        out.push_back({arith::DivUIOp::create(lb, loc, flat, idx(lb, cols)),
-                       arith::RemUIOp::create(lb, loc, flat, idx(lb, cols))});
-      else
-        out.push_back({arith::RemUIOp::create(lb, loc, flat, idx(lb, rows)),
-                       arith::DivUIOp::create(lb, loc, flat, idx(lb, rows))});
-    }
-    return out;
+  // A coordinate clamped into [0, bound) (when it may leave it), with the
+  // condition that it was inside.
+  auto clamp = [&](OpBuilder &gb, Value v, int64_t bound, bool checked, Value &inside) -> Value {
+    if (!checked)
+      return v;
+    Value ok = arith::CmpIOp::create(gb, loc, arith::CmpIPredicate::ult, v, idx(gb, bound));
+    inside = inside ? arith::AndIOp::create(gb, loc, inside, ok).getResult() : ok;
+    return arith::MinUIOp::create(gb, loc, v, idx(gb, bound - 1));
   };
-  bool aRowMajor = !gemm.aAccess || contiguousAlongColumns(gemm.aAccess->second);
-  bool bRowMajor = !gemm.bAccess || contiguousAlongColumns(gemm.bAccess->second);
-  SmallVector<std::pair<Value, Value>> aSlots = slots(TM, TK, aRowMajor);
-  SmallVector<std::pair<Value, Value>> bSlots = slots(TK, TN, bRowMajor);
-
-  // One element of A or B through its reader, clamped into the operand and
-  // zero outside it (past M, N or K), in f16.
-  const bool raggedM = gemm.m % TM != 0, raggedN = gemm.n % TN != 0, raggedK = gemm.k % TK != 0;
-  auto read = [&](OpBuilder &gb, const OperandReader &reader, Value row, Value col,
-                  int64_t rows, bool rowChecked, int64_t cols, bool colChecked) -> Value {
+  // One slot's global read of slice `kBase`: an f16, or 8 halves as a
+  // vector<4xf32>; zeros past the operand's edges.
+  auto readSlot = [&](OpBuilder &gb, const Staging &st, std::pair<Value, Value> slot, Value pBase,
+                      Value qBase) -> Value {
+    Value r = slot.first, c = st.wide ? mul(gb, slot.second, 8) : slot.second;
+    Value p = add(gb, pBase, st.transposed ? c : r), q = add(gb, qBase, st.transposed ? r : c);
     Value inside;
-    auto clamp = [&](Value v, int64_t bound, bool checked) -> Value {
-      if (!checked)
-        return v;
-      Value ok = arith::CmpIOp::create(gb, loc, arith::CmpIPredicate::ult, v, idx(gb, bound));
-      inside = inside ? arith::AndIOp::create(gb, loc, inside, ok).getResult() : ok;
-      return arith::MinUIOp::create(gb, loc, v, idx(gb, bound - 1));
-    };
-    row = clamp(row, rows, rowChecked);
-    col = clamp(col, cols, colChecked);
-    Value v = reader(gb, loc, batch, row, col);
-    if (v.getType() != f16)
-      v = arith::TruncFOp::create(gb, loc, f16, v);
+    p = clamp(gb, p, st.extentP, st.raggedP, inside);
+    q = clamp(gb, q, st.extentQ, st.raggedQ, inside);
+    Value v;
+    if (st.wide)
+      v = memref::LoadOp::create(gb, loc, entry->getArgument(st.arg),
+                                 ValueRange{applyExpr(gb, loc, st.vectorIndex, ValueRange{batch, p, q})});
+    else {
+      v = (*st.reader)(gb, loc, batch, p, q);
+      if (v.getType() != f16)
+        v = arith::TruncFOp::create(gb, loc, f16, v);
+    }
     if (!inside)
       return v;
+    if (st.wide)
+      return arith::SelectOp::create(
+          gb, loc, vector::BroadcastOp::create(gb, loc, VectorType::get({4}, gb.getI1Type()), inside),
+          v, arith::ConstantOp::create(gb, loc, DenseElementsAttr::get(cast<VectorType>(v4),
+                                                                       gb.getF32FloatAttr(0))));
     return arith::SelectOp::create(gb, loc, inside, v, floatConstant(gb, loc, f16, 0.0));
   };
   int64_t kTiles = (gemm.k + TK - 1) / TK;
-  // The global reads of k slice `kt`: A's elements, then B's.
+  // The global reads of k slice `kt`: A's slots, then B's.
   auto fetch = [&](OpBuilder &gb, Value kt) {
     Value kBase = mul(gb, kt, TK);
     SmallVector<Value> values;
-    for (auto [r, c] : aSlots)
-      values.push_back(read(gb, gemm.readA, add(gb, rowBase, r), add(gb, kBase, c), gemm.m, raggedM,
-                            gemm.k, raggedK));
-    for (auto [r, c] : bSlots)
-      values.push_back(read(gb, gemm.readB, add(gb, kBase, r), add(gb, colBase, c), gemm.k, raggedK,
-                            gemm.n, raggedN));
+    for (auto slot : sa.slots)
+      values.push_back(readSlot(gb, sa, slot, rowBase, kBase));
+    for (auto slot : sb.slots)
+      values.push_back(readSlot(gb, sb, slot, kBase, colBase));
     return values;
+  };
+  auto storeSlots = [&](OpBuilder &gb, const Staging &st, ValueRange values) {
+    int64_t rowUnits = st.wide ? st.ld / 8 : st.ld;
+    for (auto [slot, v] : llvm::zip(st.slots, values))
+      memref::StoreOp::create(gb, loc, v, st.tile,
+                              ValueRange{add(gb, mul(gb, slot.first, rowUnits), slot.second)});
+  };
+  // A fragment's first element at tile (row, col), in the tile's units.
+  auto fragmentAt = [&](OpBuilder &gb, const Staging &st, Value row, int64_t col) -> Value {
+    Value at = add(gb, mul(gb, row, st.ld), idx(gb, col));
+    return st.wide ? arith::DivUIOp::create(gb, loc, at, idx(gb, 8)).getResult() : at;
   };
 
   auto accType = gpu::MMAMatrixType::get({kF, kF}, f32, "COp");
@@ -186,12 +298,8 @@ FailureOr<func::FuncOp> kiln::buildCoopGemmFunction(KernelOp kernel, Operation *
       lb, loc, idx(lb, 0), idx(lb, kTiles), idx(lb, 1), inits,
       [&](OpBuilder &kb, Location, Value kt, ValueRange carried) {
         ValueRange staged = carried.drop_front(numAcc);
-        for (auto [e, slot] : llvm::enumerate(aSlots))
-          memref::StoreOp::create(kb, loc, staged[e], tileA,
-                                  ValueRange{add(kb, mul(kb, slot.first, ldA), slot.second)});
-        for (auto [e, slot] : llvm::enumerate(bSlots))
-          memref::StoreOp::create(kb, loc, staged[aSlots.size() + e], tileB,
-                                  ValueRange{add(kb, mul(kb, slot.first, ldB), slot.second)});
+        storeSlots(kb, sa, staged.take_front(sa.slots.size()));
+        storeSlots(kb, sb, staged.drop_front(sa.slots.size()));
         gpu::BarrierOp::create(kb, loc);
         // The next slice's reads (the last again at the end: in bounds,
         // unused) before this slice's multiplies.
@@ -200,15 +308,22 @@ FailureOr<func::FuncOp> kiln::buildCoopGemmFunction(KernelOp kernel, Operation *
         SmallVector<Value> acc(carried.take_front(numAcc));
         for (int64_t kk = 0; kk < TK; kk += kF) {
           SmallVector<Value> aFrags, bFrags;
-          for (int64_t fm = 0; fm < FM; ++fm) {
-            Value at = add(kb, mul(kb, add(kb, subRow, idx(kb, fm * kF)), ldA), idx(kb, kk));
+          for (int64_t fm = 0; fm < FM; ++fm)
             aFrags.push_back(gpu::SubgroupMmaLoadMatrixOp::create(
-                kb, loc, aType, tileA, ValueRange{at}, kb.getIndexAttr(ldA), UnitAttr()));
-          }
+                kb, loc, aType, sa.tile,
+                ValueRange{fragmentAt(kb, sa, add(kb, subRow, idx(kb, fm * kF)), kk)},
+                kb.getIndexAttr(sa.wide ? sa.ld / 8 : sa.ld), UnitAttr()));
           for (int64_t fn = 0; fn < FN; ++fn) {
-            Value at = add(kb, idx(kb, kk * ldB), add(kb, subCol, idx(kb, fn * kF)));
+            // [k][n] rows, or [n][k] read column-major.
+            Value n0 = add(kb, subCol, idx(kb, fn * kF));
+            Value at = sb.transposed ? fragmentAt(kb, sb, n0, kk)
+                                     : arith::AddIOp::create(kb, loc, fragmentAt(kb, sb, idx(kb, kk), 0),
+                                                             sb.wide ? arith::DivUIOp::create(kb, loc, n0, idx(kb, 8)).getResult() : n0)
+                                           .getResult();
             bFrags.push_back(gpu::SubgroupMmaLoadMatrixOp::create(
-                kb, loc, bType, tileB, ValueRange{at}, kb.getIndexAttr(ldB), UnitAttr()));
+                kb, loc, bType, sb.tile, ValueRange{at},
+                kb.getIndexAttr(sb.wide ? sb.ld / 8 : sb.ld),
+                sb.transposed ? kb.getUnitAttr() : UnitAttr()));
           }
           for (int64_t fm = 0; fm < FM; ++fm)
             for (int64_t fn = 0; fn < FN; ++fn)

@@ -95,3 +95,16 @@ func.func @split_zero(%a: tensor<128x256xf32>, %b: tensor<256x512xf32>) -> tenso
   }
   return %0 : tensor<128x512xf32>
 }
+
+// -----
+
+// A GPU without cooperative matrices builds f16 matmuls in the tiled form.
+func.func @nocoop(%a: tensor<64x64xf16>, %b: tensor<64x64xf16>) -> tensor<64x64xf16> {
+  // expected-error @+1 {{config: form 'coop_gemm' does not fit this kernel on this GPU, which is built as 'gemm'}}
+  %0 = kiln.kernel on "vulkan:0" config {form = "coop_gemm", tile = array<i64: 64, 64, 32>, subgroups = array<i64: 2, 2>} (%a, %b) : (tensor<64x64xf16>, tensor<64x64xf16>) -> tensor<64x64xf16> {
+  ^bb0(%x: tensor<64x64xf16>, %y: tensor<64x64xf16>):
+    %m = kiln.matmul %x, %y : tensor<64x64xf16>, tensor<64x64xf16> -> tensor<64x64xf16>
+    kiln.yield %m : tensor<64x64xf16>
+  }
+  return %0 : tensor<64x64xf16>
+}

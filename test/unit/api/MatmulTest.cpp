@@ -171,6 +171,59 @@ TEST_P(MatmulOnEveryDevice, LinearWithActivationIsOneKernel) {
   EXPECT_TRUE(allClose(got, want, 1e-4, 1e-5));
 }
 
+// f16 operands, f32 accumulation (issue 14): small integers stay exact
+// through f16 products and sums below 2048, on every device, whichever form
+// runs them (cooperative matrices where the GPU has them, the tiled form,
+// the CPU in f32); a linear layer with GELU within the f16 tolerance.
+TEST_P(MatmulOnEveryDevice, HalfPrecisionExactOnSmallIntegers) {
+  std::mt19937 rng(11);
+  std::uniform_int_distribution<int> dist(-2, 2);
+  auto ints = [&](size_t n) {
+    std::vector<float> v(n);
+    for (float &x : v)
+      x = float(dist(rng));
+    return v;
+  };
+  // Ragged (k not a multiple of 8: element by element), aligned (16-byte
+  // groups), and B through a transpose.
+  for (auto [m, k, n] : {std::tuple{100, 70, 130}, {64, 96, 128}, {33, 16, 40}}) {
+    std::vector<float> as = ints(m * k), bs = ints(k * n), cs = ints(n);
+    Tensor a = Tensor::from(as, {m, k}, *device).to(DType::f16);
+    Tensor b = Tensor::from(bs, {k, n}, *device).to(DType::f16);
+    Tensor c = Tensor::from(cs, {n}, *device).to(DType::f16);
+    realize({a, b, c});
+    Tensor y = relu(matmul(a, b) + c);
+    EXPECT_EQ(y.dtype(), DType::f16);
+    std::vector<float> got = y.to(DType::f32).to_vector<float>();
+    std::vector<double> want = reference(as, bs, 1, m, k, n, false);
+    for (size_t i = 0; i < got.size(); ++i)
+      ASSERT_EQ(got[i], std::max(0.0, want[i] + cs[i % n])) << m << "x" << k << "x" << n << " at " << i;
+  }
+  std::normal_distribution<float> normal(0.0f, 0.1f);
+  auto randoms = [&](size_t n) {
+    std::vector<float> v(n);
+    for (float &x : v)
+      x = float(_Float16(normal(rng))); // representable in f16
+    return v;
+  };
+  const int64_t T = 48, D = 96, F = 160;
+  std::vector<float> xs = randoms(T * D), ws = randoms(F * D), bs = randoms(F);
+  Tensor x = Tensor::from(xs, {T, D}, *device).to(DType::f16);
+  Tensor w = Tensor::from(ws, {F, D}, *device).to(DType::f16);
+  Tensor bias = Tensor::from(bs, {F}, *device).to(DType::f16);
+  realize({x, w, bias});
+  std::vector<float> got = gelu(linear(x, w, bias)).to(DType::f32).to_vector<float>();
+  std::vector<double> want;
+  for (int64_t i = 0; i < T; ++i)
+    for (int64_t j = 0; j < F; ++j) {
+      double acc = bs[j];
+      for (int64_t p = 0; p < D; ++p)
+        acc += double(xs[i * D + p]) * ws[j * D + p];
+      want.push_back(0.5 * acc * (1 + std::erf(acc / std::sqrt(2.0))));
+    }
+  EXPECT_TRUE(allClose(got, want, 1e-2, 1e-3)); // the f16 row of the tolerance table
+}
+
 KILN_ON_EVERY_DEVICE(MatmulOnEveryDevice);
 
 TEST(Matmul, ShapeErrors) {

@@ -1,0 +1,90 @@
+// RUN: kiln-opt %s --split-input-file --kiln-materialize-configs="gpu=true subgroup-size=32 shared-memory-bytes=49152 compute-units=132 cooperative-matrix=true" | FileCheck %s --check-prefix=CONFIG
+// RUN: kiln-opt %s --split-input-file --kiln-materialize-configs="gpu=true subgroup-size=32 shared-memory-bytes=49152 compute-units=132" | FileCheck %s --check-prefix=NOCOOP
+// RUN: kiln-opt %s --split-input-file --kiln-kernel-to-linalg="gpu=true subgroup-size=32 shared-memory-bytes=49152 cooperative-matrix=true" | FileCheck %s
+// RUN: kiln-opt %s --split-input-file --kiln-kernel-to-linalg="gpu=true subgroup-size=32 shared-memory-bytes=49152 cooperative-matrix=true" --kiln-linalg-to-spirv | kiln-spirv-check | FileCheck %s --check-prefix=SPIRV
+// The cooperative-matrix form (CoopMatrixGemm.cpp): a matmul of two f16
+// operands, on a GPU with 16x16x16 f16 cooperative matrices, is built from
+// gpu.subgroup_mma_* ops; f32 matmuls and GPUs without them keep the tiled
+// f32-FMA form. Its SPIR-V is 1.6 with the Vulkan memory model; Debian's
+// SPIRV-Tools cannot validate it (kiln-spirv-check says so), so the H200
+// runs check it (scripts/half-gpu-bench.sh).
+
+// A linear layer: x [128, 768] times W^T (W [3072, 768]), bias, GELU. Both
+// operands move in 16-byte groups (their buffers as vector<4xf32>); W^T is
+// contiguous along k, so its tile is staged [n][k] and its fragments load
+// column-major (transpose).
+// With 132 compute units the tiles shrink until each unit has two
+// workgroups (32 x 32, one subgroup); without a count, 128 x 128 of 2 x 2.
+// CONFIG-LABEL: func.func @linear
+// CONFIG: config {form = "coop_gemm", subgroups = array<i64: 1, 1>, tile = array<i64: 32, 32, 32>}
+// NOCOOP-LABEL: func.func @linear
+// NOCOOP: config {form = "gemm"
+// CHECK-LABEL: func.func @linear_kernel0(
+// CHECK-SAME: memref<12288xvector<4xf32>>, %{{.*}}: memref<294912xvector<4xf32>>, %{{.*}}: memref<3072xf16>, %{{.*}}: memref<393216xf16>)
+// 24 x 1 workgroups of 4 subgroups of 32.
+// CHECK: gpu.launch blocks({{.*}}) in ({{.*}} = %c24{{.*}}, {{.*}} = %c1{{.*}}, {{.*}} = %c1{{.*}}) threads({{.*}}) in ({{.*}} = %c128
+// Tiles of 128 rows of 32 + 8 halves, as 16-byte vectors (A [m][k], W^T
+// [n][k]); a 16x16 f32 fragment per subgroup for the epilogue.
+// CHECK: memref.alloc() : memref<640xvector<4xf32>, 3>
+// CHECK: memref.alloc() : memref<640xvector<4xf32>, 3>
+// CHECK: memref.alloc() : memref<1024xf32, 3>
+// CHECK: gpu.subgroup_mma_constant_matrix
+// CHECK: scf.for
+// CHECK: gpu.barrier
+// CHECK: gpu.subgroup_mma_load_matrix {{.*}} {leadDimension = 5 : index} : memref<640xvector<4xf32>, 3> -> !gpu.mma_matrix<16x16xf16, "AOp">
+// CHECK: gpu.subgroup_mma_load_matrix {{.*}} {leadDimension = 5 : index, transpose} : memref<640xvector<4xf32>, 3> -> !gpu.mma_matrix<16x16xf16, "BOp">
+// CHECK: gpu.subgroup_mma_compute {{.*}} -> !gpu.mma_matrix<16x16xf32, "COp">
+// CHECK: gpu.barrier
+// CHECK: scf.yield
+// CHECK: gpu.subgroup_mma_store_matrix {{.*}} {leadDimension = 16 : index} : !gpu.mma_matrix<16x16xf32, "COp">, memref<1024xf32, 3>
+// The GELU per result (erf as a polynomial with an exp).
+// CHECK: math.exp
+// SPIRV: spirv.module @__spv__linear_kernel0_kernel: serialized ({{[0-9]+}} words), not validated: SPIRV-Tools 2023.1 does not know cooperative matrices
+func.func @linear(%x: tensor<128x768xf16>, %w: tensor<3072x768xf16>, %b: tensor<3072xf16>) -> tensor<128x3072xf16> {
+  %0 = kiln.kernel on "vulkan:0" (%x, %w, %b) : (tensor<128x768xf16>, tensor<3072x768xf16>, tensor<3072xf16>) -> tensor<128x3072xf16> {
+  ^bb0(%a: tensor<128x768xf16>, %ww: tensor<3072x768xf16>, %bb: tensor<3072xf16>):
+    %wt = kiln.transpose %ww [1, 0] : tensor<3072x768xf16> -> tensor<768x3072xf16>
+    %m = kiln.matmul %a, %wt : tensor<128x768xf16>, tensor<768x3072xf16> -> tensor<128x3072xf16>
+    %s = kiln.add %m, %bb : tensor<128x3072xf16>, tensor<3072xf16> -> tensor<128x3072xf16>
+    %g = kiln.gelu %s : tensor<128x3072xf16>
+    kiln.yield %g : tensor<128x3072xf16>
+  }
+  return %0 : tensor<128x3072xf16>
+}
+
+// -----
+
+// Ragged: k = 70 is no multiple of 8, so both operands go element by
+// element (f16 loads and stores), zeros past the edges; the results past
+// 100 x 130 are not stored.
+// CONFIG-LABEL: func.func @ragged
+// CONFIG: config {form = "coop_gemm"
+// CHECK-LABEL: func.func @ragged_kernel0(
+// CHECK-SAME: %{{.*}}: memref<7000xf16>, %{{.*}}: memref<9100xf16>
+// CHECK: memref.alloc() : memref<{{[0-9]+}}xf16, 3>
+// CHECK: arith.select {{.*}} : f16
+// CHECK: gpu.subgroup_mma_load_matrix {{.*}} : memref<{{[0-9]+}}xf16, 3> -> !gpu.mma_matrix<16x16xf16, "AOp">
+// CHECK: scf.if
+// SPIRV: spirv.module @__spv__ragged_kernel0_kernel: serialized
+func.func @ragged(%x: tensor<100x70xf16>, %w: tensor<70x130xf16>) -> tensor<100x130xf16> {
+  %0 = kiln.kernel on "vulkan:0" (%x, %w) : (tensor<100x70xf16>, tensor<70x130xf16>) -> tensor<100x130xf16> {
+  ^bb0(%a: tensor<100x70xf16>, %ww: tensor<70x130xf16>):
+    %m = kiln.matmul %a, %ww : tensor<100x70xf16>, tensor<70x130xf16> -> tensor<100x130xf16>
+    kiln.yield %m : tensor<100x130xf16>
+  }
+  return %0 : tensor<100x130xf16>
+}
+
+// -----
+
+// f32 operands keep the tiled form on the same GPU.
+// CONFIG-LABEL: func.func @single
+// CONFIG: config {form = "gemm"
+func.func @single(%x: tensor<64x64xf32>, %w: tensor<64x64xf32>) -> tensor<64x64xf32> {
+  %0 = kiln.kernel on "vulkan:0" (%x, %w) : (tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<64x64xf32> {
+  ^bb0(%a: tensor<64x64xf32>, %ww: tensor<64x64xf32>):
+    %m = kiln.matmul %a, %ww : tensor<64x64xf32>, tensor<64x64xf32> -> tensor<64x64xf32>
+    kiln.yield %m : tensor<64x64xf32>
+  }
+  return %0 : tensor<64x64xf32>
+}
