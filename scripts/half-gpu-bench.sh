@@ -6,7 +6,8 @@
 #   writes bench/half/make_cases.py's cases to .dev/half, compiles each for
 #   the H200's limits twice, with cooperative matrices (coop=1) and without
 #   (the tiled f32-FMA form), and the coop_gemm candidates of the 4096^3
-#   matmul (kiln-tune --emit-candidates); fetches the Vulkan loader.
+#   matmul and the linear layer (kiln-tune --emit-candidates;
+#   KILN_HALF_ONLY="words" narrows them); fetches the Vulkan loader.
 # There (carry .gl, .dev/half, build/bin/kiln-run, build/bin/kiln-spirv-replay):
 #   scripts/half-gpu-bench.sh run
 #   runs every case both ways and checks the outputs (bench/half/check.py:
@@ -29,9 +30,11 @@ dump)
     KILN_CACHE_DIR=$cache KILN_GPU_LIMITS=$limits,coop=0 \
       build/bin/kiln-compile "$g" --target vulkan -o .dev/half/${name}_tiled.kiln
   done
-  KILN_CACHE_DIR=$cache KILN_GPU_LIMITS=$limits,coop=1 build/bin/kiln-tune \
-    .dev/half/cases/mm4096.mlir --device vulkan:0 --emit-candidates .dev/half/candidates \
-    ${KILN_HALF_ONLY:+--only "$KILN_HALF_ONLY"} | tail -n 1
+  for g in mm4096 linear_gelu; do
+    KILN_CACHE_DIR=$cache KILN_GPU_LIMITS=$limits,coop=1 build/bin/kiln-tune \
+      .dev/half/cases/$g.mlir --device vulkan:0 --emit-candidates .dev/half/candidates-$g \
+      ${KILN_HALF_ONLY:+--only "$KILN_HALF_ONLY"} | tail -n 1
+  done
   rm -rf "$cache"
   fetch_vulkan_loader
   ;;
@@ -65,11 +68,12 @@ b = torch.randn(4096, 4096, device="cuda", dtype=torch.float16)
 t = measure_cuda(lambda: a @ b)
 print(f"torch {torch.__version__} f16 matmul 4096^3: {t * 1e3:.4f} ms, {2 * 4096 ** 3 / t / 1e12:.1f} TFLOP/s")
 PY
-  if [ -d .dev/half/candidates ]; then
-    build/bin/kiln-spirv-replay --runs 20 $(ls .dev/half/candidates/*.kernel | sort -V) | grep -v '^device' \
-      > "$out/candidates.times" || echo "candidate replay failed"
-    cp .dev/half/candidates/candidates.json "$out/"
-  fi
+  for g in mm4096 linear_gelu; do
+    [ -d .dev/half/candidates-$g ] || continue
+    build/bin/kiln-spirv-replay --runs 20 $(ls .dev/half/candidates-$g/*.kernel | sort -V) | grep -v '^device' \
+      > "$out/$g.times" || echo "candidate replay of $g failed"
+    cp .dev/half/candidates-$g/candidates.json "$out/$g.json"
+  done
   ;;
 *)
   echo "usage: scripts/half-gpu-bench.sh dump|run" >&2
