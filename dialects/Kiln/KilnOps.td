@@ -18,8 +18,8 @@ class Kiln_Op<string mnemonic, list<Trait> traits = []>
          traits # [DeclareOpInterfaceMethods<Kiln_PlacedOpInterface>]>;
 
 // Static shapes only: codegen specializes every kernel on its shapes.
-def Kiln_FloatTensor : StaticShapeTensorOf<[F32, F16]>;
-def Kiln_AnyTensor : StaticShapeTensorOf<[F32, F16, I1, I32]>;
+def Kiln_FloatTensor : StaticShapeTensorOf<[F32, F16, BF16]>;
+def Kiln_AnyTensor : StaticShapeTensorOf<[F32, F16, BF16, I1, I32]>;
 def Kiln_BoolTensor : StaticShapeTensorOf<[I1]>;
 
 //===----------------------------------------------------------------------===//

@@ -33,7 +33,9 @@
 
 namespace kiln {
 
-enum class DType { f32, f16, i32, boolean };
+/// bf16: bfloat16 (8 exponent bits, 7 mantissa bits), computed in f32 on the
+/// CPU device; .npy files hold its bits as uint16.
+enum class DType { f32, f16, i32, boolean, bf16 };
 const char *dtype_name(DType dtype);
 
 using Shape = std::vector<int64_t>;

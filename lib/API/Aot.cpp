@@ -38,6 +38,7 @@ rt::ElementType elementOf(DType dtype) {
   case DType::f16: return rt::ElementType::f16;
   case DType::i32: return rt::ElementType::i32;
   case DType::boolean: return rt::ElementType::i1;
+  case DType::bf16: return rt::ElementType::bf16;
   }
   return rt::ElementType::f32;
 }
@@ -48,6 +49,7 @@ DType dtypeOf(rt::ElementType element) {
   case rt::ElementType::f16: return DType::f16;
   case rt::ElementType::i32: return DType::i32;
   case rt::ElementType::i1: return DType::boolean;
+  case rt::ElementType::bf16: return DType::bf16;
   }
   return DType::f32;
 }

@@ -134,6 +134,8 @@ namespace {
 rt::ElementType elementOf(Type type) {
   if (type.isF16())
     return rt::ElementType::f16;
+  if (type.isBF16())
+    return rt::ElementType::bf16;
   if (type.isInteger(32))
     return rt::ElementType::i32;
   if (type.isInteger(1))
@@ -155,7 +157,7 @@ std::vector<uint8_t> constantBytes(ConstantOp constant) {
   auto dense = cast<DenseElementsAttr>(constant.getValue());
   Type element = type.getElementType();
   if (!dense.isSplat()) {
-    if (!element.isF32() && !element.isF16())
+    if (!element.isF32() && !element.isF16() && !element.isBF16())
       throw CompileError("constants of type " + typeText(type) + " are not supported yet");
     std::vector<uint8_t> all;
     for (APFloat v : dense.getValues<APFloat>()) {
@@ -173,7 +175,7 @@ std::vector<uint8_t> constantBytes(ConstantOp constant) {
     std::memcpy(one.data(), &v, 4);
     return one;
   }
-  if (element.isF16()) {
+  if (element.isF16() || element.isBF16()) {
     uint16_t raw = static_cast<uint16_t>(
         dense.getSplatValue<APFloat>().bitcastToAPInt().getZExtValue());
     return {uint8_t(raw & 0xFF), uint8_t(raw >> 8)};

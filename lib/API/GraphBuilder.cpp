@@ -14,6 +14,7 @@ Type kiln::elementType(MLIRContext *ctx, DType dtype) {
   case DType::f16: return b.getF16Type();
   case DType::i32: return b.getI32Type();
   case DType::boolean: return b.getI1Type();
+  case DType::bf16: return b.getBF16Type();
   }
   return b.getF32Type();
 }

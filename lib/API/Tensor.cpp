@@ -144,10 +144,13 @@ Tensor constant(Shape shape, float value, std::optional<Device> device,
 
 } // namespace
 
-/// In `other`'s floating dtype, so `h * 2.0f` works on f16 tensors as it
-/// does on f32 ones.
+/// In `other`'s floating dtype, so `h * 2.0f` works on f16 and bf16 tensors
+/// as it does on f32 ones.
 Tensor kiln::detail::scalarLike(float value, const Tensor &other, std::source_location loc) {
-  DType dtype = other.defined() && other.node()->dtype == DType::f16 ? DType::f16 : DType::f32;
+  DType dtype = other.defined() && (other.node()->dtype == DType::f16 ||
+                                    other.node()->dtype == DType::bf16)
+                    ? other.node()->dtype
+                    : DType::f32;
   return constant({}, value, std::nullopt, loc, dtype);
 }
 
@@ -178,7 +181,9 @@ Tensor random(Shape shape, std::optional<Device> device, std::source_location lo
 
 } // namespace
 
-bool kiln::detail::isFloat(DType dtype) { return dtype == DType::f32 || dtype == DType::f16; }
+bool kiln::detail::isFloat(DType dtype) {
+  return dtype == DType::f32 || dtype == DType::f16 || dtype == DType::bf16;
+}
 
 namespace {
 Tensor unary(const char *op, const Tensor &x, std::source_location loc) {
@@ -257,6 +262,7 @@ size_t kiln::elementBytes(DType dtype) {
   case DType::f16: return 2;
   case DType::i32: return 4;
   case DType::boolean: return 1;
+  case DType::bf16: return 2;
   }
   return 4;
 }
@@ -267,6 +273,7 @@ const char *kiln::dtype_name(DType dtype) {
   case DType::f16: return "f16";
   case DType::i32: return "i32";
   case DType::boolean: return "bool";
+  case DType::bf16: return "bf16";
   }
   return "?";
 }
@@ -537,7 +544,8 @@ template <typename T> T itemOf(const Tensor &t) {
 kiln::half::operator float() const { return halfToFloat(bits); }
 
 template <> std::vector<float> Tensor::to_vector<float>() const {
-  Node &node = readable(*this, {DType::f32, DType::f16, DType::boolean}, "to_vector<float>()",
+  Node &node = readable(*this, {DType::f32, DType::f16, DType::bf16, DType::boolean},
+                        "to_vector<float>()",
                         "read i32 tensors with to_vector<int32_t>(), or convert them with "
                         ".to(DType::f32) (rounds past 2^24)");
   if (node.dtype == DType::f32)
@@ -547,6 +555,12 @@ template <> std::vector<float> Tensor::to_vector<float>() const {
     std::vector<uint16_t> raw = readRaw<uint16_t>(node);
     for (size_t i = 0; i < raw.size(); ++i)
       values[i] = halfToFloat(raw[i]);
+  } else if (node.dtype == DType::bf16) {
+    std::vector<uint16_t> raw = readRaw<uint16_t>(node);
+    for (size_t i = 0; i < raw.size(); ++i) {
+      uint32_t bits = uint32_t(raw[i]) << 16; // bf16 is an f32's upper half
+      std::memcpy(&values[i], &bits, 4);
+    }
   } else {
     std::vector<uint8_t> raw = readRaw<uint8_t>(node);
     for (size_t i = 0; i < raw.size(); ++i)
@@ -669,7 +683,7 @@ namespace {
 Tensor reduce(const char *kind, const Tensor &x, std::vector<int64_t> axes, bool keepdims,
               std::source_location loc) {
   const Node &in = nodeOf(x, loc);
-  if (in.dtype != DType::f32 && in.dtype != DType::f16)
+  if (!detail::isFloat(in.dtype))
     throw Error(sitePrefix(loc) + kind + " needs a floating-point tensor");
   if (axes.empty())
     for (size_t d = 0; d < in.shape.size(); ++d)
@@ -857,7 +871,7 @@ Tensor kiln::index_select(const Tensor &x, int64_t dim, const std::vector<int64_
 
 Tensor kiln::matmul(const Tensor &a, const Tensor &b, std::source_location loc) {
   const Node &l = nodeOf(a, loc), &r = nodeOf(b, loc);
-  if (l.dtype != r.dtype || (l.dtype != DType::f32 && l.dtype != DType::f16))
+  if (l.dtype != r.dtype || !detail::isFloat(l.dtype))
     throw Error(sitePrefix(loc) + "matmul needs two floating-point tensors of one dtype, got " +
                 dtype_name(l.dtype) + " and " + dtype_name(r.dtype) +
                 " (convert one with .to(DType::...))");

@@ -356,7 +356,7 @@ func::FuncOp buildContractionFunction(KernelOp kernel, Operation *root, OpBuilde
   // f16 sum stops growing at 2048 and 1/count underflows for a mean.
   Type type = getElementTypeOrSelf(root->getOperand(0).getType());
   Type stored = type;
-  if (type.isF16())
+  if (type.isF16() || type.isBF16())
     type = Float32Type::get(ctx);
   auto widen = [&](OpBuilder &wb, Location wloc, Value v) -> Value {
     return v && v.getType() != type ? arith::ExtFOp::create(wb, wloc, type, v).getResult() : v;

@@ -160,10 +160,10 @@ public:
     return e.emit(b, v, index, loads, failed);
   }
 
-  /// The accumulator type: f16 accumulates in f32 (as PyTorch does).
+  /// The accumulator type: f16 and bf16 accumulate in f32 (as PyTorch does).
   Type accumulatorType(ReduceOp reduce) {
     Type type = getElementTypeOrSelf(reduce.getInput().getType());
-    return type.isF16() ? Float32Type::get(ctx) : type;
+    return type.isF16() || type.isBF16() ? Float32Type::get(ctx) : type;
   }
 
   Value widen(OpBuilder &b, Value v, Type type) {

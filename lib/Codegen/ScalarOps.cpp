@@ -157,10 +157,10 @@ Value kiln::emitScalar(OpBuilder &b, Operation *op, ValueRange args, int64_t lan
       .Case([&](GeluOp) -> Value {
         // x/2 * (1 + erf(x / sqrt(2))), the exact form PyTorch uses by
         // default, with 1 + erf(-z) = erfc(z) for z >= 0: no cancellation
-        // for negative x. f16 is computed in f32.
+        // for negative x. f16 and bf16 are computed in f32.
         Value x = args[0];
         Type wide = type;
-        if (getElementTypeOrSelf(type).isF16()) {
+        if (getElementTypeOrSelf(type).isF16() || getElementTypeOrSelf(type).isBF16()) {
           wide = isa<VectorType>(type) ? Type(VectorType::get(cast<VectorType>(type).getShape(),
                                                               b.getF32Type()))
                                        : Type(b.getF32Type());
@@ -179,10 +179,10 @@ Value kiln::emitScalar(OpBuilder &b, Operation *op, ValueRange args, int64_t lan
       })
       .Case([&](ErfOp) -> Value {
         // erf(x) = sign(x) (1 - erfc(|x|)), the same approximation as GELU's
-        // (|error| <= 1.5e-7); f16 in f32.
+        // (|error| <= 1.5e-7); f16 and bf16 in f32.
         Value x = args[0];
         Type wide = type;
-        if (getElementTypeOrSelf(type).isF16()) {
+        if (getElementTypeOrSelf(type).isF16() || getElementTypeOrSelf(type).isBF16()) {
           wide = isa<VectorType>(type) ? Type(VectorType::get(cast<VectorType>(type).getShape(),
                                                               b.getF32Type()))
                                        : Type(b.getF32Type());

@@ -60,6 +60,9 @@ bool elementOf(const std::string &descr, ElementType &element) {
     element = ElementType::i32;
   else if (descr == "'|b1'" || descr == "\"|b1\"")
     element = ElementType::i1;
+  else if (descr == "'<u2'" || descr == "\"<u2\"")
+    element = ElementType::bf16; // numpy has no bfloat16: its bits as uint16
+
   else
     return false;
   return true;
@@ -71,6 +74,7 @@ const char *descrOf(ElementType element) {
   case ElementType::f16: return "<f2";
   case ElementType::i32: return "<i4";
   case ElementType::i1: return "|b1";
+  case ElementType::bf16: return "<u2";
   }
   return "<f4";
 }
@@ -143,7 +147,8 @@ StatusOr<NpyArray> kiln::rt::parseNpy(const uint8_t *bytes, size_t size, const s
   if (!elementOf(descr, array.type.element))
     return bad(what, "dtype " + descr +
                          " is not supported: save it as float32 ('<f4'), float16 ('<f2'), "
-                         "int32 ('<i4') or bool ('|b1'), little-endian");
+                         "int32 ('<i4'), bool ('|b1') or bfloat16 as its uint16 bits ('<u2'), "
+                         "little-endian");
   if (order != "False")
     return bad(what, "the array is in Fortran order: save it in C order "
                      "(numpy.ascontiguousarray)");

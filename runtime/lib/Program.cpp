@@ -14,7 +14,8 @@ size_t kiln::rt::elementBytes(ElementType type) {
   switch (type) {
   case ElementType::f32:
   case ElementType::i32: return 4;
-  case ElementType::f16: return 2;
+  case ElementType::f16:
+  case ElementType::bf16: return 2;
   case ElementType::i1: return 1;
   }
   return 4;
@@ -26,6 +27,7 @@ const char *kiln::rt::elementTypeName(ElementType type) {
   case ElementType::f16: return "f16";
   case ElementType::i32: return "i32";
   case ElementType::i1: return "bool";
+  case ElementType::bf16: return "bf16";
   }
   return "?";
 }

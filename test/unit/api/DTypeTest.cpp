@@ -2,6 +2,8 @@
 
 #include "TestUtil.h"
 
+#include <cstring>
+
 using namespace kiln;
 using kiln::test::allClose;
 
@@ -109,6 +111,61 @@ TEST_P(DTypeOnEveryDevice, HalfTensorsTakeScalarsAndNormalize) {
 }
 
 KILN_ON_EVERY_DEVICE(DTypeOnEveryDevice);
+
+// bf16 (issue 14): computed in f32 on the CPU device (rounded to bf16
+// between ops, as PyTorch's eager bf16), reductions and matmuls
+// accumulating in f32; a GPU says where to compute it instead.
+TEST(BFloat16, ComputedInFloatOnTheCpu) {
+  Device cpu = Device::cpu();
+  std::vector<float> xs = {1.0f, 2.5f, -3.0f, 1.0f / 3, 1000.7f, 65504.0f, 1e30f, 0.0f};
+  std::vector<float> rounded = Tensor::from(xs, {8}, cpu).to(DType::bf16).to_vector<float>();
+  // 8 mantissa bits: to nearest, ties to even.
+  auto toBf16 = [](float v) {
+    uint32_t bits;
+    std::memcpy(&bits, &v, 4);
+    bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000u;
+    std::memcpy(&v, &bits, 4);
+    return v;
+  };
+  EXPECT_EQ(rounded, (std::vector<float>{1.0f, 2.5f, -3.0f, 0.333984375f, 1000.0f, 65536.0f,
+                                         toBf16(1e30f), 0.0f}));
+  Tensor b = Tensor::from(xs, {8}, cpu).to(DType::bf16);
+  EXPECT_EQ(b.dtype(), DType::bf16);
+  std::vector<float> y = (b * 2.0f + 1.0f).to_vector<float>();
+  EXPECT_EQ(y[3], 1.671875f) << "2 x 0.333984375 + 1 = 1.66797, rounded to bf16";
+  EXPECT_EQ(y[4], 2000.0f) << "2001 in bf16";
+  // 5000 ones: accumulated in f32 (a bf16 running sum stops at 256), the
+  // result rounded once.
+  EXPECT_EQ(sum(Tensor::full({5000}, 1.0f, cpu).to(DType::bf16)).item<float>(), 4992.0f);
+  // Small integers: exact through the CPU GEMM form.
+  std::vector<float> as(64 * 96), bs(96 * 128);
+  for (size_t i = 0; i < as.size(); ++i)
+    as[i] = float(int(i * 7 % 5) - 2);
+  for (size_t i = 0; i < bs.size(); ++i)
+    bs[i] = float(int(i * 3 % 5) - 2);
+  std::vector<float> got = matmul(Tensor::from(as, {64, 96}, cpu).to(DType::bf16),
+                                  Tensor::from(bs, {96, 128}, cpu).to(DType::bf16))
+                               .to_vector<float>();
+  for (int i = 0; i < 64; ++i)
+    for (int j = 0; j < 128; ++j) {
+      double acc = 0;
+      for (int p = 0; p < 96; ++p)
+        acc += double(as[i * 96 + p]) * bs[p * 128 + j];
+      ASSERT_EQ(got[i * 128 + j], acc) << i << ", " << j;
+    }
+  EXPECT_NEAR(gelu(b).to_vector<float>()[1], 2.484375f, 1e-6f);
+  for (const Device &d : test::availableDevices())
+    if (d.api() == "vulkan") {
+      try {
+        (Tensor::from(xs, {8}, d).to(DType::bf16) * 2.0f).to_vector<float>();
+        ADD_FAILURE() << "bf16 ran on " << d.name();
+      } catch (const Error &e) {
+        EXPECT_NE(std::string(e.what()).find("Kiln computes bf16 on the CPU device only"),
+                  std::string::npos)
+            << e.what();
+      }
+    }
+}
 
 TEST(DType, MathOnIntegersNeedsACast) {
   Tensor i = Tensor::zeros({4}).to(DType::i32);

@@ -29,7 +29,8 @@ std::string errorOf(const std::vector<uint8_t> &bytes) {
 }
 
 TEST(Npy, EveryDtypeRoundTrips) {
-  for (ElementType element : {ElementType::f32, ElementType::f16, ElementType::i32, ElementType::i1}) {
+  for (ElementType element : {ElementType::f32, ElementType::f16, ElementType::i32, ElementType::i1,
+                              ElementType::bf16}) {
     for (std::vector<int64_t> shape : {std::vector<int64_t>{}, {5}, {2, 3}, {0, 4}, {2, 1, 3}}) {
       NpyArray array;
       array.type = {shape, element};
@@ -45,6 +46,21 @@ TEST(Npy, EveryDtypeRoundTrips) {
       EXPECT_EQ(back->data, array.data);
     }
   }
+}
+
+// NumPy has no bfloat16: bf16 tensors are their bits as uint16.
+TEST(Npy, Bfloat16IsItsBitsAsUint16) {
+  StatusOr<NpyArray> parsed = parseNpy(
+      fileWithHeader("{'descr': '<u2', 'fortran_order': False, 'shape': (3,), }", 6).data(),
+      fileWithHeader("{'descr': '<u2', 'fortran_order': False, 'shape': (3,), }", 6).size(),
+      "x.npy");
+  ASSERT_TRUE(parsed.isOk()) << parsed.status().toString();
+  EXPECT_EQ(parsed->type.element, ElementType::bf16);
+  NpyArray array;
+  array.type = {{1}, ElementType::bf16};
+  array.data = {0x80, 0x3F}; // 1.0
+  std::vector<uint8_t> bytes = formatNpy(array);
+  EXPECT_NE(std::string(bytes.begin(), bytes.end()).find("'<u2'"), std::string::npos);
 }
 
 TEST(Npy, ReadsWhatNumpyWrites) {

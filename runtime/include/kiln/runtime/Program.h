@@ -36,11 +36,13 @@
 
 namespace kiln::rt {
 
-enum class ElementType : uint8_t { f32, f16, i32, i1 };
+/// bf16: bfloat16, the upper half of an f32 (stored in .npy files as
+/// uint16 bit patterns, '<u2').
+enum class ElementType : uint8_t { f32, f16, i32, i1, bf16 };
 
 /// Bytes per element as stored (i1 as one byte).
 size_t elementBytes(ElementType type);
-/// "f32", "f16", "i32", "bool".
+/// "f32", "f16", "i32", "bool", "bf16".
 const char *elementTypeName(ElementType type);
 
 /// A tensor as the program sees it.
