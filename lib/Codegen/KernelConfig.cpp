@@ -126,12 +126,14 @@ int64_t CoopMatrixConfig::sharedBytes() const {
 CoopMatrixConfig CoopMatrixConfig::defaultFor(const DeviceLimits &limits, int64_t m, int64_t n,
                                               int64_t k, int64_t batch) {
   // 128 x 128 tiles of 2 x 2 subgroups (64 x 64 each, 16 fragments), k
-  // slices of 32: the shape a hand-written kernel ran at 288 TFLOP/s on the
-  // H200 (TOOLCHAIN.md). Smaller problems take smaller tiles until every
-  // compute unit has two workgroups; k slices of 16 for a short k.
+  // slices of 32: the fastest of 69 shapes on the H200 at 4096^3
+  // (bench/RESULTS.md). Smaller problems take smaller tiles until every
+  // compute unit has two workgroups, with deeper k slices: a 128 x 768 x
+  // 3072 linear layer ran fastest as 32 x 32 x 64 tiles of 2 x 2 subgroups
+  // (one fragment each); k slices of 16 for a short k.
   const CoopMatrixConfig candidates[] = {
-      {128, 128, 32, 2, 2}, {64, 128, 32, 2, 2}, {64, 64, 32, 2, 2}, {32, 64, 32, 1, 2},
-      {32, 32, 32, 1, 1},
+      {128, 128, 32, 2, 2}, {64, 128, 64, 2, 2}, {64, 64, 64, 1, 2}, {32, 64, 32, 2, 2},
+      {32, 32, 64, 2, 2},
   };
   auto groups = [&](const CoopMatrixConfig &c) {
     return ((m + c.tileM - 1) / c.tileM) * ((n + c.tileN - 1) / c.tileN) *
@@ -147,8 +149,8 @@ CoopMatrixConfig CoopMatrixConfig::defaultFor(const DeviceLimits &limits, int64_
         c.tileN <= std::max<int64_t>(32, n))
       break;
   }
-  if (k <= 16)
-    chosen.tileK = 16;
+  if (k <= 16 || (k <= 32 && chosen.tileK > 32))
+    chosen.tileK = k <= 16 ? 16 : 32;
   return chosen;
 }
 

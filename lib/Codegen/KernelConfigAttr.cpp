@@ -195,8 +195,8 @@ std::vector<KernelConfig> kiln::candidateKernelConfigs(KernelOp kernel, const De
     break;
   }
   case KernelConfig::Form::CoopGemm: {
-    for (int tm : {32, 64, 128})
-      for (int tn : {32, 64, 128})
+    for (int tm : {32, 64, 128, 256})
+      for (int tn : {32, 64, 128, 256})
         for (int tk : {16, 32, 64})
           for (auto [sm, sn] : {std::pair{1, 1}, {1, 2}, {2, 1}, {2, 2}, {2, 4}, {4, 2}}) {
             KernelConfig c = base;

@@ -14,9 +14,10 @@
 // contiguous along k, so its tile is staged [n][k] and its fragments load
 // column-major (transpose).
 // With 132 compute units the tiles shrink until each unit has two
-// workgroups (32 x 32, one subgroup); without a count, 128 x 128 of 2 x 2.
+// workgroups (32 x 32 x 64, 2 x 2 subgroups of one fragment each); without
+// a count, 128 x 128 x 32 of 2 x 2.
 // CONFIG-LABEL: func.func @linear
-// CONFIG: config {form = "coop_gemm", subgroups = array<i64: 1, 1>, tile = array<i64: 32, 32, 32>}
+// CONFIG: config {form = "coop_gemm", subgroups = array<i64: 2, 2>, tile = array<i64: 32, 32, 64>}
 // NOCOOP-LABEL: func.func @linear
 // NOCOOP: config {form = "gemm"
 // CHECK-LABEL: func.func @linear_kernel0(

@@ -29,7 +29,7 @@ func.func @mixed_dtypes(%a: tensor<4xf32>, %b: tensor<4xf16>) {
 // -----
 
 func.func @bool_math(%a: tensor<4xi1>) {
-  // expected-error @+1 {{'kiln.exp' op operand #0 must be statically shaped tensor of 32-bit float or 16-bit float values}}
+  // expected-error @+1 {{'kiln.exp' op operand #0 must be statically shaped tensor of 32-bit float or 16-bit float or bfloat16 type values}}
   %0 = kiln.exp %a : tensor<4xi1>
   return
 }
