@@ -30,7 +30,7 @@ dump)
     KILN_CACHE_DIR=$cache KILN_GPU_LIMITS=$limits,coop=0 \
       build/bin/kiln-compile "$g" --target vulkan -o .dev/half/${name}_tiled.kiln
   done
-  for g in mm4096 linear_gelu; do
+  for g in mm4096 linear_gelu conv_resnet; do
     KILN_CACHE_DIR=$cache KILN_GPU_LIMITS=$limits,coop=1 build/bin/kiln-tune \
       .dev/half/cases/$g.mlir --device vulkan:0 --emit-candidates .dev/half/candidates-$g \
       ${KILN_HALF_ONLY:+--only "$KILN_HALF_ONLY"} | tail -n 1
@@ -42,8 +42,10 @@ run)
   install_vulkan_loader
   export XDG_CACHE_HOME=/tmp/kiln-cache
   python3 bench/half/make_cases.py .dev/half/cases --mm4096-inputs
-  out=${OUT:-/tmp/half-out}
-  mkdir -p "$out"
+  # Outputs here; candidate times to $OUT (on the lent machine: what
+  # comes back).
+  out=/tmp/half-out times=${OUT:-/tmp/half-out}
+  mkdir -p "$out" "$times"
   for k in .dev/half/*_coop.kiln .dev/half/*_tiled.kiln; do
     name=$(basename "$k" .kiln)
     case=${name%_*}
@@ -53,10 +55,12 @@ run)
       || echo "$name: kiln-run failed"
   done
   python3 bench/half/check.py .dev/half/cases "$out" || echo "check: mismatches"
-  for v in coop tiled; do
-    echo "mm4096 $v:"
-    build/bin/kiln-run .dev/half/mm4096_$v.kiln --device vulkan:0 \
-      --input .dev/half/cases/mm4096_in0.npy --input .dev/half/cases/mm4096_in1.npy --profile 20 | tail -n 4
+  for c in mm4096 conv_resnet; do
+    for v in coop tiled; do
+      echo "$c $v:"
+      build/bin/kiln-run .dev/half/${c}_$v.kiln --device vulkan:0 \
+        --input .dev/half/cases/${c}_in0.npy --input .dev/half/cases/${c}_in1.npy --profile 20 | grep "kernel 0"
+    done
   done
   python3 - <<'PY'
 import sys
@@ -67,12 +71,17 @@ a = torch.randn(4096, 4096, device="cuda", dtype=torch.float16)
 b = torch.randn(4096, 4096, device="cuda", dtype=torch.float16)
 t = measure_cuda(lambda: a @ b)
 print(f"torch {torch.__version__} f16 matmul 4096^3: {t * 1e3:.4f} ms, {2 * 4096 ** 3 / t / 1e12:.1f} TFLOP/s")
+x = torch.randn(32, 64, 56, 56, device="cuda", dtype=torch.float16)
+w = torch.randn(64, 64, 3, 3, device="cuda", dtype=torch.float16)
+t = measure_cuda(lambda: torch.nn.functional.conv2d(x, w, padding=1))
+flop = 2 * 32 * 64 * 64 * 9 * 56 * 56
+print(f"torch f16 conv ResNet stage (cuDNN, NCHW): {t * 1e3:.4f} ms, {flop / t / 1e12:.1f} TFLOP/s")
 PY
-  for g in mm4096 linear_gelu; do
+  for g in mm4096 linear_gelu conv_resnet; do
     [ -d .dev/half/candidates-$g ] || continue
     build/bin/kiln-spirv-replay --runs 20 $(ls .dev/half/candidates-$g/*.kernel | sort -V) | grep -v '^device' \
-      > "$out/$g.times" || echo "candidate replay of $g failed"
-    cp .dev/half/candidates-$g/candidates.json "$out/$g.json"
+      > "$times/$g.times" || echo "candidate replay of $g failed"
+    cp .dev/half/candidates-$g/candidates.json "$times/$g.json"
   done
   ;;
 *)

@@ -15,6 +15,10 @@ machine: they are too large to carry there).
   transpose) + bias, GELU (the exact, erf form); values of N(0, 0.1);
   reference in float64.
 - mm4096: 4096^3, N(0, 1) values, for speed.
+- exact_conv: [2, 16, 12, 12] conv [32, 16, 3, 3], padding 1, + bias, relu;
+  integers in {-1, 0, 1}.
+- conv_resnet: the ResNet stage at batch 32, [32, 64, 56, 56] conv
+  [64, 64, 3, 3], padding 1, for speed (inputs made there, as mm4096's).
 """
 import math
 import os
@@ -40,6 +44,8 @@ if large_only:
     n = 4096
     save("mm4096", rng.standard_normal((n, n)).astype(np.float16),
          rng.standard_normal((n, n)).astype(np.float16))
+    save("conv_resnet", rng.standard_normal((32, 64, 56, 56)).astype(np.float16),
+         (rng.standard_normal((64, 64, 3, 3)) * 0.1).astype(np.float16))
     sys.exit(0)
 
 
@@ -92,3 +98,24 @@ graph("linear_gelu", [
 n = 4096
 graph("mm4096", [f"%y = kiln.matmul %in0, %in1 : {t(n, n)}, {t(n, n)} -> {t(n, n)}"],
       [t(n, n), t(n, n)], t(n, n))
+
+# exact_conv
+x = rng.integers(-1, 2, (2, 16, 12, 12)).astype(np.float16)
+w = rng.integers(-1, 2, (32, 16, 3, 3)).astype(np.float16)
+bias = rng.integers(-2, 3, (32, 1, 1)).astype(np.float16)
+xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (1, 1), (1, 1)))
+y = np.zeros((2, 32, 12, 12))
+for kh in range(3):
+    for kw in range(3):
+        y += np.einsum("nchw,oc->nohw", xp[:, :, kh:kh + 12, kw:kw + 12], w[:, :, kh, kw])
+save("exact_conv", x, w, bias, want=np.maximum(y + bias, 0).astype(np.float16))
+graph("exact_conv", [
+    f"%c = kiln.conv2d %in0, %in1 strides [1, 1] padding [1, 1] dilation [1, 1] groups 1 : {t(2, 16, 12, 12)}, {t(32, 16, 3, 3)} -> {t(2, 32, 12, 12)}",
+    f"%s = kiln.add %c, %in2 : {t(2, 32, 12, 12)}, {t(32, 1, 1)} -> {t(2, 32, 12, 12)}",
+    f"%y = kiln.relu %s : {t(2, 32, 12, 12)}"], [t(2, 16, 12, 12), t(32, 16, 3, 3), t(32, 1, 1)],
+    t(2, 32, 12, 12))
+
+# conv_resnet (its inputs: --mm4096-inputs)
+graph("conv_resnet", [
+    f"%y = kiln.conv2d %in0, %in1 strides [1, 1] padding [1, 1] dilation [1, 1] groups 1 : {t(32, 64, 56, 56)}, {t(64, 64, 3, 3)} -> {t(32, 64, 56, 56)}"],
+    [t(32, 64, 56, 56), t(64, 64, 3, 3)], t(32, 64, 56, 56))

@@ -54,14 +54,15 @@ bool contiguousAlongColumns(AffineExpr index) {
 } // namespace
 
 std::optional<GemmShape> kiln::coopGemmShape(KernelOp kernel, Operation *root) {
-  auto matmul = dyn_cast_or_null<MatmulOp>(root);
-  if (!matmul)
+  if (!isa_and_nonnull<MatmulOp, Conv2dOp>(root))
     return std::nullopt;
-  for (Value operand : matmul->getOperands())
+  for (Value operand : root->getOperands())
     if (!cast<RankedTensorType>(operand.getType()).getElementType().isF16())
       return std::nullopt;
-  std::optional<Gemm> gemm = describeGemm(kernel, root, /*minRowsPerGroup=*/1);
-  if (!gemm || gemm->conv || gemm->k == 0)
+  // A convolution with at least one fragment of output channels per group,
+  // reading one input (a folded concat's sources are the tiled form's).
+  std::optional<Gemm> gemm = describeGemm(kernel, root, /*minRowsPerGroup=*/16);
+  if (!gemm || gemm->k == 0 || (gemm->conv && gemm->conv->sources.size() != 1))
     return std::nullopt;
   return GemmShape{gemm->batch, gemm->m, gemm->n, gemm->k};
 }
@@ -72,11 +73,12 @@ FailureOr<func::FuncOp> kiln::buildCoopGemmFunction(KernelOp kernel, Operation *
                                                     const CoopMatrixConfig &config) {
   if (!coopGemmShape(kernel, root))
     return root->emitOpError("the coop_gemm form takes a matmul of two f16 operands read "
-                             "through views"),
+                             "through views, or an f16 convolution of one input with at least "
+                             "16 filters per group"),
            failure();
   if (std::string problem = config.check(limits); !problem.empty())
     return root->emitOpError("coop_gemm configuration: ") << problem, failure();
-  std::optional<Gemm> described = describeGemm(kernel, root, /*minRowsPerGroup=*/1);
+  std::optional<Gemm> described = describeGemm(kernel, root, /*minRowsPerGroup=*/16);
   const Gemm &gemm = *described;
   int64_t results = cast<RankedTensorType>(root->getResult(0).getType()).getNumElements();
   func::FuncOp func =
@@ -263,6 +265,53 @@ FailureOr<func::FuncOp> kiln::buildCoopGemmFunction(KernelOp kernel, Operation *
                                                                        gb.getF32FloatAttr(0))));
     return arith::SelectOp::create(gb, loc, inside, v, floatConstant(gb, loc, f16, 0.0));
   };
+  // A convolution's B[b, k, j] is gathered from its input x: element
+  // (channel, window row, window column) = k of the window of output
+  // position j, zero in the padding. Each slot's column is the same in
+  // every k slice: its window's top-left corner is found once, here.
+  struct ConvColumn {
+    Value top, left, inside; // inside: j < N (null when no tile overhangs)
+  };
+  SmallVector<ConvColumn> convColumns;
+  Value convPlanes; // the input plane of the GEMM's channel 0
+  const ConvGeometry *cg = gemm.conv ? &*gemm.conv : nullptr;
+  if (cg) {
+    convPlanes = add(lb, mul(lb, arith::DivUIOp::create(lb, loc, batch, idx(lb, cg->groups)), cg->channels),
+                     mul(lb, arith::RemUIOp::create(lb, loc, batch, idx(lb, cg->groups)), cg->groupChannels));
+    for (auto slot : sb.slots) {
+      ConvColumn column;
+      Value j = clamp(lb, add(lb, colBase, slot.second), gemm.n, raggedN, column.inside);
+      column.top = arith::SubIOp::create(
+          lb, loc, mul(lb, arith::DivUIOp::create(lb, loc, j, idx(lb, cg->outWidth)), cg->strideH),
+          idx(lb, cg->padH));
+      column.left = arith::SubIOp::create(
+          lb, loc, mul(lb, arith::RemUIOp::create(lb, loc, j, idx(lb, cg->outWidth)), cg->strideW),
+          idx(lb, cg->padW));
+      convColumns.push_back(column);
+    }
+  }
+  auto gather = [&](OpBuilder &gb, const ConvColumn &column, Value k) -> Value {
+    Value inside = column.inside;
+    k = clamp(gb, k, gemm.k, raggedK, inside);
+    const int64_t taps = cg->kernelH * cg->kernelW;
+    Value tap = arith::RemUIOp::create(gb, loc, k, idx(gb, taps));
+    Value h = add(gb, column.top,
+                  mul(gb, arith::DivUIOp::create(gb, loc, tap, idx(gb, cg->kernelW)), cg->dilationH));
+    Value w = add(gb, column.left,
+                  mul(gb, arith::RemUIOp::create(gb, loc, tap, idx(gb, cg->kernelW)), cg->dilationW));
+    // Unsigned compares: a row or column left of 0 wraps past the size.
+    Value ok = arith::AndIOp::create(
+        gb, loc, arith::CmpIOp::create(gb, loc, arith::CmpIPredicate::ult, h, idx(gb, cg->height)),
+        arith::CmpIOp::create(gb, loc, arith::CmpIPredicate::ult, w, idx(gb, cg->width)));
+    inside = inside ? arith::AndIOp::create(gb, loc, inside, ok).getResult() : ok;
+    Value plane = add(gb, convPlanes, arith::DivUIOp::create(gb, loc, k, idx(gb, taps)));
+    Value at = add(gb, mul(gb, add(gb, mul(gb, plane, cg->height), h), cg->width), w);
+    at = arith::SelectOp::create(gb, loc, inside, at, idx(gb, 0)); // never read outside
+    Value v = memref::LoadOp::create(gb, loc, entry->getArgument(cg->inputArg), ValueRange{at});
+    if (v.getType() != f16)
+      v = arith::TruncFOp::create(gb, loc, f16, v);
+    return arith::SelectOp::create(gb, loc, inside, v, floatConstant(gb, loc, f16, 0.0));
+  };
   int64_t kTiles = (gemm.k + TK - 1) / TK;
   // The global reads of k slice `kt`: A's slots, then B's.
   auto fetch = [&](OpBuilder &gb, Value kt) {
@@ -270,8 +319,9 @@ FailureOr<func::FuncOp> kiln::buildCoopGemmFunction(KernelOp kernel, Operation *
     SmallVector<Value> values;
     for (auto slot : sa.slots)
       values.push_back(readSlot(gb, sa, slot, rowBase, kBase));
-    for (auto slot : sb.slots)
-      values.push_back(readSlot(gb, sb, slot, kBase, colBase));
+    for (auto [n, slot] : llvm::enumerate(sb.slots))
+      values.push_back(cg ? gather(gb, convColumns[n], add(gb, kBase, slot.first))
+                          : readSlot(gb, sb, slot, kBase, colBase));
     return values;
   };
   auto storeSlots = [&](OpBuilder &gb, const Staging &st, ValueRange values) {

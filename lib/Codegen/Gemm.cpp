@@ -177,6 +177,7 @@ std::optional<Gemm> kiln::describeGemm(KernelOp kernel, Operation *root,
     AffineExpr image = b.floorDiv(groups), group = b % groups;
     // A: the filter rows of group g. B: input element (k, j), zero padding.
     gemm.readA = reader(filter.getArgNumber(), (group * gemm.m + i) * gemm.k + j);
+    gemm.aAccess = {filter.getArgNumber(), (group * gemm.m + i) * gemm.k + j};
     if (vectorizable(conv.getFilter(), gemm.k)) {
       gemm.aVectorArg = filter.getArgNumber();
       gemm.aVectorIndex = (group * gemm.m + i) * (gemm.k / 4) + j;

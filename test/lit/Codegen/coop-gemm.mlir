@@ -89,3 +89,26 @@ func.func @single(%x: tensor<64x64xf32>, %w: tensor<64x64xf32>) -> tensor<64x64x
   }
   return %0 : tensor<64x64xf32>
 }
+
+// -----
+
+// An f16 convolution (implicit GEMM, one input): the filter rows move in
+// 16-byte groups, the input is gathered element by element, each slot's
+// window corner found once before the k loop (zeros in the padding).
+// CONFIG-LABEL: func.func @conv
+// CONFIG: config {form = "coop_gemm"
+// CHECK-LABEL: func.func @conv_kernel0(
+// CHECK-SAME: %{{.*}}: memref<4608xf16>, %{{.*}}: memref<576xvector<4xf32>>
+// CHECK: arith.divui %{{.*}}, %c12
+// CHECK: scf.for
+// CHECK: gpu.subgroup_mma_compute
+// SPIRV: spirv.module @__spv__conv_kernel0_kernel: serialized
+func.func @conv(%x: tensor<2x16x12x12xf16>, %w: tensor<32x16x3x3xf16>) -> tensor<2x32x12x12xf16> {
+  %0 = kiln.kernel on "vulkan:0" (%x, %w) : (tensor<2x16x12x12xf16>, tensor<32x16x3x3xf16>) -> tensor<2x32x12x12xf16> {
+  ^bb0(%a: tensor<2x16x12x12xf16>, %f: tensor<32x16x3x3xf16>):
+    %y = kiln.conv2d %a, %f strides [1, 1] padding [1, 1] dilation [1, 1] groups 1
+        : tensor<2x16x12x12xf16>, tensor<32x16x3x3xf16> -> tensor<2x32x12x12xf16>
+    kiln.yield %y : tensor<2x32x12x12xf16>
+  }
+  return %0 : tensor<2x32x12x12xf16>
+}
