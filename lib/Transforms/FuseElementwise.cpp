@@ -322,6 +322,35 @@ bool recomputeInUsers(Operation *op, SmallVector<Group, 0> &groups,
 }
 
 /// Whether `op`, all of whose users are in `group`, joins it.
+/// Whether `op` ends a chain of single-use elementwise ops and views one of
+/// whose operands is computed by a matmul or convolution: the chain can be
+/// that contraction's epilogue.
+bool endsContractionChain(Operation *op, int depth = 0) {
+  if ((!op->hasTrait<Elementwise>() && !op->hasTrait<View>()) || depth > 12)
+    return false;
+  for (Value operand : op->getOperands()) {
+    Operation *def = operand.getDefiningOp();
+    if (!def || !def->hasOneUse())
+      continue;
+    if (def->hasTrait<Contraction>() ||
+        ((def->hasTrait<Elementwise>() || def->hasTrait<View>()) &&
+         endsContractionChain(def, depth + 1)))
+      return true;
+  }
+  return false;
+}
+
+/// A pool whose windows overlap (a window larger than its stride) reads
+/// each input element several times: a prologue there is evaluated that
+/// many times (2.25 at 3x3/2, ResNet's stem).
+bool overlappingPool(const Group &group) {
+  auto pool = group.reduction ? dyn_cast<Pool2dOp>(group.ops.front()) : Pool2dOp();
+  if (!pool)
+    return false;
+  ArrayRef<int64_t> kernel = pool.getKernel(), strides = pool.getStrides();
+  return kernel[0] > strides[0] || kernel[1] > strides[1];
+}
+
 bool joins(const Group &group, Operation *op, bool readByHost) {
   if (!group.device.isSameDevice(deviceOf(op)) || isa<AttentionOp>(op))
     return false;
@@ -343,6 +372,11 @@ bool joins(const Group &group, Operation *op, bool readByHost) {
   if (group.row && op->hasTrait<Contraction>())
     return false; // it would be recomputed in every phase
   if (op->hasTrait<Contraction>() && llvm::any_of(group.ops, guarded))
+    return false;
+  // A contraction's elementwise consumers before an overlapping pool are
+  // its epilogue, computed once per element, not the pool's prologue,
+  // computed once per window reading it.
+  if (overlappingPool(group) && endsContractionChain(op))
     return false;
   if (group.reduction) // one root per kernel: no contraction in a prologue
     return !readByHost && !op->hasTrait<Contraction>();
