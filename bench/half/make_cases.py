@@ -17,6 +17,9 @@ machine: they are too large to carry there).
 - mm4096: 4096^3, N(0, 1) values, for speed.
 - exact_conv: [2, 16, 12, 12] conv [32, 16, 3, 3], padding 1, + bias, relu;
   integers in {-1, 0, 1}.
+- exact_batched: [4, 48, 64] x [4, 64, 80] and, through a transpose,
+  [4, 48, 64] x [80, 64]^T shared by the batch (attention's q k^T);
+  integers in {-1, 0, 1}.
 - conv_resnet: the ResNet stage at batch 32, [32, 64, 56, 56] conv
   [64, 64, 3, 3], padding 1, for speed (inputs made there, as mm4096's).
 """
@@ -119,3 +122,16 @@ graph("exact_conv", [
 graph("conv_resnet", [
     f"%y = kiln.conv2d %in0, %in1 strides [1, 1] padding [1, 1] dilation [1, 1] groups 1 : {t(32, 64, 56, 56)}, {t(64, 64, 3, 3)} -> {t(32, 64, 56, 56)}"],
     [t(32, 64, 56, 56), t(64, 64, 3, 3)], t(32, 64, 56, 56))
+
+# exact_batched
+a = rng.integers(-1, 2, (4, 48, 64)).astype(np.float16)
+b = rng.integers(-1, 2, (4, 64, 80)).astype(np.float16)
+k = rng.integers(-1, 2, (80, 64)).astype(np.float16)
+want = (a.astype(np.float64) @ b + a.astype(np.float64) @ k.astype(np.float64).T).astype(np.float16)
+save("exact_batched", a, b, k, want=want)
+graph("exact_batched", [
+    f"%m = kiln.matmul %in0, %in1 : {t(4, 48, 64)}, {t(4, 64, 80)} -> {t(4, 48, 80)}",
+    f"%kt = kiln.transpose %in2 [1, 0] : {t(80, 64)} -> {t(64, 80)}",
+    f"%n = kiln.matmul %in0, %kt : {t(4, 48, 64)}, {t(64, 80)} -> {t(4, 48, 80)}",
+    f"%y = kiln.add %m, %n : {t(4, 48, 80)}, {t(4, 48, 80)} -> {t(4, 48, 80)}"],
+    [t(4, 48, 64), t(4, 64, 80), t(80, 64)], t(4, 48, 80))
