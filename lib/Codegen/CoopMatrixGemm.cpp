@@ -37,19 +37,21 @@ namespace {
 constexpr int64_t kF = CoopMatrixConfig::kFragment;
 constexpr int64_t kPad = 8; // halves: 16 bytes
 
-/// Whether element (b, row, col + 1) follows (b, row, col) in memory.
-bool contiguousAlongColumns(AffineExpr index) {
+/// The element index `index` of (b, row, col) gives at constants; none when
+/// it does not fold to one.
+std::optional<int64_t> elementAt(AffineExpr index, int64_t b, int64_t row, int64_t col) {
   MLIRContext *ctx = index.getContext();
-  auto at = [&](int64_t col) {
-    AffineExpr e = index.replaceDims({getAffineConstantExpr(0, ctx), getAffineConstantExpr(0, ctx),
-                                      getAffineConstantExpr(col, ctx)});
-    auto c = dyn_cast<AffineConstantExpr>(simplifyAffineExpr(e, 0, 0));
-    return c ? std::optional<int64_t>(c.getValue()) : std::nullopt;
-  };
-  std::optional<int64_t> first = at(0), second = at(1);
-  return first && second && *second - *first == 1;
+  AffineExpr e = index.replaceDims({getAffineConstantExpr(b, ctx), getAffineConstantExpr(row, ctx),
+                                    getAffineConstantExpr(col, ctx)});
+  auto c = dyn_cast<AffineConstantExpr>(simplifyAffineExpr(e, 0, 0));
+  return c ? std::optional<int64_t>(c.getValue()) : std::nullopt;
 }
 
+/// Whether element (b, row, col + 1) follows (b, row, col) in memory.
+bool contiguousAlongColumns(AffineExpr index) {
+  std::optional<int64_t> first = elementAt(index, 0, 0, 0), second = elementAt(index, 0, 0, 1);
+  return first && second && *second - *first == 1;
+}
 
 } // namespace
 
@@ -144,13 +146,8 @@ FailureOr<func::FuncOp> kiln::buildCoopGemmFunction(KernelOp kernel, Operation *
     if (!access || size % 8)
       return false;
     AffineExpr e = access->second;
-    auto at = [&](int64_t b, int64_t p, int64_t q) -> std::optional<int64_t> {
-      AffineExpr v = e.replaceDims({getAffineConstantExpr(b, ctx), getAffineConstantExpr(p, ctx),
-                                    getAffineConstantExpr(q, ctx)});
-      auto c = dyn_cast<AffineConstantExpr>(simplifyAffineExpr(v, 0, 0));
-      return c ? std::optional<int64_t>(c.getValue()) : std::nullopt;
-    };
-    std::optional<int64_t> o = at(0, 0, 0), sb = at(1, 0, 0), sp = at(0, 1, 0), sq = at(0, 0, 1);
+    std::optional<int64_t> o = elementAt(e, 0, 0, 0), sb = elementAt(e, 1, 0, 0),
+                           sp = elementAt(e, 0, 1, 0), sq = elementAt(e, 0, 0, 1);
     if (!o || !sb || !sp || !sq)
       return false;
     int64_t along = d == 1 ? *sp - *o : *sq - *o, other = d == 1 ? *sq - *o : *sp - *o;
@@ -404,16 +401,8 @@ FailureOr<func::FuncOp> kiln::buildCoopGemmFunction(KernelOp kernel, Operation *
         Value i = add(lb, add(lb, rowBase, subRow), add(lb, r, idx(lb, fm * kF)));
         Value j = add(lb, add(lb, colBase, subCol), add(lb, c, idx(lb, fn * kF)));
         Value sum = memref::LoadOp::create(lb, loc, scratch, ValueRange{add(lb, scratchBase, flat)});
-        OpBuilder sb = lb;
-        if (raggedM || raggedN) {
-          Value inside = arith::AndIOp::create(
-              lb, loc, arith::CmpIOp::create(lb, loc, arith::CmpIPredicate::ult, i, idx(lb, gemm.m)),
-              arith::CmpIOp::create(lb, loc, arith::CmpIPredicate::ult, j, idx(lb, gemm.n)));
-          auto guard = scf::IfOp::create(lb, loc, inside, false);
-          sb = OpBuilder::atBlockBegin(&guard.getThenRegion().front());
-        }
-        Value at = applyExpr(sb, loc, gemm.resultIndex, ValueRange{batch, i, j});
-        emitGemmEpilogue(sb, loc, kernel, root, entry, sum, at, failedOp);
+        emitGpuGemmResult(lb, loc, kernel, root, entry, gemm, batch, i, j, sum, raggedM || raggedN,
+                          failedOp);
         if (failedOp)
           break;
       }

@@ -13,6 +13,7 @@
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 using namespace mlir;
@@ -234,6 +235,23 @@ std::optional<Depthwise> kiln::describeDepthwise(Operation *root) {
   d.perGroup = w[0] / groups;
   d.element = getElementTypeOrSelf(input.getType());
   return d;
+}
+
+void kiln::emitGpuGemmResult(OpBuilder &b, Location loc, KernelOp kernel, Operation *root,
+                             Block *entry, const Gemm &gemm, Value batch, Value i, Value j,
+                             Value sum, bool guarded, bool &failed) {
+  OpBuilder sb = b;
+  if (guarded) {
+    auto below = [&](Value v, int64_t bound) {
+      return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, v,
+                                   constantIndex(b, loc, bound));
+    };
+    Value inside = arith::AndIOp::create(b, loc, below(i, gemm.m), below(j, gemm.n));
+    auto guard = scf::IfOp::create(b, loc, inside, false);
+    sb = OpBuilder::atBlockBegin(&guard.getThenRegion().front());
+  }
+  Value at = applyExpr(sb, loc, gemm.resultIndex, ValueRange{batch, i, j});
+  emitGemmEpilogue(sb, loc, kernel, root, entry, sum, at, failed);
 }
 
 void kiln::emitGemmEpilogue(OpBuilder &sb, Location loc, KernelOp kernel, Operation *root,

@@ -150,6 +150,12 @@ FailureOr<func::FuncOp> buildCpuGemvFunction(KernelOp kernel, Operation *root, c
 void emitGemmEpilogue(OpBuilder &b, Location loc, KernelOp kernel, Operation *root, Block *entry,
                       Value sum, Value at, bool &failed);
 
+/// emitGemmEpilogue for C[batch, i, j] of a GPU tile: when a tile may
+/// overhang the result (`guarded`), only inside it.
+void emitGpuGemmResult(OpBuilder &b, Location loc, KernelOp kernel, Operation *root, Block *entry,
+                       const Gemm &gemm, Value batch, Value i, Value j, Value sum, bool guarded,
+                       bool &failed);
+
 /// As emitGemmEpilogue, at the result element `resultIndex` gives for
 /// `coords` (each in [0, bounds[i])): the epilogue's reads are indexed by
 /// the coordinates with the divisions the bounds decide removed, so a bias

@@ -68,13 +68,8 @@ KernelConfig kiln::defaultKernelConfig(KernelOp kernel, const DeviceLimits *gpu)
   if (root && gpu->cooperativeMatrix) {
     if (std::optional<GemmShape> gemm = coopGemmShape(kernel, root)) {
       config.form = KernelConfig::Form::CoopGemm;
-      config.coop = CoopMatrixConfig::defaultFor(*gpu, gemm->m, gemm->n, gemm->k, gemm->batch);
-      // A convolution gathers B element by element: fewer of them per work
-      // item won on the H200 (the ResNet stage: 64 x 64 x 32 of 1 x 2
-      // subgroups 2.5x the matmul default's shape, bench/RESULTS.md).
-      CoopMatrixConfig gather{64, 64, 32, 1, 2};
-      if (isa<Conv2dOp>(root) && gather.check(*gpu).empty() && gemm->m >= 64)
-        config.coop = gather;
+      config.coop = CoopMatrixConfig::defaultFor(*gpu, gemm->m, gemm->n, gemm->k, gemm->batch,
+                                                 /*gathered=*/isa<Conv2dOp>(root));
       return config;
     }
   }

@@ -508,16 +508,8 @@ void buildTiledGemm(OpBuilder &b, KernelOp kernel, Operation *root, Block *entry
     for (int64_t c = 0; c < RN; ++c) {
       Value i = arith::AddIOp::create(eb, loc, rowBase, inTile(eb, ty, threadsM, r));
       Value j = arith::AddIOp::create(eb, loc, colBase, inTile(eb, tx, threadsN, c));
-      OpBuilder sb = eb;
-      if (gemm.m % TM || gemm.n % TN) {
-        Value inside = arith::AndIOp::create(
-            eb, loc, arith::CmpIOp::create(eb, loc, arith::CmpIPredicate::ult, i, idx(eb, gemm.m)),
-            arith::CmpIOp::create(eb, loc, arith::CmpIPredicate::ult, j, idx(eb, gemm.n)));
-        auto guard = scf::IfOp::create(eb, loc, inside, false);
-        sb = OpBuilder::atBlockBegin(&guard.getThenRegion().front());
-      }
-      Value at = apply(sb, loc, gemm.resultIndex, ValueRange{batch, i, j});
-      emitGemmEpilogue(sb, loc, kernel, root, entry, sums[r * RN + c], at, failed);
+      emitGpuGemmResult(eb, loc, kernel, root, entry, gemm, batch, i, j, sums[r * RN + c],
+                        gemm.m % TM || gemm.n % TN, failed);
       if (failed)
         return;
     }

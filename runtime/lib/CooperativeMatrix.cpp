@@ -2,6 +2,8 @@
 
 #include "CooperativeMatrix.h"
 
+#include "VulkanUtil.h"
+
 #include <cstring>
 #include <vector>
 
@@ -26,14 +28,7 @@ bool hasF16CooperativeMatrix(VkInstance instance, VkPhysicalDevice physical,
                              uint32_t apiVersion) {
   if (apiVersion < VK_API_VERSION_1_2 || !instance)
     return false;
-  uint32_t count = 0;
-  vkEnumerateDeviceExtensionProperties(physical, nullptr, &count, nullptr);
-  std::vector<VkExtensionProperties> extensions(count);
-  vkEnumerateDeviceExtensionProperties(physical, nullptr, &count, extensions.data());
-  bool listed = false;
-  for (const VkExtensionProperties &e : extensions)
-    listed |= std::strcmp(e.extensionName, kCooperativeMatrixExtension) == 0;
-  if (!listed)
+  if (!hasDeviceExtension(physical, kCooperativeMatrixExtension))
     return false;
   CooperativeMatrixFeatures coop;
   VkPhysicalDeviceVulkan12Features v12{};
@@ -51,6 +46,7 @@ bool hasF16CooperativeMatrix(VkInstance instance, VkPhysicalDevice physical,
     return false;
   auto get = reinterpret_cast<GetProperties>(
       vkGetInstanceProcAddr(instance, "vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR"));
+  uint32_t count = 0;
   if (!get || get(physical, &count, nullptr) != VK_SUCCESS)
     return false;
   std::vector<CooperativeMatrixProperties> shapes(count);

@@ -40,17 +40,6 @@ static int pickQueueFamily(VkPhysicalDevice physical) {
   return fallback;
 }
 
-static bool hasDeviceExtension(VkPhysicalDevice physical, const char *name) {
-  uint32_t count = 0;
-  vkEnumerateDeviceExtensionProperties(physical, nullptr, &count, nullptr);
-  std::vector<VkExtensionProperties> extensions(count);
-  vkEnumerateDeviceExtensionProperties(physical, nullptr, &count,
-                                       extensions.data());
-  for (const VkExtensionProperties &extension : extensions)
-    if (std::strcmp(extension.extensionName, name) == 0)
-      return true;
-  return false;
-}
 
 /// Features kernels may use (64/16/8-bit types, 16/8-bit storage, the
 /// Vulkan memory model), enabled where the device supports them.

@@ -35,12 +35,14 @@ static bool readString(const std::vector<uint32_t> &words, size_t begin,
 }
 
 bool spirvUsesCooperativeMatrix(const std::vector<uint32_t> &words) {
+  // Capabilities open a module (its logical layout): stop at the first
+  // other instruction.
   constexpr uint32_t kOpCapability = 17, kCooperativeMatrixKHR = 6022;
   for (size_t i = kHeaderWords; i + 1 < words.size();) {
     uint32_t count = words[i] >> 16, opcode = words[i] & 0xffff;
-    if (count == 0)
+    if (count == 0 || opcode != kOpCapability)
       return false;
-    if (opcode == kOpCapability && words[i + 1] == kCooperativeMatrixKHR)
+    if (words[i + 1] == kCooperativeMatrixKHR)
       return true;
     i += count;
   }

@@ -9,6 +9,8 @@
 #include "kiln/runtime/Vulkan.h"
 
 #include <cstdio>
+#include <cstring>
+#include <vector>
 
 namespace kiln::rt {
 
@@ -62,6 +64,17 @@ std::string formatApiVersion(uint32_t version) {
   return std::to_string(VK_API_VERSION_MAJOR(version)) + "." +
          std::to_string(VK_API_VERSION_MINOR(version)) + "." +
          std::to_string(VK_API_VERSION_PATCH(version));
+}
+
+bool hasDeviceExtension(VkPhysicalDevice physical, const char *name) {
+  uint32_t count = 0;
+  vkEnumerateDeviceExtensionProperties(physical, nullptr, &count, nullptr);
+  std::vector<VkExtensionProperties> extensions(count);
+  vkEnumerateDeviceExtensionProperties(physical, nullptr, &count, extensions.data());
+  for (const VkExtensionProperties &extension : extensions)
+    if (std::strcmp(extension.extensionName, name) == 0)
+      return true;
+  return false;
 }
 
 } // namespace kiln::rt

@@ -36,6 +36,9 @@ std::string formatHash(uint64_t hash);
 /// "1.3.230".
 std::string formatApiVersion(uint32_t version);
 
+/// Whether `physical` offers the device extension `name`.
+bool hasDeviceExtension(VkPhysicalDevice physical, const char *name);
+
 } // namespace kiln::rt
 
 #endif // KILN_RUNTIME_LIB_VULKANUTIL_H

@@ -148,9 +148,11 @@ struct CoopMatrixConfig {
   /// Both staged tiles and one 16 x 16 f32 fragment per subgroup (the
   /// epilogue reads the accumulators through it).
   int64_t sharedBytes() const;
-  /// The largest tiles that still give every compute unit work.
+  /// The largest tiles that still give every compute unit work; for a
+  /// convolution (`gathered`: B read element by element) the shape that
+  /// gathers least per work item.
   static CoopMatrixConfig defaultFor(const DeviceLimits &limits, int64_t m, int64_t n,
-                                     int64_t k, int64_t batch);
+                                     int64_t k, int64_t batch, bool gathered = false);
   std::string check(const DeviceLimits &limits) const;
 };
 

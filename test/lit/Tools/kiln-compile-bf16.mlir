@@ -13,4 +13,4 @@ func.func @graph() -> tensor<4xbf16> {
 // CHECK: input input0: [4] bf16
 // CHECK: output output0: [4] bf16
 // CHECK: dispatch kernel 0 (cpu:0)
-// GPU: a kernel reads a bf16 tensor on {{.*}}: Kiln computes bf16 on the CPU device only
+// GPU: a kernel reads or makes a bf16 tensor on {{.*}}: Kiln computes bf16 on the CPU device only
