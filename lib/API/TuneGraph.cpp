@@ -166,6 +166,23 @@ TuneReport kiln::tune_graph(const std::string &text, const std::string &name,
     if (cast<RankedTensorType>(kernel.getResult(0).getType()).getNumElements() > 0)
       kernels.push_back(kernel);
   });
+  // --only words that no candidate of any kernel holds (a misspelt
+  // "stage=2") would time the defaults alone and store them as tuned.
+  if (!options.only.empty()) {
+    std::string example;
+    bool any = false;
+    for (KernelOp kernel : kernels) {
+      std::vector<KernelConfig> candidates = candidateKernelConfigs(kernel, vulkan ? &limits : nullptr);
+      for (size_t c = 1; c < candidates.size() && !any; ++c)
+        any = configMatches(candidates[c], options.only);
+      if (example.empty() && candidates.size() > 1)
+        example = candidates[1].str();
+    }
+    if (!any)
+      throw Error("--only '" + options.only +
+                  "' matches no candidate of this graph's kernels; its words are a config "
+                  "line's, such as '" + example + "'");
+  }
   if (!options.emit_candidates_dir.empty()) {
     if (!vulkan)
       throw Error("kiln-tune: candidates are emitted for Vulkan devices, not " + device.name());

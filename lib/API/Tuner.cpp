@@ -204,6 +204,15 @@ TuneResult kiln::tuneKernel(Session &session, KernelOp kernel, rt::Device &devic
   std::string hash =
       tuningKeyHash(tuningKey(kernel, adapter ? deviceFingerprint(*adapter) : cpuFingerprint()));
   std::vector<KernelConfig> candidates = candidateKernelConfigs(kernel, gpu);
+  // The default always runs (the reference); the others only if they hold
+  // every word of options.only.
+  if (!options.only.empty()) {
+    std::vector<KernelConfig> kept{candidates.front()};
+    for (size_t i = 1; i < candidates.size(); ++i)
+      if (configMatches(candidates[i], options.only))
+        kept.push_back(candidates[i]);
+    candidates = std::move(kept);
+  }
   TuneResult result;
   result.candidates = static_cast<int>(candidates.size());
   const std::map<std::string, double> *recorded = nullptr;
@@ -217,10 +226,6 @@ TuneResult kiln::tuneKernel(Session &session, KernelOp kernel, rt::Device &devic
   double best = 0;
   for (size_t i = 0; i < candidates.size(); ++i) {
     const KernelConfig &candidate = candidates[i];
-    if (i > 0 && !configMatches(candidate, options.only)) {
-      --result.candidates;
-      continue;
-    }
     if (i > 0 && options.budgetSeconds > 0 &&
         std::chrono::duration<double>(Clock::now() - start).count() > options.budgetSeconds)
       break;

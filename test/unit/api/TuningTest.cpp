@@ -285,6 +285,26 @@ TEST(Tuner, DoubleBufferedTilesAgreeWithTheDefault) {
   }
 }
 
+/// --only words no candidate holds (a misspelt "stage=2") are an error
+/// naming a real config line, not a search of the defaults alone.
+TEST(Tuner, OnlyWordsThatMatchNothingAreAnError) {
+  std::string graph = "func.func @graph() -> tensor<64x48xf32> {\n"
+                      "  %a = kiln.input 0 on \"cpu:0\" : tensor<64x32xf32>\n"
+                      "  %b = kiln.input 1 on \"cpu:0\" : tensor<32x48xf32>\n"
+                      "  %y = kiln.matmul %a, %b : tensor<64x32xf32>, tensor<32x48xf32> -> tensor<64x48xf32>\n"
+                      "  return %y : tensor<64x48xf32>\n}\n";
+  TuneGraphOptions options;
+  options.device = "cpu:0";
+  options.only = "stage=2";
+  try {
+    tune_graph(graph, "g.mlir", options);
+    ADD_FAILURE() << "a search of nothing ran";
+  } catch (const Error &e) {
+    EXPECT_NE(std::string(e.what()).find("matches no candidate"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("cpu_gemm rows="), std::string::npos) << e.what();
+  }
+}
+
 /// The form an f16 matmul takes on each Vulkan device here, and whether
 /// that device has f16 cooperative matrices.
 std::vector<std::pair<std::string, bool>> halfMatmulForms(std::vector<KernelConfig> &forms) {
