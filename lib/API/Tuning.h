@@ -50,7 +50,7 @@ AutotuneMode autotuneMode();
 
 /// Bumped whenever the candidate lists or the config forms change: records
 /// of an older search space are misses.
-constexpr int kSearchSpaceVersion = 4;
+constexpr int kSearchSpaceVersion = 5;
 /// Kiln's compiler version, in every cache key.
 const char *compilerVersion();
 

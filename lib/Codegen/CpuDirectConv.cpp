@@ -28,6 +28,22 @@
 using namespace mlir;
 using namespace kiln;
 
+// A 1x1 window at stride 1 without padding reads the input as a matrix
+// [channel][pixel]: the pointwise case, whose pixels run along the whole
+// plane (no slab, no rows).
+static bool isPointwise(Conv2dOp conv) {
+  ArrayRef<int64_t> w = cast<RankedTensorType>(conv.getFilter().getType()).getShape();
+  return w[2] == 1 && w[3] == 1 && llvm::all_equal({conv.getStrides()[0], conv.getStrides()[1],
+                                                    int64_t(1)}) &&
+         conv.getPadding()[0] == 0 && conv.getPadding()[1] == 0;
+}
+
+// Below this many input channels a pointwise convolution stays with the
+// GEMM form: its vectors along the pixels need no transpose for the
+// epilogue, which short sums cannot pay for (MobileNetV2's expansions from
+// 16 and 24 channels).
+static constexpr int64_t kMinPointwiseChannels = 32;
+
 bool kiln::fitsCpuDirectConv(Operation *root, const CpuDirectConvConfig &config) {
   auto conv = dyn_cast_or_null<Conv2dOp>(root);
   if (!conv || conv.getGroupsAttr().getInt() != 1)
@@ -39,10 +55,12 @@ bool kiln::fitsCpuDirectConv(Operation *root, const CpuDirectConvConfig &config)
   // Rows under `pixels` (ResNet's 7x7 stage at 8) stay with the GEMM form:
   // each unit would repack a 512-channel filter block for only 7 x 7
   // outputs (94 GFLOP/s against the GEMM's 100).
+  bool windowed = w[2] * w[3] >= 2 && w[2] * w[3] <= 49 && y[3] >= config.pixels;
+  bool pointwise = isPointwise(conv) && x[1] >= kMinPointwiseChannels &&
+                   y[2] * y[3] >= config.pixels;
   return isa<BlockArgument>(conv.getInput()) && isa<BlockArgument>(conv.getFilter()) &&
          isF32(conv.getInput()) && isF32(conv.getFilter()) && isF32(conv.getResult()) &&
-         w[2] * w[3] >= 2 && w[2] * w[3] <= 49 && y[1] % config.blockChannels() == 0 &&
-         y[3] >= config.pixels && y[2] > 0 && x[1] > 0;
+         (windowed || pointwise) && y[1] % config.blockChannels() == 0 && y[2] > 0 && x[1] > 0;
 }
 
 std::optional<CpuDirectConvConfig> kiln::defaultCpuDirectConv(Operation *root) {
@@ -50,6 +68,23 @@ std::optional<CpuDirectConvConfig> kiln::defaultCpuDirectConv(Operation *root) {
   if (!conv)
     return std::nullopt;
   CpuDirectConvConfig config = CpuDirectConvConfig::defaultForHost();
+  // Pointwise by default only where it measured faster than the GEMM form
+  // (MobileNetV2, one thread): a projection to at most a third of the
+  // channels on a plane of 8 x 8 or more (14 x 14, 384 -> 64: 117 -> 63 us),
+  // whose GEMM packs much input for few rows and pads 196 columns to 256.
+  // The rest lose: an expansion's sums are short for the transposing
+  // epilogue (28 x 28, 32 -> 192: 72 -> 116 us), and a 7 x 7 plane is too
+  // few pixels to repay repacking the filters (960 -> 320: 242 -> 297 us).
+  // Blocks of 7 pixels where they tile the plane (14 x 14: a block of 8
+  // would recompute pixels).
+  if (isPointwise(conv)) {
+    ArrayRef<int64_t> x = conv.getInput().getType().getShape();
+    ArrayRef<int64_t> y = conv.getResult().getType().getShape();
+    if (x[1] < 3 * y[1] || y[2] * y[3] < 64)
+      return std::nullopt;
+    if ((y[2] * y[3]) % 7 == 0 && (y[2] * y[3]) % config.pixels != 0)
+      config.pixels = 7;
+  }
   // Strided, no input value is shared between taps, and blocks of 4 pixels
   // x 4 vectors measured faster with AVX-512 on ResNet's 3x3/2
   // convolutions (1.16x and 1.06x at one thread; the 3-channel stem was
@@ -94,19 +129,26 @@ FailureOr<func::FuncOp> kiln::buildCpuDirectConvFunction(KernelOp kernel, Operat
   const int64_t dh = conv.getDilation()[0], dw = conv.getDilation()[1];
   const int64_t V = config.vectors, CB = V * VL;
   const int64_t coBlocks = CO / CB;
-  // (The last block of a row starts at OW - P, recomputing a few pixels.)
-  const int64_t rowBlocks = (OW + P - 1) / P;
-  // Bands of output rows: about 16 units in all, so both threads of a
-  // small image have work, and a slab of at most a few hundred KB.
-  int64_t band = std::clamp<int64_t>(OH * images * coBlocks / 16, 1, 8);
-  band = std::min(band, OH);
-  const int64_t bands = (OH + band - 1) / band;
+  const int64_t taps = KH * KW;
+  const bool pointwise = isPointwise(conv);
+  // (The last block of a row starts at OW - P, recomputing a few pixels;
+  // a pointwise convolution's one row is the whole plane.)
+  const int64_t rowPixels = pointwise ? OH * OW : OW;
+  const int64_t rowBlocks = (rowPixels + P - 1) / P;
+  // Work units of about 16 in all, so both threads of a small image have
+  // work. Windowed: bands of output rows, a slab of at most a few hundred
+  // KB each. Pointwise: runs of pixel blocks.
+  int64_t band = std::min<int64_t>(std::clamp<int64_t>(OH * images * coBlocks / 16, 1, 8), OH);
+  if (pointwise) {
+    int64_t runs = std::clamp<int64_t>(16 / (images * coBlocks), 1, rowBlocks);
+    band = (rowBlocks + runs - 1) / runs;
+  }
+  const int64_t bands = ((pointwise ? rowBlocks : OH) + band - 1) / band;
   const int64_t slabRows = (band - 1) * sh + (KH - 1) * dh + 1;
   // (The last pixel's last tap reads column (OW - 1) sw + (KW - 1) dw,
   // at most W + 2 pw - 1.)
   const int64_t slabW = W + 2 * pw;
-  const int64_t slabSize = (C * slabRows * slabW + VL - 1) / VL * VL;
-  const int64_t taps = KH * KW;
+  const int64_t slabSize = pointwise ? 0 : (C * slabRows * slabW + VL - 1) / VL * VL;
 
   Location loc = kernel.getLoc();
   MLIRContext *ctx = builder.getContext();
@@ -136,7 +178,7 @@ FailureOr<func::FuncOp> kiln::buildCpuDirectConvFunction(KernelOp kernel, Operat
     return memref::AllocOp::create(b, loc, MemRefType::get({n}, f32), b.getI64IntegerAttr(64))
         .getResult();
   };
-  Value slab = heap(slabSize), packedFilter = heap(C * taps * CB);
+  Value slab = pointwise ? Value() : heap(slabSize), packedFilter = heap(C * taps * CB);
   Value sums = memref::AllocaOp::create(b, loc, MemRefType::get({P * CB}, f32));
   // The block of output channels packedFilter holds (none yet).
   Value packedFor = memref::AllocaOp::create(b, loc, MemRefType::get({1}, b.getIndexType()));
@@ -153,22 +195,16 @@ FailureOr<func::FuncOp> kiln::buildCpuDirectConvFunction(KernelOp kernel, Operat
   const bool vectorEpilogue = vectorizableGemmEpilogue(kernel, root, bounds, resultIndex);
   bool failed = false;
 
-  forRange(b, idx(b, 0), idx(b, units), 1, [&](OpBuilder &ub, Value unit) {
-    Value image = arith::DivUIOp::create(ub, loc, unit, idx(ub, coBlocks * bands));
-    Value rest = arith::RemUIOp::create(ub, loc, unit, idx(ub, coBlocks * bands));
-    Value coBlock = arith::DivUIOp::create(ub, loc, rest, idx(ub, bands));
-    Value firstRow = mul(ub, arith::RemUIOp::create(ub, loc, rest, idx(ub, bands)), band);
-    Value rows = arith::MinUIOp::create(ub, loc, idx(ub, band),
-                                        arith::SubIOp::create(ub, loc, idx(ub, OH), firstRow));
-    // The filters of this block of output channels, [c][tap][o]: repacked
-    // only when the block changes (a thread's units run band after band of
-    // one block; repacking per band cost 10-15% of a 56x56 convolution),
-    // each [c][tap] row of 32 written whole.
+  // The filters of this block of output channels, [c][tap][o]: repacked
+  // only when the block changes (a thread's units run band after band of
+  // one block; repacking per band cost 10-15% of a 56x56 convolution),
+  // each [c][tap] row of 32 written whole.
+  auto repack = [&](OpBuilder &ub, Value coBlock) {
     Value stale = arith::CmpIOp::create(
         ub, loc, arith::CmpIPredicate::ne,
         memref::LoadOp::create(ub, loc, packedFor, ValueRange{idx(ub, 0)}), coBlock);
-    auto repack = scf::IfOp::create(ub, loc, stale, /*withElseRegion=*/false);
-    OpBuilder rb = OpBuilder::atBlockBegin(&repack.getThenRegion().front());
+    auto ifStale = scf::IfOp::create(ub, loc, stale, /*withElseRegion=*/false);
+    OpBuilder rb = OpBuilder::atBlockBegin(&ifStale.getThenRegion().front());
     Value firstFilter = mul(rb, mul(rb, coBlock, CB), C * taps);
     forRange(rb, idx(rb, 0), idx(rb, C * taps), 1, [&](OpBuilder &ob, Value ct) {
       Value row = add(ob, firstFilter, ct), to = mul(ob, ct, CB);
@@ -179,6 +215,87 @@ FailureOr<func::FuncOp> kiln::buildCpuDirectConvFunction(KernelOp kernel, Operat
             packedFilter, ValueRange{add(ob, to, idx(ob, o))});
     });
     memref::StoreOp::create(rb, loc, coBlock, packedFor, ValueRange{idx(rb, 0)});
+  };
+  // P x V accumulators over the input channels and taps; `xAt(fb, c, tap,
+  // p)` is where pixel p reads input channel c at the tap.
+  auto accumulate = [&](OpBuilder &pb,
+                        function_ref<Value(OpBuilder &, Value, int64_t, int64_t)> xAt) {
+    SmallVector<Value> init(P * V, floatConstant(pb, loc, vec, 0.0));
+    return scf::ForOp::create(
+        pb, loc, idx(pb, 0), idx(pb, C), idx(pb, 1), init,
+        [&](OpBuilder &fb, Location, Value c, ValueRange a) {
+          SmallVector<Value> next(a.begin(), a.end());
+          Value filterRow = mul(fb, c, taps * CB);
+          for (int64_t tap = 0; tap < taps; ++tap) {
+            SmallVector<Value> wv;
+            for (int64_t v = 0; v < V; ++v)
+              wv.push_back(vector::LoadOp::create(
+                  fb, loc, vec, packedFilter,
+                  ValueRange{add(fb, filterRow, idx(fb, tap * CB + v * VL))}));
+            for (int64_t p = 0; p < P; ++p) {
+              Value xv = vector::BroadcastOp::create(fb, loc, vec, xAt(fb, c, tap, p));
+              for (int64_t v = 0; v < V; ++v)
+                next[p * V + v] = vector::FMAOp::create(fb, loc, xv, wv[v], next[p * V + v]);
+            }
+          }
+          scf::YieldOp::create(fb, loc, next);
+        });
+  };
+  // The block's sums, per output channel its P pixels (flat position j
+  // onwards) as one vector, through the epilogue.
+  auto finish = [&](OpBuilder &pb, scf::ForOp acc, Value image, Value coBlock, Value j) {
+    for (int64_t p = 0; p < P; ++p)
+      for (int64_t v = 0; v < V; ++v)
+        vector::StoreOp::create(pb, loc, acc.getResult(p * V + v), sums,
+                                ValueRange{idx(pb, p * CB + v * VL)});
+    forRange(pb, idx(pb, 0), idx(pb, CB), 1, [&](OpBuilder &eb, Value o) {
+      Value co = add(eb, mul(eb, coBlock, CB), o);
+      SmallVector<Value> column;
+      for (int64_t p = 0; p < P; ++p)
+        column.push_back(
+            memref::LoadOp::create(eb, loc, sums, ValueRange{add(eb, idx(eb, p * CB), o)}));
+      if (vectorEpilogue) {
+        emitGemmEpilogueVector(eb, loc, kernel, root, entry,
+                               vector::FromElementsOp::create(eb, loc, pixels, column),
+                               ValueRange{image, co, j}, bounds, resultIndex, failed);
+        return;
+      }
+      for (int64_t p = 0; p < P; ++p)
+        emitGemmEpilogueAt(eb, loc, kernel, root, entry, column[p],
+                           ValueRange{image, co, add(eb, j, idx(eb, p))}, bounds, resultIndex,
+                           failed);
+    });
+  };
+
+  forRange(b, idx(b, 0), idx(b, units), 1, [&](OpBuilder &ub, Value unit) {
+    Value image = arith::DivUIOp::create(ub, loc, unit, idx(ub, coBlocks * bands));
+    Value rest = arith::RemUIOp::create(ub, loc, unit, idx(ub, coBlocks * bands));
+    Value coBlock = arith::DivUIOp::create(ub, loc, rest, idx(ub, bands));
+    Value bandIndex = arith::RemUIOp::create(ub, loc, rest, idx(ub, bands));
+    repack(ub, coBlock);
+    if (pointwise) {
+      // The unit's run of blocks over the plane, read straight from the
+      // input (channel c of pixel q at (image * C + c) * OH * OW + q).
+      Value first = mul(ub, bandIndex, band);
+      Value last = arith::MinUIOp::create(ub, loc, add(ub, first, idx(ub, band)),
+                                          idx(ub, rowBlocks));
+      Value imageBase = mul(ub, image, C * rowPixels);
+      forRange(ub, first, last, 1, [&](OpBuilder &pb, Value block) {
+        Value j = arith::MinUIOp::create(pb, loc, mul(pb, block, P), idx(pb, rowPixels - P));
+        Value origin = add(pb, imageBase, j);
+        auto acc = accumulate(pb, [&](OpBuilder &fb, Value c, int64_t, int64_t p) {
+          return memref::LoadOp::create(
+                     fb, loc, in, ValueRange{add(fb, add(fb, mul(fb, c, rowPixels), origin),
+                                                 idx(fb, p))})
+              .getResult();
+        });
+        finish(pb, acc, image, coBlock, j);
+      });
+      return;
+    }
+    Value firstRow = mul(ub, bandIndex, band);
+    Value rows = arith::MinUIOp::create(ub, loc, idx(ub, band),
+                                        arith::SubIOp::create(ub, loc, idx(ub, OH), firstRow));
     // The input rows the band reads, zero-padded: slab row r of channel c
     // is input row firstRow * sh - ph + r, its column q input column
     // q - pw.
@@ -210,58 +327,17 @@ FailureOr<func::FuncOp> kiln::buildCpuDirectConvFunction(KernelOp kernel, Operat
           idx(pb, OW - P));
       // Slab position of pixel 0's window at tap (0, 0).
       Value origin = add(pb, mul(pb, mul(pb, r, sh), slabW), mul(pb, wo, sw));
-      SmallVector<Value> init(P * V, floatConstant(pb, loc, vec, 0.0));
-      auto acc = scf::ForOp::create(
-          pb, loc, idx(pb, 0), idx(pb, C), idx(pb, 1), init,
-          [&](OpBuilder &fb, Location, Value c, ValueRange a) {
-            SmallVector<Value> next(a.begin(), a.end());
-            Value plane = add(fb, mul(fb, c, slabRows * slabW), origin);
-            Value filterRow = mul(fb, c, taps * CB);
-            for (int64_t kh = 0; kh < KH; ++kh)
-              for (int64_t kw = 0; kw < KW; ++kw) {
-                int64_t tap = kh * KW + kw;
-                SmallVector<Value> wv;
-                for (int64_t v = 0; v < V; ++v)
-                  wv.push_back(vector::LoadOp::create(
-                      fb, loc, vec, packedFilter,
-                      ValueRange{add(fb, filterRow, idx(fb, tap * CB + v * VL))}));
-                Value at = add(fb, plane, idx(fb, kh * dh * slabW + kw * dw));
-                for (int64_t p = 0; p < P; ++p) {
-                  Value xv = vector::BroadcastOp::create(
-                      fb, loc, vec,
-                      memref::LoadOp::create(fb, loc, slab, ValueRange{add(fb, at, idx(fb, p * sw))}));
-                  for (int64_t v = 0; v < V; ++v)
-                    next[p * V + v] = vector::FMAOp::create(fb, loc, xv, wv[v], next[p * V + v]);
-                }
-              }
-            scf::YieldOp::create(fb, loc, next);
-          });
-      for (int64_t p = 0; p < P; ++p)
-        for (int64_t v = 0; v < V; ++v)
-          vector::StoreOp::create(pb, loc, acc.getResult(p * V + v), sums,
-                                  ValueRange{idx(pb, p * CB + v * VL)});
-      // Per output channel, its P pixels as one vector through the epilogue.
-      Value j = add(pb, mul(pb, add(pb, firstRow, r), OW), wo);
-      forRange(pb, idx(pb, 0), idx(pb, CB), 1, [&](OpBuilder &eb, Value o) {
-        Value co = add(eb, mul(eb, coBlock, CB), o);
-        SmallVector<Value> column;
-        for (int64_t p = 0; p < P; ++p)
-          column.push_back(
-              memref::LoadOp::create(eb, loc, sums, ValueRange{add(eb, idx(eb, p * CB), o)}));
-        if (vectorEpilogue) {
-          emitGemmEpilogueVector(eb, loc, kernel, root, entry,
-                                 vector::FromElementsOp::create(eb, loc, pixels, column),
-                                 ValueRange{image, co, j}, bounds, resultIndex, failed);
-          return;
-        }
-        for (int64_t p = 0; p < P; ++p)
-          emitGemmEpilogueAt(eb, loc, kernel, root, entry, column[p],
-                             ValueRange{image, co, add(eb, j, idx(eb, p))}, bounds, resultIndex,
-                             failed);
+      auto acc = accumulate(pb, [&](OpBuilder &fb, Value c, int64_t tap, int64_t p) {
+        int64_t kh = tap / KW, kw = tap % KW;
+        Value at = add(fb, add(fb, mul(fb, c, slabRows * slabW), origin),
+                       idx(fb, kh * dh * slabW + kw * dw + p * sw));
+        return memref::LoadOp::create(fb, loc, slab, ValueRange{at}).getResult();
       });
+      finish(pb, acc, image, coBlock, add(pb, mul(pb, add(pb, firstRow, r), OW), wo));
     });
   });
-  memref::DeallocOp::create(b, loc, slab);
+  if (slab)
+    memref::DeallocOp::create(b, loc, slab);
   memref::DeallocOp::create(b, loc, packedFilter);
   func::ReturnOp::create(b, loc);
   if (failed) {

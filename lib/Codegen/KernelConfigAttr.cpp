@@ -184,7 +184,7 @@ std::vector<KernelConfig> kiln::candidateKernelConfigs(KernelOp kernel, const De
     // pixels x vectors accumulators, the filter vectors and a broadcast in
     // the vector registers.
     int registers = base.cpuDirectConv.lanes >= 16 ? 32 : 16;
-    for (int pixels : {4, 6, 8, 12, 14})
+    for (int pixels : {4, 6, 7, 8, 12, 14})
       for (int vectors : {1, 2, 3, 4}) {
         KernelConfig c = base;
         c.cpuDirectConv.pixels = pixels;

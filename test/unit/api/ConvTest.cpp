@@ -89,6 +89,12 @@ TEST_P(ConvOnEveryDevice, ExactOnSmallIntegers) {
       {1, 16, 20, 21, 64, 3, 3, {2, 2}, {1, 1}, {1, 1}, 1},
       {2, 5, 12, 19, 16, 3, 3, {1, 1}, {2, 1}, {2, 1}, 1},
       {1, 7, 15, 17, 32, 5, 3, {2, 1}, {2, 1}, {1, 1}, 1},
+      // Its pointwise case (1x1, to a third of the channels or fewer, the
+      // plane swept flat): two images in blocks of 7 pixels, 99 pixels
+      // whose last block of 8 overlaps, and a plane of exactly 64.
+      {2, 96, 14, 14, 32, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1},
+      {1, 48, 9, 11, 16, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1},
+      {1, 64, 8, 8, 16, 1, 1, {1, 1}, {0, 0}, {1, 1}, 1},
   };
   for (const ConvCase &k : cases) {
     std::vector<float> xs = smallIntegers(k.n * k.c * k.h * k.w, rng);

@@ -1,0 +1,51 @@
+// RUN: kiln-opt %s --kiln-kernel-to-linalg=coalesce=true | FileCheck %s
+// RUN: sed 's/ config {[^}]*}//' %s | kiln-opt --kiln-materialize-configs | FileCheck %s --check-prefix=DEFAULT
+// A 1x1 projection (384 -> 64 channels, 14x14) with a residual, as in
+// MobileNetV2, in the direct form's pointwise case: the plane is one flat
+// row of 196 pixels read straight from the input (no slab), in blocks of 7
+// pixels x 2 vectors of 16 output channels. 14 work units: 2 channel
+// blocks x 7 runs of 4 pixel blocks (28 blocks in all).
+
+func.func @project(%x: tensor<1x384x14x14xf32>, %w: tensor<64x384x1x1xf32>, %r: tensor<1x64x14x14xf32>) -> tensor<1x64x14x14xf32> {
+  %0 = kiln.kernel on "cpu:0" config {form = "cpu_direct_conv", lanes = 16, pixels = 7, vectors = 2} (%x, %w, %r) : (tensor<1x384x14x14xf32>, tensor<64x384x1x1xf32>, tensor<1x64x14x14xf32>) -> tensor<1x64x14x14xf32> {
+  ^bb0(%a: tensor<1x384x14x14xf32>, %f: tensor<64x384x1x1xf32>, %s: tensor<1x64x14x14xf32>):
+    %y = kiln.conv2d %a, %f strides [1, 1] padding [0, 0] dilation [1, 1] groups 1 : tensor<1x384x14x14xf32>, tensor<64x384x1x1xf32> -> tensor<1x64x14x14xf32>
+    %z = kiln.add %y, %s : tensor<1x64x14x14xf32>, tensor<1x64x14x14xf32> -> tensor<1x64x14x14xf32>
+    kiln.yield %z : tensor<1x64x14x14xf32>
+  }
+  return %0 : tensor<1x64x14x14xf32>
+}
+// CHECK-LABEL: func.func @project_kernel0
+// CHECK-SAME: kiln.outer_size = 14
+// Only the packed filters are allocated (384 x 32), no slab:
+// CHECK-NOT: memref<{{[0-9]+}}xf32>
+// CHECK: memref.alloc() {alignment = 64 : i64} : memref<12288xf32>
+// CHECK-NOT: memref.alloc() {alignment
+// CHECK: scf.for %{{.*}} = %c0{{.*}} to %c14
+// CHECK: scf.if
+// The input channels' loop: 14 accumulators, 14 FMAs a channel.
+// CHECK: scf.for %{{.*}} = %c0{{.*}} to %c384 step %c1{{.*}} iter_args({{.*}}) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
+// CHECK-COUNT-14: vector.fma
+// CHECK-NOT: vector.fma
+// CHECK: scf.yield
+// Each output channel's 7 pixels through the epilogue as one vector:
+// CHECK: vector.from_elements {{.*}} : vector<7xf32>
+// CHECK: arith.addf {{.*}} : vector<7xf32>
+// CHECK: memref.dealloc
+
+// By default: the pointwise case in blocks of 7 pixels (they tile 196)
+// with AVX-512 (AVX2: 6 pixels of two 8-lane vectors).
+// DEFAULT: config {form = "cpu_direct_conv", lanes = {{8|16}} : i64, pixels = {{6|7}} : i64, vectors = 2 : i64}
+
+// An expansion (64 -> 384) stays with the GEMM form: its sums are too short
+// for the transposing epilogue.
+func.func @expand(%x: tensor<1x64x14x14xf32>, %w: tensor<384x64x1x1xf32>) -> tensor<1x384x14x14xf32> {
+  %0 = kiln.kernel on "cpu:0" config {form = "cpu_gemm", lanes = 16, panel = 64, rows = 8, vectors = 2} (%x, %w) : (tensor<1x64x14x14xf32>, tensor<384x64x1x1xf32>) -> tensor<1x384x14x14xf32> {
+  ^bb0(%a: tensor<1x64x14x14xf32>, %f: tensor<384x64x1x1xf32>):
+    %y = kiln.conv2d %a, %f strides [1, 1] padding [0, 0] dilation [1, 1] groups 1 : tensor<1x64x14x14xf32>, tensor<384x64x1x1xf32> -> tensor<1x384x14x14xf32>
+    kiln.yield %y : tensor<1x384x14x14xf32>
+  }
+  return %0 : tensor<1x384x14x14xf32>
+}
+// DEFAULT-LABEL: func.func @expand
+// DEFAULT: config {form = "cpu_gemm"
