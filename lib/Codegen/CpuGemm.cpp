@@ -76,6 +76,20 @@ FailureOr<func::FuncOp> kiln::buildCpuGemmFunction(KernelOp kernel, Operation *r
       b, loc, MemRefType::get({gemm.k * NC}, f32),
       gemm.plainB ? b.getI64IntegerAttr(64) : IntegerAttr());
   Value block = memref::AllocaOp::create(b, loc, MemRefType::get({MR * NR}, f32));
+  // A convolution's per-column tables (packConv below), allocated once:
+  // an alloca inside the loop would grow the stack every iteration.
+  auto table = [&] {
+    return memref::AllocaOp::create(b, loc, MemRefType::get({NC}, b.getIndexType())).getResult();
+  };
+  Value tabBase, tabH, tabW;
+  if (gemm.conv) {
+    tabBase = table();
+    tabH = table();
+    tabW = table();
+  }
+  // The (batch, panel) unit `packed` holds (none yet).
+  Value packedFor = memref::AllocaOp::create(b, loc, MemRefType::get({1}, b.getIndexType()));
+  memref::StoreOp::create(b, loc, idx(b, gemm.batch * panels), packedFor, ValueRange{idx(b, 0)});
   bool failed = false;
   scf::ForOp::create(
       b, loc, idx(b, 0), idx(b, gemm.batch * panels * splits), idx(b, 1), ValueRange{},
@@ -166,11 +180,6 @@ FailureOr<func::FuncOp> kiln::buildCpuGemmFunction(KernelOp kernel, Operation *r
           }
         };
         auto packConv = [&](OpBuilder &pb, const ConvGeometry &g) {
-          auto table = [&] {
-            return memref::AllocaOp::create(pb, loc, MemRefType::get({NC}, pb.getIndexType()))
-                .getResult();
-          };
-          Value tabBase = table(), tabH = table(), tabW = table();
           const int64_t plane = g.height * g.width;
           Value image = imageOf(pb, g);
           scf::ForOp::create(
@@ -362,21 +371,31 @@ FailureOr<func::FuncOp> kiln::buildCpuGemmFunction(KernelOp kernel, Operation *r
                 scf::YieldOp::create(kb, loc);
               });
         };
+        // The splits of one panel are consecutive outer iterations, so a
+        // thread packs each panel once and its later splits reuse it (one
+        // thread packed a 7x7 stage's panel once per split: 10 copies of
+        // 320 x 64 for a 1x1 convolution to 1280 channels).
+        Value stale = arith::CmpIOp::create(
+            ob, loc, arith::CmpIPredicate::ne,
+            memref::LoadOp::create(ob, loc, packedFor, ValueRange{idx(ob, 0)}), unit);
+        auto ifStale = scf::IfOp::create(ob, loc, stale, /*withElseRegion=*/false);
+        OpBuilder sb = OpBuilder::atBlockBegin(&ifStale.getThenRegion().front());
+        memref::StoreOp::create(sb, loc, unit, packedFor, ValueRange{idx(sb, 0)});
         // (Runs of under 16 columns cost more in loop overhead than the
         // per-column tables: 7x7 outputs keep those.)
         if (gemm.conv && gemm.conv->strideW == 1 && gemm.conv->outWidth >= 16) {
-          packConvRuns(ob, *gemm.conv);
+          packConvRuns(sb, *gemm.conv);
         } else if (gemm.conv) {
-          packConv(ob, *gemm.conv);
+          packConv(sb, *gemm.conv);
         } else if (!gemm.plainB) {
-          pack(ob, true);
+          pack(sb, true);
         } else if (gemm.n % NC == 0) {
-          pack(ob, false);
+          pack(sb, false);
         } else {
           Value full = arith::CmpIOp::create(
-              ob, loc, arith::CmpIPredicate::ule,
-              arith::AddIOp::create(ob, loc, j0, idx(ob, NC)), idx(ob, gemm.n));
-          auto choice = scf::IfOp::create(ob, loc, full, /*withElseRegion=*/true);
+              sb, loc, arith::CmpIPredicate::ule,
+              arith::AddIOp::create(sb, loc, j0, idx(sb, NC)), idx(sb, gemm.n));
+          auto choice = scf::IfOp::create(sb, loc, full, /*withElseRegion=*/true);
           OpBuilder fb = OpBuilder::atBlockBegin(&choice.getThenRegion().front());
           pack(fb, false);
           OpBuilder gb = OpBuilder::atBlockBegin(&choice.getElseRegion().front());
