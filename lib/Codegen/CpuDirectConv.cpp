@@ -68,19 +68,25 @@ std::optional<CpuDirectConvConfig> kiln::defaultCpuDirectConv(Operation *root) {
   if (!conv)
     return std::nullopt;
   CpuDirectConvConfig config = CpuDirectConvConfig::defaultForHost();
+  // Each unit repacks its block's filters, once per inference: on a plane
+  // under 8 x 8 that costs as much as the FMAs (ResNet-18's 3x3/2 into
+  // 7 x 7, 256 -> 512 channels: 1.18M filter values for 49 outputs each),
+  // and the GEMM form reads the filters in place.
+  ArrayRef<int64_t> outShape = conv.getResult().getType().getShape();
+  if (outShape[2] * outShape[3] < 64)
+    return std::nullopt;
   // Pointwise by default only where it measured faster than the GEMM form
   // (MobileNetV2, one thread): a projection to at most a third of the
   // channels on a plane of 8 x 8 or more (14 x 14, 384 -> 64: 117 -> 63 us),
   // whose GEMM packs much input for few rows and pads 196 columns to 256.
-  // The rest lose: an expansion's sums are short for the transposing
-  // epilogue (28 x 28, 32 -> 192: 72 -> 116 us), and a 7 x 7 plane is too
-  // few pixels to repay repacking the filters (960 -> 320: 242 -> 297 us).
+  // Expansions measured slower inside the network: their sums are short
+  // for the transposing epilogue.
   // Blocks of 7 pixels where they tile the plane (14 x 14: a block of 8
   // would recompute pixels).
   if (isPointwise(conv)) {
     ArrayRef<int64_t> x = conv.getInput().getType().getShape();
-    ArrayRef<int64_t> y = conv.getResult().getType().getShape();
-    if (x[1] < 3 * y[1] || y[2] * y[3] < 64)
+    ArrayRef<int64_t> y = outShape;
+    if (x[1] < 3 * y[1])
       return std::nullopt;
     if ((y[2] * y[3]) % 7 == 0 && (y[2] * y[3]) % config.pixels != 0)
       config.pixels = 7;

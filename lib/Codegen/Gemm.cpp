@@ -135,9 +135,12 @@ std::optional<Gemm> kiln::describeGemm(KernelOp kernel, Operation *root,
     // A batch that shares its B (a [L, 1, E] x [E, F] projection) and whose
     // A rows follow each other batch by batch is one GEMM of batch x M rows:
     // B packed once, not once per batch.
+    // (With one row per batch the bounds dropped the row index from the
+    // operand's index: drop it here too.)
+    AffineExpr row = gemm.m == 1 ? getAffineConstantExpr(0, ctx) : i;
     if (gemm.batch > 1 && !rhs->second.isFunctionOfDim(0) &&
         simplifyAffineExpr(lhs->second, 3, 0) ==
-            simplifyAffineExpr((b * gemm.m + i) * gemm.k + j, 3, 0)) {
+            simplifyAffineExpr((b * gemm.m + row) * gemm.k + j, 3, 0)) {
       gemm.m *= gemm.batch;
       gemm.batch = 1;
       lhs->second = i * gemm.k + j;

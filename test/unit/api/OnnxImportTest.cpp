@@ -410,6 +410,29 @@ TEST(OnnxImport, ProfilesNameTheNodes) {
   EXPECT_EQ(p.kernels[0].sources, "block1/act relu; Exp 1 exp") << p.table();
 }
 
+// PyTorch exports layer norm's variance as Pow(x - mean, 2): a float base
+// squared by a constant becomes a multiply (no powf per element on the
+// CPU), exact as x * x; other exponents stay powers.
+TEST(OnnxImport, SquaringByAConstantIsAMultiply) {
+  ModelBuilder mb;
+  mb.input("x", {2, 8});
+  mb.weights("two", {}, {2.0f});
+  mb.weights("three", {}, {3.0f});
+  mb.node("Pow", {"x", "two"}, {"s"});
+  mb.node("Pow", {"s", "three"}, {"y"});
+  mb.output("y");
+  OnnxModel m = import_onnx_bytes(mb.bytes(), "pow.onnx");
+  realize(m.inputs);
+  Profile p = profile(m.outputs, 1);
+  ASSERT_EQ(p.kernels.size(), 1u) << p.table();
+  EXPECT_EQ(p.kernels[0].sources, "Pow 0 mul; Pow 1 pow") << p.table();
+  std::vector<float> xs = {-3, -2.5f, -1, 0, 0.5f, 1, 2, 3, 1.5f, -0.25f, 4, 5, -6, 7, 0.125f, -8};
+  Tensor x = Tensor::from(xs, {2, 8}, Device::parse("cpu:0"));
+  std::vector<float> got = importAndRun(mb.bytes(), x, Device::parse("cpu:0"));
+  for (size_t i = 0; i < xs.size(); ++i)
+    EXPECT_FLOAT_EQ(got[i], std::pow(xs[i] * xs[i], 3.0f)) << i;
+}
+
 TEST(OnnxImport, ErrorsNameTheNodeAndTheFix) {
   {
     ModelBuilder mb;
