@@ -2,7 +2,8 @@
 // and MobileNetV2 at 224x224, and a BERT-base encoder layer (768 wide, 12
 // heads, 128 tokens), at batch 1 and 8. Each iteration records the network
 // again and realizes it, as a user's inference loop does (the graph cache
-// turns the second recording into a replay of its Program).
+// turns the second recording into a replay of its Program); the *Program
+// benchmarks compile the network once and time Program::run alone.
 //
 //   build/bin/kiln-bench-networks [--benchmark_filter=...]      timing, cpu:0
 //   KILN_BENCH_DEVICE=vulkan:0 ...                              another device
@@ -59,6 +60,27 @@ template <class Net> void run(benchmark::State &state, Shape inputShape, Net net
   state.counters["batch"] = double(inputShape[0]);
 }
 
+// The same network compiled once to a Program (kiln::compile, weights
+// included) and run per iteration, as ONNX Runtime's session.run is: the
+// warm latency without recording the graph.
+template <class Net> void runProgram(benchmark::State &state, Shape inputShape, Net net) {
+  Device d = benchDevice();
+  manual_seed(1);
+  auto weights = std::make_shared<RandomWeights>(d);
+  KilnOps ops;
+  ops.weight = [weights](const std::string &n, const Shape &s) { return (*weights)(n, s); };
+  Tensor x = randomInput(inputShape, d);
+  CompileOptions options;
+  options.targets = {d.api()};
+  Program program = compile({net(ops, x)}, {x}, options);
+  program.run({x}); // the first run binds the buffers
+  for (auto _ : state) {
+    std::vector<Tensor> y = program.run({x});
+    benchmark::DoNotOptimize(y);
+  }
+  state.counters["batch"] = double(inputShape[0]);
+}
+
 void ResNet18(benchmark::State &state) {
   int64_t side = smoke() ? 64 : 224;
   run(state, {state.range(0), 3, side, side},
@@ -73,9 +95,26 @@ void EncoderLayer(benchmark::State &state) {
   run(state, {state.range(0), smoke() ? 16 : 128, 768},
       [](KilnOps &o, const Tensor &x) { return encoder_layer(o, x); });
 }
+void ResNet18Program(benchmark::State &state) {
+  int64_t side = smoke() ? 64 : 224;
+  runProgram(state, {state.range(0), 3, side, side},
+             [](KilnOps &o, const Tensor &x) { return resnet18(o, x); });
+}
+void MobileNetV2Program(benchmark::State &state) {
+  int64_t side = smoke() ? 64 : 224;
+  runProgram(state, {state.range(0), 3, side, side},
+             [](KilnOps &o, const Tensor &x) { return mobilenet_v2(o, x); });
+}
+void EncoderLayerProgram(benchmark::State &state) {
+  runProgram(state, {state.range(0), smoke() ? 16 : 128, 768},
+             [](KilnOps &o, const Tensor &x) { return encoder_layer(o, x); });
+}
 BENCHMARK(ResNet18)->Arg(1)->Arg(8)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(MobileNetV2)->Arg(1)->Arg(8)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(EncoderLayer)->Arg(1)->Arg(8)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(ResNet18Program)->Arg(1)->Arg(8)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(MobileNetV2Program)->Arg(1)->Arg(8)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(EncoderLayerProgram)->Arg(1)->Arg(8)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 Tensor loadNpy(const std::string &path, const Device &d) {
   auto array = rt::readNpy(path);

@@ -12,7 +12,8 @@ side by side in one run:
    written with the Tensor API. The outputs are compared on each device:
    largest |Kiln - PyTorch| over the largest |PyTorch|, and the kernel count.
 2. Latency at batch 1 and 8, with 1 and 2 threads, in alternating rounds:
-   kiln-bench-networks (Google Benchmark, KILN_NUM_THREADS), PyTorch eager
+   kiln-bench-networks (Google Benchmark, KILN_NUM_THREADS; recording each
+   inference, and as a Program compiled once), PyTorch eager
    (torch.set_num_threads) and ONNX Runtime's CPU build on the model exported
    from PyTorch (bench/ort_run.js; npm install --ignore-scripts
    onnxruntime-node in ORT_DIR, default /tmp/ort). Medians per inference.
@@ -99,9 +100,9 @@ def torch_ms(m, x, threads):
         return median(lambda: m(x), runs) * 1e3
 
 
-def kiln_ms(name, batch, threads):
+def kiln_ms(name, batch, threads, suffix=""):
     out = subprocess.run([os.path.join(build, "kiln-bench-networks"),
-                          f"--benchmark_filter=^{NETS[name][2]}/{batch}/",
+                          f"--benchmark_filter=^{NETS[name][2]}{suffix}/{batch}/",
                           f"--benchmark_repetitions={runs}", "--benchmark_min_time=0.01",
                           "--benchmark_format=json"], capture_output=True, text=True, check=True,
                          env=dict(os.environ, KILN_NUM_THREADS=str(threads))).stdout
@@ -133,20 +134,23 @@ def ort_ms(name, batch, threads):
 
 def latency():
     print(f"\nmedians of {runs} runs, ms per inference; ratios are Kiln / peer")
-    print("| network | batch | threads | Kiln | PyTorch | ONNX Runtime | Kiln/PyTorch | Kiln/ORT |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| network | batch | threads | Kiln | Kiln Program | PyTorch | ONNX Runtime | Kiln/PyTorch "
+          "| Kiln/ORT | Program/ORT |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for name in NETS:
         m = model(name)
         for batch in (1, 8):
             x = torch.randn(NETS[name][1](batch))
             for threads in (1, 2):
                 k = kiln_ms(name, batch, threads)
+                kp = kiln_ms(name, batch, threads, "Program")
                 p = torch_ms(m, x, threads)
                 o = ort_ms(name, batch, threads)
                 o_text = f"{o:.2f}" if o else "-"
                 o_ratio = f"{k / o:.2f}x" if o else "-"
-                print(f"| {name} | {batch} | {threads} | {k:.2f} | {p:.2f} | {o_text} | "
-                      f"{k / p:.2f}x | {o_ratio} |", flush=True)
+                op_ratio = f"{kp / o:.2f}x" if o else "-"
+                print(f"| {name} | {batch} | {threads} | {k:.2f} | {kp:.2f} | {p:.2f} | {o_text} | "
+                      f"{k / p:.2f}x | {o_ratio} | {op_ratio} |", flush=True)
 
 
 accuracy()
