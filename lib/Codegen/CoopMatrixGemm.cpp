@@ -14,7 +14,8 @@
 // along the tile's rows, moves in 16-byte groups of 8 halves (its buffer
 // and tile declared as vector<4xf32>, bits only: the fragment loads read
 // them as f16); B contiguous along k (a linear layer's W^T) is staged
-// transposed, [n][k], and loaded column-major. Other operands go element
+// transposed, [n][k], and loaded column-major. With 2 stages the tiles are
+// double-buffered, one barrier per slice. Other operands go element
 // by element through their readers. The epilogue reads the accumulators back through one
 // 16 x 16 f32 fragment of shared memory per subgroup, each lane evaluating
 // its results as the tiled form does, then one guarded store each.
@@ -132,7 +133,8 @@ FailureOr<func::FuncOp> kiln::buildCoopGemmFunction(KernelOp kernel, Operation *
     unsigned arg = 0;
     AffineExpr vectorIndex; // wide: the vector holding (b, p, q), q or p a multiple of 8
     int64_t ld = 0;         // tile row length, in halves
-    Value tile;
+    int64_t units = 0;      // one buffer's size, in the tile's elements
+    Value tile;             // `stages` buffers one after the other
     SmallVector<std::pair<Value, Value>> slots; // (tile row, tile column or 8-group)
     int64_t rows() const { return transposed ? tileQ : tileP; }
     int64_t cols() const { return transposed ? tileP : tileQ; }
@@ -204,9 +206,10 @@ FailureOr<func::FuncOp> kiln::buildCoopGemmFunction(KernelOp kernel, Operation *
   }
   for (Staging *st : {&sa, &sb}) {
     st->ld = st->cols() + kPad;
-    int64_t units = st->rows() * st->ld / (st->wide ? 8 : 1);
+    st->units = st->rows() * st->ld / (st->wide ? 8 : 1);
     st->tile = memref::AllocOp::create(
-        lb, loc, MemRefType::get({units}, st->wide ? v4 : Type(f16), AffineMap(), space));
+        lb, loc,
+        MemRefType::get({st->units * config.stages}, st->wide ? v4 : Type(f16), AffineMap(), space));
     // Consecutive work items take consecutive elements (or groups) along
     // the operand's contiguous dimension, so the global reads coalesce.
     int64_t perRow = st->wide ? st->cols() / 8 : st->cols();
@@ -321,16 +324,22 @@ FailureOr<func::FuncOp> kiln::buildCoopGemmFunction(KernelOp kernel, Operation *
                           : readSlot(gb, sb, slot, kBase, colBase));
     return values;
   };
-  auto storeSlots = [&](OpBuilder &gb, const Staging &st, ValueRange values) {
+  // Into buffer `buffer` (an index: 0, or the slice's parity with stages).
+  auto storeSlots = [&](OpBuilder &gb, const Staging &st, ValueRange values, Value buffer) {
     int64_t rowUnits = st.wide ? st.ld / 8 : st.ld;
+    Value base = mul(gb, buffer, st.units);
     for (auto [slot, v] : llvm::zip(st.slots, values))
-      memref::StoreOp::create(gb, loc, v, st.tile,
-                              ValueRange{add(gb, mul(gb, slot.first, rowUnits), slot.second)});
+      memref::StoreOp::create(
+          gb, loc, v, st.tile,
+          ValueRange{add(gb, base, add(gb, mul(gb, slot.first, rowUnits), slot.second))});
   };
-  // A fragment's first element at tile (row, col), in the tile's units.
-  auto fragmentAt = [&](OpBuilder &gb, const Staging &st, Value row, int64_t col) -> Value {
+  // A fragment's first element at tile (row, col) of buffer `buffer`, in
+  // the tile's units.
+  auto fragmentAt = [&](OpBuilder &gb, const Staging &st, Value row, int64_t col,
+                        Value buffer) -> Value {
     Value at = add(gb, mul(gb, row, st.ld), idx(gb, col));
-    return st.wide ? arith::DivUIOp::create(gb, loc, at, idx(gb, 8)).getResult() : at;
+    at = st.wide ? arith::DivUIOp::create(gb, loc, at, idx(gb, 8)).getResult() : at;
+    return add(gb, mul(gb, buffer, st.units), at);
   };
 
   auto accType = gpu::MMAMatrixType::get({kF, kF}, f32, "COp");
@@ -340,49 +349,76 @@ FailureOr<func::FuncOp> kiln::buildCoopGemmFunction(KernelOp kernel, Operation *
                                                         floatConstant(lb, loc, f32, 0.0));
   SmallVector<Value> inits(FM * FN, zero);
   const size_t numAcc = inits.size();
-  llvm::append_range(inits, fetch(lb, idx(lb, 0)));
-  auto loop = scf::ForOp::create(
-      lb, loc, idx(lb, 0), idx(lb, kTiles), idx(lb, 1), inits,
-      [&](OpBuilder &kb, Location, Value kt, ValueRange carried) {
-        ValueRange staged = carried.drop_front(numAcc);
-        storeSlots(kb, sa, staged.take_front(sa.slots.size()));
-        storeSlots(kb, sb, staged.drop_front(sa.slots.size()));
-        gpu::BarrierOp::create(kb, loc);
-        // The next slice's reads (the last again at the end: in bounds,
-        // unused) before this slice's multiplies.
-        SmallVector<Value> next = fetch(
-            kb, arith::MinUIOp::create(kb, loc, add(kb, kt, idx(kb, 1)), idx(kb, kTiles - 1)));
-        SmallVector<Value> acc(carried.take_front(numAcc));
-        for (int64_t kk = 0; kk < TK; kk += kF) {
-          SmallVector<Value> aFrags, bFrags;
-          for (int64_t fm = 0; fm < FM; ++fm)
-            aFrags.push_back(gpu::SubgroupMmaLoadMatrixOp::create(
-                kb, loc, aType, sa.tile,
-                ValueRange{fragmentAt(kb, sa, add(kb, subRow, idx(kb, fm * kF)), kk)},
-                kb.getIndexAttr(sa.wide ? sa.ld / 8 : sa.ld), UnitAttr()));
-          for (int64_t fn = 0; fn < FN; ++fn) {
-            // [k][n] rows, or [n][k] read column-major.
-            Value n0 = add(kb, subCol, idx(kb, fn * kF));
-            Value at = sb.transposed ? fragmentAt(kb, sb, n0, kk)
-                                     : arith::AddIOp::create(kb, loc, fragmentAt(kb, sb, idx(kb, kk), 0),
-                                                             sb.wide ? arith::DivUIOp::create(kb, loc, n0, idx(kb, 8)).getResult() : n0)
-                                           .getResult();
-            bFrags.push_back(gpu::SubgroupMmaLoadMatrixOp::create(
-                kb, loc, bType, sb.tile, ValueRange{at},
-                kb.getIndexAttr(sb.wide ? sb.ld / 8 : sb.ld),
-                sb.transposed ? kb.getUnitAttr() : UnitAttr()));
-          }
-          for (int64_t fm = 0; fm < FM; ++fm)
-            for (int64_t fn = 0; fn < FN; ++fn)
-              acc[fm * FN + fn] = gpu::SubgroupMmaComputeOp::create(
-                  kb, loc, accType, aFrags[fm], bFrags[fn], acc[fm * FN + fn], UnitAttr(),
-                  UnitAttr());
-        }
-        // The next slice overwrites the tiles: everyone must be done.
-        gpu::BarrierOp::create(kb, loc);
-        llvm::append_range(acc, next);
-        scf::YieldOp::create(kb, loc, acc);
-      });
+  // Every subgroup's multiplies of the slice in buffer `buffer`.
+  auto multiply = [&](OpBuilder &kb, SmallVector<Value> &acc, Value buffer) {
+    for (int64_t kk = 0; kk < TK; kk += kF) {
+      SmallVector<Value> aFrags, bFrags;
+      for (int64_t fm = 0; fm < FM; ++fm)
+        aFrags.push_back(gpu::SubgroupMmaLoadMatrixOp::create(
+            kb, loc, aType, sa.tile,
+            ValueRange{fragmentAt(kb, sa, add(kb, subRow, idx(kb, fm * kF)), kk, buffer)},
+            kb.getIndexAttr(sa.wide ? sa.ld / 8 : sa.ld), UnitAttr()));
+      for (int64_t fn = 0; fn < FN; ++fn) {
+        // [k][n] rows, or [n][k] read column-major.
+        Value n0 = add(kb, subCol, idx(kb, fn * kF));
+        Value at = sb.transposed
+                       ? fragmentAt(kb, sb, n0, kk, buffer)
+                       : add(kb, fragmentAt(kb, sb, idx(kb, kk), 0, buffer),
+                             sb.wide ? arith::DivUIOp::create(kb, loc, n0, idx(kb, 8)).getResult()
+                                     : n0);
+        bFrags.push_back(gpu::SubgroupMmaLoadMatrixOp::create(
+            kb, loc, bType, sb.tile, ValueRange{at}, kb.getIndexAttr(sb.wide ? sb.ld / 8 : sb.ld),
+            sb.transposed ? kb.getUnitAttr() : UnitAttr()));
+      }
+      for (int64_t fm = 0; fm < FM; ++fm)
+        for (int64_t fn = 0; fn < FN; ++fn)
+          acc[fm * FN + fn] = gpu::SubgroupMmaComputeOp::create(
+              kb, loc, accType, aFrags[fm], bFrags[fn], acc[fm * FN + fn], UnitAttr(), UnitAttr());
+    }
+  };
+  auto store = [&](OpBuilder &kb, ValueRange staged, Value buffer) {
+    storeSlots(kb, sa, staged.take_front(sa.slots.size()), buffer);
+    storeSlots(kb, sb, staged.drop_front(sa.slots.size()), buffer);
+  };
+  // The next slice's reads (the last again at the end: in bounds, unused)
+  // are issued before this slice's multiplies.
+  auto fetchNext = [&](OpBuilder &kb, Value kt) {
+    return fetch(kb, arith::MinUIOp::create(kb, loc, add(kb, kt, idx(kb, 1)), idx(kb, kTiles - 1)));
+  };
+  scf::ForOp loop;
+  if (config.stages == 2) {
+    // Slice kt in buffer kt % 2; slice kt + 1 stored into the other after
+    // the multiplies. One barrier per slice: past it every buffer that is
+    // read was written, and the one written next is no longer read.
+    store(lb, fetch(lb, idx(lb, 0)), idx(lb, 0));
+    gpu::BarrierOp::create(lb, loc);
+    loop = scf::ForOp::create(
+        lb, loc, idx(lb, 0), idx(lb, kTiles), idx(lb, 1), inits,
+        [&](OpBuilder &kb, Location, Value kt, ValueRange carried) {
+          SmallVector<Value> next = fetchNext(kb, kt);
+          Value buffer = arith::RemUIOp::create(kb, loc, kt, idx(kb, 2));
+          SmallVector<Value> acc(carried);
+          multiply(kb, acc, buffer);
+          store(kb, next, arith::SubIOp::create(kb, loc, idx(kb, 1), buffer));
+          gpu::BarrierOp::create(kb, loc);
+          scf::YieldOp::create(kb, loc, acc);
+        });
+  } else {
+    llvm::append_range(inits, fetch(lb, idx(lb, 0)));
+    loop = scf::ForOp::create(
+        lb, loc, idx(lb, 0), idx(lb, kTiles), idx(lb, 1), inits,
+        [&](OpBuilder &kb, Location, Value kt, ValueRange carried) {
+          store(kb, carried.drop_front(numAcc), idx(kb, 0));
+          gpu::BarrierOp::create(kb, loc);
+          SmallVector<Value> next = fetchNext(kb, kt);
+          SmallVector<Value> acc(carried.take_front(numAcc));
+          multiply(kb, acc, idx(kb, 0));
+          // The next slice overwrites the tiles: everyone must be done.
+          gpu::BarrierOp::create(kb, loc);
+          llvm::append_range(acc, next);
+          scf::YieldOp::create(kb, loc, acc);
+        });
+  }
 
   // The epilogue, one fragment at a time: the subgroup stores it to its
   // scratch fragment, each lane takes 16 * 16 / sg of its results.

@@ -119,7 +119,7 @@ MatmulConfig MatmulConfig::defaultFor(const DeviceLimits &limits, int64_t m, int
 
 int64_t CoopMatrixConfig::sharedBytes() const {
   // f16 tiles with rows padded by 8 elements, one f32 fragment per subgroup.
-  return int64_t(tileM) * (tileK + 8) * 2 + int64_t(tileK) * (tileN + 8) * 2 +
+  return (int64_t(tileM) * (tileK + 8) * 2 + int64_t(tileK) * (tileN + 8) * 2) * stages +
          int64_t(subgroupsM) * subgroupsN * kFragment * kFragment * 4;
 }
 
@@ -157,6 +157,12 @@ CoopMatrixConfig CoopMatrixConfig::defaultFor(const DeviceLimits &limits, int64_
   }
   if (k <= 16 || (k <= 32 && chosen.tileK > 32))
     chosen.tileK = k <= 16 ? 16 : 32;
+  // Double-buffered tiles where shared memory holds them and k has more
+  // than one slice.
+  CoopMatrixConfig staged = chosen;
+  staged.stages = 2;
+  if (k > chosen.tileK && staged.check(limits).empty())
+    chosen = staged;
   return chosen;
 }
 
@@ -165,6 +171,8 @@ std::string CoopMatrixConfig::check(const DeviceLimits &limits) const {
     return "this device has no cooperative matrices of f16 (VK_KHR_cooperative_matrix)";
   if (tileM <= 0 || tileN <= 0 || tileK <= 0 || subgroupsM <= 0 || subgroupsN <= 0)
     return "tile sizes must be positive";
+  if (stages != 1 && stages != 2)
+    return "stages must be 1 or 2 (one shared buffer per tile, or two)";
   if (tileM % (kFragment * subgroupsM) || tileN % (kFragment * subgroupsN) ||
       tileK % kFragment)
     return "each subgroup's share of the tile must be whole 16 x 16 fragments and the k "
@@ -352,6 +360,8 @@ std::string KernelConfig::str() const {
     s += " tile=" + std::to_string(coop.tileM) + "x" + std::to_string(coop.tileN) + "x" +
          std::to_string(coop.tileK) + " subgroups=" + std::to_string(coop.subgroupsM) + "x" +
          std::to_string(coop.subgroupsN);
+    if (coop.stages > 1)
+      s += " stages=" + std::to_string(coop.stages);
     break;
   case Form::ArgRow:
   case Form::Cpu:

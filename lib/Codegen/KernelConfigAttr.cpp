@@ -226,9 +226,11 @@ std::vector<KernelConfig> kiln::candidateKernelConfigs(KernelOp kernel, const De
         for (int tk : {16, 32, 64})
           for (auto [sm, sn] : {std::pair{1, 1}, {1, 2}, {2, 1}, {2, 2}, {2, 4}, {4, 2}}) {
             KernelConfig c = base;
-            c.coop = {tm, tn, tk, sm, sn};
-            if (c.coop.check(*gpu).empty())
-              add(c);
+            for (int stages : {1, 2}) {
+              c.coop = {tm, tn, tk, sm, sn, stages};
+              if (c.coop.check(*gpu).empty())
+                add(c);
+            }
           }
     break;
   }
@@ -275,6 +277,8 @@ DictionaryAttr kiln::kernelConfigAttr(MLIRContext *ctx, const KernelConfig &conf
   case KernelConfig::Form::CoopGemm:
     add("tile", b.getDenseI64ArrayAttr({config.coop.tileM, config.coop.tileN, config.coop.tileK}));
     add("subgroups", b.getDenseI64ArrayAttr({config.coop.subgroupsM, config.coop.subgroupsN}));
+    if (config.coop.stages > 1)
+      add("stages", b.getI64IntegerAttr(config.coop.stages));
     break;
   case KernelConfig::Form::ArgRow:
   case KernelConfig::Form::Cpu:
@@ -394,7 +398,8 @@ FailureOr<std::optional<KernelConfig>> kiln::readKernelConfig(KernelOp kernel) {
     break;
   case Form::CoopGemm:
     ok = read.array("tile", {&config.coop.tileM, &config.coop.tileN, &config.coop.tileK}) &&
-         read.array("subgroups", {&config.coop.subgroupsM, &config.coop.subgroupsN});
+         read.array("subgroups", {&config.coop.subgroupsM, &config.coop.subgroupsN}) &&
+         (!dict.get("stages") || read.integer("stages", config.coop.stages));
     break;
   case Form::ArgRow:
   case Form::Cpu:

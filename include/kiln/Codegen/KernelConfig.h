@@ -136,11 +136,14 @@ struct CpuDirectConvConfig {
 /// subgroupsN) share as 16 x 16 f32 accumulator fragments. Per tileK-deep
 /// slice of k the work items stage both f16 tiles in shared memory (rows
 /// padded by 16 bytes against bank conflicts, zeros past the edges), then
-/// every subgroup multiplies its fragments.
+/// every subgroup multiplies its fragments. With 2 stages the tiles are
+/// double-buffered: slice k + 1 is stored into the other buffers after
+/// slice k's multiplies, one barrier per slice instead of two.
 struct CoopMatrixConfig {
   static constexpr int kFragment = 16; // the M, N and K of one fragment
   int tileM = 128, tileN = 128, tileK = 32;
   int subgroupsM = 2, subgroupsN = 2;
+  int stages = 1;
 
   int workgroupSize(const DeviceLimits &limits) const {
     return subgroupsM * subgroupsN * limits.subgroupSize;

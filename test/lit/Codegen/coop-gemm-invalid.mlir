@@ -35,3 +35,29 @@ func.func @single(%a: tensor<64x64xf32>, %b: tensor<64x64xf32>) -> tensor<64x64x
   }
   return %0 : tensor<64x64xf32>
 }
+
+// -----
+
+func.func @stages(%a: tensor<64x64xf16>, %b: tensor<64x64xf16>) -> tensor<64x64xf16> {
+  // expected-error @+1 {{config: stages must be 1 or 2 (one shared buffer per tile, or two)}}
+  %0 = kiln.kernel on "vulkan:0" config {form = "coop_gemm", tile = array<i64: 64, 64, 32>, subgroups = array<i64: 2, 2>, stages = 3} (%a, %b) : (tensor<64x64xf16>, tensor<64x64xf16>) -> tensor<64x64xf16> {
+  ^bb0(%x: tensor<64x64xf16>, %y: tensor<64x64xf16>):
+    %m = kiln.matmul %x, %y : tensor<64x64xf16>, tensor<64x64xf16> -> tensor<64x64xf16>
+    kiln.yield %m : tensor<64x64xf16>
+  }
+  return %0 : tensor<64x64xf16>
+}
+
+// -----
+
+// Two stages double the tiles: 256 x 128 x 64 of 2 x 4 subgroups needs
+// 2 x (256 x 72 + 64 x 136) x 2 bytes + 8 fragments.
+func.func @shared(%a: tensor<512x512xf16>, %b: tensor<512x512xf16>) -> tensor<512x512xf16> {
+  // expected-error @+1 {{config: 116736 bytes of shared memory exceed the device's 49152}}
+  %0 = kiln.kernel on "vulkan:0" config {form = "coop_gemm", tile = array<i64: 256, 128, 64>, subgroups = array<i64: 2, 4>, stages = 2} (%a, %b) : (tensor<512x512xf16>, tensor<512x512xf16>) -> tensor<512x512xf16> {
+  ^bb0(%x: tensor<512x512xf16>, %y: tensor<512x512xf16>):
+    %m = kiln.matmul %x, %y : tensor<512x512xf16>, tensor<512x512xf16> -> tensor<512x512xf16>
+    kiln.yield %m : tensor<512x512xf16>
+  }
+  return %0 : tensor<512x512xf16>
+}

@@ -17,7 +17,7 @@
 // workgroups (32 x 32 x 64, 2 x 2 subgroups of one fragment each); without
 // a count, 128 x 128 x 32 of 2 x 2.
 // CONFIG-LABEL: func.func @linear
-// CONFIG: config {form = "coop_gemm", subgroups = array<i64: 2, 2>, tile = array<i64: 32, 32, 64>}
+// CONFIG: config {form = "coop_gemm", stages = 2 : i64, subgroups = array<i64: 2, 2>, tile = array<i64: 32, 32, 64>}
 // NOCOOP-LABEL: func.func @linear
 // NOCOOP: config {form = "gemm"
 // CHECK-LABEL: func.func @linear_kernel0(
@@ -25,15 +25,16 @@
 // 24 x 1 workgroups of 4 subgroups of 32.
 // CHECK: gpu.launch blocks({{.*}}) in ({{.*}} = %c24{{.*}}, {{.*}} = %c1{{.*}}, {{.*}} = %c1{{.*}}) threads({{.*}}) in ({{.*}} = %c128
 // Tiles of 128 rows of 32 + 8 halves, as 16-byte vectors (A [m][k], W^T
-// [n][k]); a 16x16 f32 fragment per subgroup for the epilogue.
-// CHECK: memref.alloc() : memref<640xvector<4xf32>, 3>
-// CHECK: memref.alloc() : memref<640xvector<4xf32>, 3>
+// [n][k]), two buffers each (2 stages); a 16x16 f32 fragment per subgroup
+// for the epilogue.
+// CHECK: memref.alloc() : memref<1280xvector<4xf32>, 3>
+// CHECK: memref.alloc() : memref<1280xvector<4xf32>, 3>
 // CHECK: memref.alloc() : memref<1024xf32, 3>
 // CHECK: gpu.subgroup_mma_constant_matrix
-// CHECK: scf.for
 // CHECK: gpu.barrier
-// CHECK: gpu.subgroup_mma_load_matrix {{.*}} {leadDimension = 5 : index} : memref<640xvector<4xf32>, 3> -> !gpu.mma_matrix<16x16xf16, "AOp">
-// CHECK: gpu.subgroup_mma_load_matrix {{.*}} {leadDimension = 5 : index, transpose} : memref<640xvector<4xf32>, 3> -> !gpu.mma_matrix<16x16xf16, "BOp">
+// CHECK: scf.for
+// CHECK: gpu.subgroup_mma_load_matrix {{.*}} {leadDimension = 5 : index} : memref<1280xvector<4xf32>, 3> -> !gpu.mma_matrix<16x16xf16, "AOp">
+// CHECK: gpu.subgroup_mma_load_matrix {{.*}} {leadDimension = 5 : index, transpose} : memref<1280xvector<4xf32>, 3> -> !gpu.mma_matrix<16x16xf16, "BOp">
 // CHECK: gpu.subgroup_mma_compute {{.*}} -> !gpu.mma_matrix<16x16xf32, "COp">
 // CHECK: gpu.barrier
 // CHECK: scf.yield
@@ -111,4 +112,37 @@ func.func @conv(%x: tensor<2x16x12x12xf16>, %w: tensor<32x16x3x3xf16>) -> tensor
     kiln.yield %y : tensor<2x32x12x12xf16>
   }
   return %0 : tensor<2x32x12x12xf16>
+}
+
+// -----
+
+// Two stages, the default where k has more than one slice: both tiles
+// double-buffered (A: two buffers of 128 rows of 40
+// halves, B: two of 32 rows of 136),
+// slice 0 stored before the loop, then per slice the next slice's reads,
+// this slice's multiplies from buffer kt % 2, the next slice stored into
+// the other buffer and one barrier.
+// CONFIG-LABEL: func.func @staged
+// CONFIG: config {form = "coop_gemm", stages = 2 : i64
+// CHECK-LABEL: func.func @staged_kernel0(
+// CHECK: memref.alloc() : memref<1280xvector<4xf32>, 3>
+// CHECK: memref.alloc() : memref<1088xvector<4xf32>, 3>
+// CHECK: memref.store
+// CHECK: gpu.barrier
+// CHECK: scf.for
+// CHECK: memref.load %arg
+// CHECK: arith.remui %{{.*}}, %c2
+// CHECK: gpu.subgroup_mma_compute
+// CHECK: memref.store
+// CHECK: gpu.barrier
+// CHECK-NOT: gpu.barrier
+// CHECK: scf.yield
+// SPIRV: spirv.module @__spv__staged_kernel0_kernel: serialized
+func.func @staged(%x: tensor<256x256xf16>, %w: tensor<256x256xf16>) -> tensor<256x256xf16> {
+  %0 = kiln.kernel on "vulkan:0" (%x, %w) : (tensor<256x256xf16>, tensor<256x256xf16>) -> tensor<256x256xf16> {
+  ^bb0(%a: tensor<256x256xf16>, %ww: tensor<256x256xf16>):
+    %m = kiln.matmul %a, %ww : tensor<256x256xf16>, tensor<256x256xf16> -> tensor<256x256xf16>
+    kiln.yield %m : tensor<256x256xf16>
+  }
+  return %0 : tensor<256x256xf16>
 }
