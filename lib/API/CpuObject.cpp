@@ -144,6 +144,13 @@ CpuObjectEmitter::Object CpuObjectEmitter::emitConfigured(KernelOp kernel,
       global.setLinkage(llvm::GlobalValue::InternalLinkage);
   impl->setName(symbol + "_impl");
   addPackedEntry(*module, *impl, symbol);
+  // LLVM vectorizes loops 256 bits wide on AVX-512 CPUs unless told
+  // otherwise; the kernels' own vectors are 512 already, and the row and
+  // elementwise loops it vectorizes ran up to 1.6x faster at 512 here.
+  if (machine_->getTargetFeatureString().contains("+avx512f"))
+    for (llvm::Function &fn : *module)
+      if (!fn.isDeclaration())
+        fn.addFnAttr("prefer-vector-width", "512");
 
   if (llvm::Error error = mlir::makeOptimizingTransformer(3, 0, machine_.get())(module.get()))
     throw CompileError("optimizing a CPU kernel failed: " + llvm::toString(std::move(error)));

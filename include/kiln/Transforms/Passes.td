@@ -217,6 +217,18 @@ def KilnSpirvVulkanMemoryModel
   }];
 }
 
+def KilnExpandBFloat16Casts : Pass<"kiln-expand-bf16-casts"> {
+  let summary = "expand bf16 <-> f32 casts into integer bit operations";
+  let description = [{
+    The CPU computes bf16 in f32 (arith-emulate-unsupported-floats); its
+    casts become shifts and rounding on the bits, so no libcall is left for
+    the JIT to find. Only the casts: arith-expand would also turn every
+    maximumf and minimumf into compares and selects, which LLVM's loop
+    vectorizer cannot reduce (softmax's row maximum ran scalar, 12x slower).
+  }];
+  let dependentDialects = ["mlir::arith::ArithDialect"];
+}
+
 def KilnCpuRangeArgs : Pass<"kiln-cpu-range-args", "mlir::ModuleOp"> {
   let summary = "let each CPU kernel compute one [begin, end) slice of its elements";
   let description = [{
