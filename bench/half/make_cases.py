@@ -135,3 +135,20 @@ graph("exact_batched", [
     f"%n = kiln.matmul %in0, %kt : {t(4, 48, 64)}, {t(64, 80)} -> {t(4, 48, 80)}",
     f"%y = kiln.add %m, %n : {t(4, 48, 80)}, {t(4, 48, 80)} -> {t(4, 48, 80)}"],
     [t(4, 48, 64), t(4, 64, 80), t(80, 64)], t(4, 48, 80))
+
+# exact_conv64: 64 filters, the convolutions' own default shape (64 x 64 x
+# 32 tiles, 2 x 4 subgroups, two stages), a ragged plane (10 x 10 = 100
+# columns per image) and a bias
+x = rng.integers(-1, 2, (2, 32, 10, 10)).astype(np.float16)
+w = rng.integers(-1, 2, (64, 32, 3, 3)).astype(np.float16)
+bias = rng.integers(-2, 3, (64, 1, 1)).astype(np.float16)
+xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (1, 1), (1, 1)))
+y = np.zeros((2, 64, 10, 10))
+for kh in range(3):
+    for kw in range(3):
+        y += np.einsum("nchw,oc->nohw", xp[:, :, kh:kh + 10, kw:kw + 10], w[:, :, kh, kw])
+save("exact_conv64", x, w, bias, want=(y + bias).astype(np.float16))
+graph("exact_conv64", [
+    f"%c = kiln.conv2d %in0, %in1 strides [1, 1] padding [1, 1] dilation [1, 1] groups 1 : {t(2, 32, 10, 10)}, {t(64, 32, 3, 3)} -> {t(2, 64, 10, 10)}",
+    f"%y = kiln.add %c, %in2 : {t(2, 64, 10, 10)}, {t(64, 1, 1)} -> {t(2, 64, 10, 10)}"],
+    [t(2, 32, 10, 10), t(64, 32, 3, 3), t(64, 1, 1)], t(2, 64, 10, 10))

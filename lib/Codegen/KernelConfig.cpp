@@ -126,9 +126,10 @@ int64_t CoopMatrixConfig::sharedBytes() const {
 CoopMatrixConfig CoopMatrixConfig::defaultFor(const DeviceLimits &limits, int64_t m, int64_t n,
                                               int64_t k, int64_t batch, bool gathered) {
   // A convolution gathers B element by element: fewer elements per work
-  // item won on the H200 (the ResNet stage: 64 x 64 x 32 of 1 x 2
-  // subgroups, 2.5x the matmul default's shape, bench/RESULTS.md).
-  if (const CoopMatrixConfig gather{64, 64, 32, 1, 2};
+  // item won on the H200 (the ResNet stage: 64 x 64 x 32, 2.5x the matmul
+  // default's shape; of its layouts 2 x 4 subgroups and two stages, 1.23x
+  // the 1 x 2 of one stage, bench/RESULTS.md).
+  if (const CoopMatrixConfig gather{64, 64, 32, 2, 4, 2};
       gathered && m >= 64 && gather.check(limits).empty())
     return gather;
   // 128 x 128 tiles of 2 x 2 subgroups (64 x 64 each, 16 fragments), k
