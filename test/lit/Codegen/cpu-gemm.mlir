@@ -18,11 +18,12 @@ func.func @linear_relu(%x: tensor<20x24xf32>, %w: tensor<40x24xf32>, %b: tensor<
   }
   return %0 : tensor<20x40xf32>
 }
-// One 64-column panel covers the 40 columns; the 20 rows split in 2 (16
-// and 4 rows) so that two threads have outer iterations to share (a split
-// packs the panel again, so splits keep about 128 rows each past two).
+// One panel (96 columns with AVX-512, 64 with AVX2) covers the 40 columns;
+// the 20 rows split in 2 (16 and 4 rows) so that two threads have outer
+// iterations to share (a split on another thread packs the panel again, so
+// splits keep about 128 rows each past two).
 // CHECK: func.func @linear_relu_kernel0({{.*}}) attributes {kiln.iteration_size = 19200 : i64, kiln.outer_size = 2 : i64}
-// CHECK: %[[PANEL:.*]] = memref.alloc() {alignment = 64 : i64} : memref<1536xf32>
+// CHECK: %[[PANEL:.*]] = memref.alloc() {alignment = 64 : i64} : memref<{{1536|2304}}xf32>
 // CHECK: scf.for
 // The packed panel: zero past N.
 // CHECK: arith.select

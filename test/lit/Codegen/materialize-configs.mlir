@@ -32,11 +32,11 @@ func.func @odd(%a: tensor<5x3xf32>) -> tensor<5x3xf32> {
 
 // -----
 
-// On the CPU a long k narrows the panel so that k x panel stays within about
-// half a megabyte (L2): 4608 x 32 floats, not 4608 x 64 (only on AVX-512
-// hosts is 32 still two register blocks' worth).
+// On the CPU a long k narrows the panel toward half a megabyte (L2), down
+// to one register block: 4608 x 48 floats with AVX-512 (3 vectors of 16),
+// 4608 x 16 with AVX2.
 // CPU-LABEL: func.func @long_k
-// CPU: config {form = "cpu_gemm", lanes = {{8|16}} : i64, panel = {{16|32}} : i64
+// CPU: config {form = "cpu_gemm", lanes = {{8|16}} : i64, panel = {{16|48}} : i64
 func.func @long_k(%a: tensor<64x4608xf32>, %b: tensor<4608x64xf32>) -> tensor<64x64xf32> {
   %0 = kiln.kernel on "cpu:0" (%a, %b) : (tensor<64x4608xf32>, tensor<4608x64xf32>) -> tensor<64x64xf32> {
   ^bb0(%x: tensor<64x4608xf32>, %y: tensor<4608x64xf32>):
@@ -55,7 +55,7 @@ func.func @long_k(%a: tensor<64x4608xf32>, %b: tensor<4608x64xf32>) -> tensor<64
 // GPU-LABEL: func.func @mm
 // GPU: config {form = "gemm", split_k = 4 : i64, thread = array<i64: 4, 4>, tile = array<i64: 16, 32, 16>}
 // CPU-LABEL: func.func @mm
-// CPU: config {form = "cpu_gemm", lanes = {{8|16}} : i64, panel = 64 : i64, rows = {{6|8}} : i64, vectors = 2 : i64}
+// CPU: config {form = "cpu_gemm", lanes = {{8|16}} : i64, panel = {{64|96}} : i64, rows = {{6|8}} : i64, vectors = {{2|3}} : i64}
 func.func @mm(%a: tensor<128x256xf32>, %b: tensor<256x512xf32>) -> tensor<128x512xf32> {
   %0 = kiln.kernel on "vulkan:0" (%a, %b) : (tensor<128x256xf32>, tensor<256x512xf32>) -> tensor<128x512xf32> {
   ^bb0(%x: tensor<128x256xf32>, %y: tensor<256x512xf32>):
