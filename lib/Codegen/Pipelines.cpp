@@ -53,7 +53,7 @@ LogicalResult kiln::populateLinalgToLLVMPipeline(OpPassManager &pm) {
       // bf16 arithmetic in f32 and its casts as integer bit operations:
       // no libcall the JIT would have to find, on any x86 CPU.
       "arith-emulate-unsupported-floats{source-types=bf16 target-type=f32},"
-      "kiln-expand-bf16-casts,"
+      "kiln-cpu-expand-arith,"
       "lower-affine,canonicalize,convert-scf-to-cf,convert-math-to-llvm,convert-vector-to-llvm,"
       "convert-arith-to-llvm,expand-strided-metadata,finalize-memref-to-llvm,"
       "convert-func-to-llvm{use-bare-ptr-memref-call-conv=true},"

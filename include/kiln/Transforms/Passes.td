@@ -217,14 +217,17 @@ def KilnSpirvVulkanMemoryModel
   }];
 }
 
-def KilnExpandBFloat16Casts : Pass<"kiln-expand-bf16-casts"> {
-  let summary = "expand bf16 <-> f32 casts into integer bit operations";
+def KilnCpuExpandArith : Pass<"kiln-cpu-expand-arith"> {
+  let summary = "expand the arith ops the CPU lowers better as compares, selects and bits";
   let description = [{
-    The CPU computes bf16 in f32 (arith-emulate-unsupported-floats); its
-    casts become shifts and rounding on the bits, so no libcall is left for
-    the JIT to find. Only the casts: arith-expand would also turn every
-    maximumf and minimumf into compares and selects, which LLVM's loop
-    vectorizer cannot reduce (softmax's row maximum ran scalar, 12x slower).
+    bf16 <-> f32 casts become shifts and rounding on the bits (the CPU
+    computes bf16 in f32 after arith-emulate-unsupported-floats), so no
+    libcall is left for the JIT to find. maximumf and minimumf on vectors
+    become a compare and selects (x86 has no NaN-propagating vector max;
+    LLVM's expansion of llvm.maximum also orders signed zeros, about twice
+    the instructions). Scalar maximumf and minimumf stay: LLVM's loop
+    vectorizer reduces those, not a compare and select (arith-expand,
+    which expands them all, left softmax's row maximum scalar).
   }];
   let dependentDialects = ["mlir::arith::ArithDialect"];
 }
