@@ -222,14 +222,15 @@ def KilnCpuExpandArith : Pass<"kiln-cpu-expand-arith"> {
   let description = [{
     bf16 <-> f32 casts become shifts and rounding on the bits (the CPU
     computes bf16 in f32 after arith-emulate-unsupported-floats), so no
-    libcall is left for the JIT to find. maximumf and minimumf on vectors
-    become a compare and selects (x86 has no NaN-propagating vector max;
-    LLVM's expansion of llvm.maximum also orders signed zeros, about twice
-    the instructions). Scalar maximumf and minimumf stay: LLVM's loop
-    vectorizer reduces those, not a compare and select (arith-expand,
-    which expands them all, left softmax's row maximum scalar).
+    libcall is left for the JIT to find. maximumf and minimumf become a
+    compare and selects (x86 has no NaN-propagating max; LLVM's expansion
+    of llvm.maximum also orders signed zeros, about twice the
+    instructions), except a scalar one folding a value an scf.for carries:
+    LLVM's loop vectorizer reduces llvm.maximum, not a compare and select
+    (arith-expand, which expands them all, left softmax's row maximum
+    scalar). Runs before convert-scf-to-cf.
   }];
-  let dependentDialects = ["mlir::arith::ArithDialect"];
+  let dependentDialects = ["mlir::arith::ArithDialect", "mlir::scf::SCFDialect"];
 }
 
 def KilnCpuRangeArgs : Pass<"kiln-cpu-range-args", "mlir::ModuleOp"> {
