@@ -25,6 +25,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 
 using namespace kiln;
 using namespace kiln::networks;
@@ -44,77 +45,71 @@ Tensor randomInput(const Shape &shape, const Device &d) {
   return t;
 }
 
-template <class Net> void run(benchmark::State &state, Shape inputShape, Net net) {
+Tensor build(const std::string &net, KilnOps &ops, const Tensor &x) {
+  if (net == "resnet18")
+    return resnet18(ops, x);
+  if (net == "mobilenet_v2")
+    return mobilenet_v2(ops, x);
+  if (net == "encoder")
+    return encoder_layer(ops, x);
+  throw Error("unknown network " + net + " (resnet18, mobilenet_v2, encoder)");
+}
+
+// Each iteration records the network and realizes it; with `program`, the
+// network is compiled once to a Program (kiln::compile, weights included)
+// and each iteration is Program::run alone, as ONNX Runtime's session.run
+// is timed: the warm latency without recording the graph.
+void run(benchmark::State &state, const std::string &net, Shape inputShape, bool program) {
   Device d = benchDevice();
   manual_seed(1);
   auto weights = std::make_shared<RandomWeights>(d);
   KilnOps ops;
   ops.weight = [weights](const std::string &n, const Shape &s) { return (*weights)(n, s); };
   Tensor x = randomInput(inputShape, d);
-  realize({net(ops, x)}); // compile outside the timing
-  for (auto _ : state) {
-    Tensor y = net(ops, x);
-    realize({y});
-    benchmark::DoNotOptimize(y);
+  if (program) {
+    CompileOptions options;
+    options.targets = {d.api()};
+    Program compiled = compile({build(net, ops, x)}, {x}, options);
+    compiled.run({x}); // the first run binds the buffers
+    for (auto _ : state) {
+      std::vector<Tensor> y = compiled.run({x});
+      benchmark::DoNotOptimize(y);
+    }
+  } else {
+    realize({build(net, ops, x)}); // compile outside the timing
+    for (auto _ : state) {
+      Tensor y = build(net, ops, x);
+      realize({y});
+      benchmark::DoNotOptimize(y);
+    }
   }
   state.counters["batch"] = double(inputShape[0]);
 }
 
-// The same network compiled once to a Program (kiln::compile, weights
-// included) and run per iteration, as ONNX Runtime's session.run is: the
-// warm latency without recording the graph.
-template <class Net> void runProgram(benchmark::State &state, Shape inputShape, Net net) {
-  Device d = benchDevice();
-  manual_seed(1);
-  auto weights = std::make_shared<RandomWeights>(d);
-  KilnOps ops;
-  ops.weight = [weights](const std::string &n, const Shape &s) { return (*weights)(n, s); };
-  Tensor x = randomInput(inputShape, d);
-  CompileOptions options;
-  options.targets = {d.api()};
-  Program program = compile({net(ops, x)}, {x}, options);
-  program.run({x}); // the first run binds the buffers
-  for (auto _ : state) {
-    std::vector<Tensor> y = program.run({x});
-    benchmark::DoNotOptimize(y);
-  }
-  state.counters["batch"] = double(inputShape[0]);
+/// ResNet18, MobileNetV2 and EncoderLayer at batch 1 and 8, each also as
+/// <name>Program.
+void registerBenchmarks() {
+  int64_t side = smoke() ? 64 : 224, tokens = smoke() ? 16 : 128;
+  const struct {
+    const char *name, *net;
+    std::function<Shape(int64_t)> shape;
+  } nets[] = {
+      {"ResNet18", "resnet18", [=](int64_t b) { return Shape{b, 3, side, side}; }},
+      {"MobileNetV2", "mobilenet_v2", [=](int64_t b) { return Shape{b, 3, side, side}; }},
+      {"EncoderLayer", "encoder", [=](int64_t b) { return Shape{b, tokens, 768}; }},
+  };
+  for (bool program : {false, true})
+    for (const auto &n : nets)
+      benchmark::RegisterBenchmark((std::string(n.name) + (program ? "Program" : "")).c_str(),
+                                   [net = std::string(n.net), shape = n.shape,
+                                    program](benchmark::State &state) {
+                                     run(state, net, shape(state.range(0)), program);
+                                   })
+          ->Arg(1)
+          ->Arg(8)
+          ->Unit(benchmark::kMillisecond)
+          ->UseRealTime();
 }
-
-void ResNet18(benchmark::State &state) {
-  int64_t side = smoke() ? 64 : 224;
-  run(state, {state.range(0), 3, side, side},
-      [](KilnOps &o, const Tensor &x) { return resnet18(o, x); });
-}
-void MobileNetV2(benchmark::State &state) {
-  int64_t side = smoke() ? 64 : 224;
-  run(state, {state.range(0), 3, side, side},
-      [](KilnOps &o, const Tensor &x) { return mobilenet_v2(o, x); });
-}
-void EncoderLayer(benchmark::State &state) {
-  run(state, {state.range(0), smoke() ? 16 : 128, 768},
-      [](KilnOps &o, const Tensor &x) { return encoder_layer(o, x); });
-}
-void ResNet18Program(benchmark::State &state) {
-  int64_t side = smoke() ? 64 : 224;
-  runProgram(state, {state.range(0), 3, side, side},
-             [](KilnOps &o, const Tensor &x) { return resnet18(o, x); });
-}
-void MobileNetV2Program(benchmark::State &state) {
-  int64_t side = smoke() ? 64 : 224;
-  runProgram(state, {state.range(0), 3, side, side},
-             [](KilnOps &o, const Tensor &x) { return mobilenet_v2(o, x); });
-}
-void EncoderLayerProgram(benchmark::State &state) {
-  runProgram(state, {state.range(0), smoke() ? 16 : 128, 768},
-             [](KilnOps &o, const Tensor &x) { return encoder_layer(o, x); });
-}
-BENCHMARK(ResNet18)->Arg(1)->Arg(8)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(MobileNetV2)->Arg(1)->Arg(8)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(EncoderLayer)->Arg(1)->Arg(8)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(ResNet18Program)->Arg(1)->Arg(8)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(MobileNetV2Program)->Arg(1)->Arg(8)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(EncoderLayerProgram)->Arg(1)->Arg(8)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 Tensor loadNpy(const std::string &path, const Device &d) {
   auto array = rt::readNpy(path);
@@ -127,15 +122,6 @@ Tensor loadNpy(const std::string &path, const Device &d) {
   return Tensor::from(std::move(values), array->type.shape, d);
 }
 
-Tensor build(const std::string &net, KilnOps &ops, const Tensor &x) {
-  if (net == "resnet18")
-    return resnet18(ops, x);
-  if (net == "mobilenet_v2")
-    return mobilenet_v2(ops, x);
-  if (net == "encoder")
-    return encoder_layer(ops, x);
-  throw Error("unknown network " + net + " (resnet18, mobilenet_v2, encoder)");
-}
 
 /// One network's kernels, each timed alone (random weights, cpu:0 or
 /// KILN_BENCH_DEVICE).
@@ -193,6 +179,7 @@ int main(int argc, char **argv) {
       return 1;
     }
   }
+  registerBenchmarks();
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

@@ -66,6 +66,17 @@ def t(*shape):
     return "tensor<" + "x".join(map(str, shape)) + "xf16>"
 
 
+def conv3x3(x, w):
+    """A 3x3 convolution with padding 1, stride 1, in float64."""
+    n, _, h, wd = x.shape
+    xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (1, 1), (1, 1)))
+    y = np.zeros((n, w.shape[0], h, wd))
+    for kh in range(3):
+        for kw in range(3):
+            y += np.einsum("nchw,oc->nohw", xp[:, :, kh:kh + h, kw:kw + wd], w[:, :, kh, kw])
+    return y
+
+
 # exact_ragged
 a = rng.integers(-2, 3, (100, 70)).astype(np.float16)
 b = rng.integers(-2, 3, (70, 130)).astype(np.float16)
@@ -106,12 +117,7 @@ graph("mm4096", [f"%y = kiln.matmul %in0, %in1 : {t(n, n)}, {t(n, n)} -> {t(n, n
 x = rng.integers(-1, 2, (2, 16, 12, 12)).astype(np.float16)
 w = rng.integers(-1, 2, (32, 16, 3, 3)).astype(np.float16)
 bias = rng.integers(-2, 3, (32, 1, 1)).astype(np.float16)
-xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (1, 1), (1, 1)))
-y = np.zeros((2, 32, 12, 12))
-for kh in range(3):
-    for kw in range(3):
-        y += np.einsum("nchw,oc->nohw", xp[:, :, kh:kh + 12, kw:kw + 12], w[:, :, kh, kw])
-save("exact_conv", x, w, bias, want=np.maximum(y + bias, 0).astype(np.float16))
+save("exact_conv", x, w, bias, want=np.maximum(conv3x3(x, w) + bias, 0).astype(np.float16))
 graph("exact_conv", [
     f"%c = kiln.conv2d %in0, %in1 strides [1, 1] padding [1, 1] dilation [1, 1] groups 1 : {t(2, 16, 12, 12)}, {t(32, 16, 3, 3)} -> {t(2, 32, 12, 12)}",
     f"%s = kiln.add %c, %in2 : {t(2, 32, 12, 12)}, {t(32, 1, 1)} -> {t(2, 32, 12, 12)}",
@@ -142,12 +148,7 @@ graph("exact_batched", [
 x = rng.integers(-1, 2, (2, 32, 10, 10)).astype(np.float16)
 w = rng.integers(-1, 2, (64, 32, 3, 3)).astype(np.float16)
 bias = rng.integers(-2, 3, (64, 1, 1)).astype(np.float16)
-xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (1, 1), (1, 1)))
-y = np.zeros((2, 64, 10, 10))
-for kh in range(3):
-    for kw in range(3):
-        y += np.einsum("nchw,oc->nohw", xp[:, :, kh:kh + 10, kw:kw + 10], w[:, :, kh, kw])
-save("exact_conv64", x, w, bias, want=(y + bias).astype(np.float16))
+save("exact_conv64", x, w, bias, want=(conv3x3(x, w) + bias).astype(np.float16))
 graph("exact_conv64", [
     f"%c = kiln.conv2d %in0, %in1 strides [1, 1] padding [1, 1] dilation [1, 1] groups 1 : {t(2, 32, 10, 10)}, {t(64, 32, 3, 3)} -> {t(2, 64, 10, 10)}",
     f"%y = kiln.add %c, %in2 : {t(2, 64, 10, 10)}, {t(64, 1, 1)} -> {t(2, 64, 10, 10)}"],

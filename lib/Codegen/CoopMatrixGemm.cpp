@@ -38,22 +38,6 @@ namespace {
 constexpr int64_t kF = CoopMatrixConfig::kFragment;
 constexpr int64_t kPad = 8; // halves: 16 bytes
 
-/// The element index `index` of (b, row, col) gives at constants; none when
-/// it does not fold to one.
-std::optional<int64_t> elementAt(AffineExpr index, int64_t b, int64_t row, int64_t col) {
-  MLIRContext *ctx = index.getContext();
-  AffineExpr e = index.replaceDims({getAffineConstantExpr(b, ctx), getAffineConstantExpr(row, ctx),
-                                    getAffineConstantExpr(col, ctx)});
-  auto c = dyn_cast<AffineConstantExpr>(simplifyAffineExpr(e, 0, 0));
-  return c ? std::optional<int64_t>(c.getValue()) : std::nullopt;
-}
-
-/// Whether element (b, row, col + 1) follows (b, row, col) in memory.
-bool contiguousAlongColumns(AffineExpr index) {
-  std::optional<int64_t> first = elementAt(index, 0, 0, 0), second = elementAt(index, 0, 0, 1);
-  return first && second && *second - *first == 1;
-}
-
 } // namespace
 
 std::optional<GemmShape> kiln::coopGemmShape(KernelOp kernel, Operation *root) {

@@ -387,3 +387,16 @@ void kiln::emitGemmEpilogueVector(OpBuilder &sb, Location loc, KernelOp kernel, 
                             ValueRange{at});
   }
 }
+
+std::optional<int64_t> kiln::elementAt(AffineExpr index, int64_t b, int64_t row, int64_t col) {
+  MLIRContext *ctx = index.getContext();
+  AffineExpr e = index.replaceDims({getAffineConstantExpr(b, ctx), getAffineConstantExpr(row, ctx),
+                                    getAffineConstantExpr(col, ctx)});
+  auto c = dyn_cast<AffineConstantExpr>(simplifyAffineExpr(e, 0, 0));
+  return c ? std::optional<int64_t>(c.getValue()) : std::nullopt;
+}
+
+bool kiln::contiguousAlongColumns(AffineExpr index) {
+  std::optional<int64_t> first = elementAt(index, 0, 0, 0), second = elementAt(index, 0, 0, 1);
+  return first && second && *second - *first == 1;
+}

@@ -77,6 +77,13 @@ struct Gemm {
   bool plainB = false;
 };
 
+/// The element index `index` of (b, row, col) gives at constants; none when
+/// it does not fold to one.
+std::optional<int64_t> elementAt(AffineExpr index, int64_t b, int64_t row, int64_t col);
+
+/// Whether element (b, row, col + 1) follows (b, row, col) in memory.
+bool contiguousAlongColumns(AffineExpr index);
+
 /// An operand read through views only, as (kernel argument, element index
 /// of (b, row, col)) for a result whose batch dimensions are `resultBatch`:
 /// the operand aligns at the right against [batch..., rows, cols] and a

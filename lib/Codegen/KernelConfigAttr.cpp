@@ -25,23 +25,6 @@ static Operation *contractionRoot(KernelOp kernel) {
   return root && isa<MatmulOp, Conv2dOp>(root) ? root : nullptr;
 }
 
-/// Whether a matmul's B steps by one element from column to column (a
-/// weight stored [in, out]; not a linear layer's W^T, whose packing is a
-/// transpose).
-static bool rowMajorB(const Gemm &gemm) {
-  if (!gemm.bAccess)
-    return false;
-  MLIRContext *ctx = gemm.bAccess->second.getContext();
-  auto at = [&](int64_t col) -> std::optional<int64_t> {
-    AffineExpr zero = getAffineConstantExpr(0, ctx);
-    AffineExpr e = gemm.bAccess->second.replaceDims({zero, zero, getAffineConstantExpr(col, ctx)});
-    auto c = dyn_cast<AffineConstantExpr>(simplifyAffineExpr(e, 0, 0));
-    return c ? std::optional<int64_t>(c.getValue()) : std::nullopt;
-  };
-  std::optional<int64_t> first = at(0), second = at(1);
-  return first && second && *second - *first == 1;
-}
-
 static int64_t resultElements(KernelOp kernel) {
   return cast<RankedTensorType>(kernel.getResult(0).getType()).getNumElements();
 }
@@ -70,7 +53,7 @@ KernelConfig kiln::defaultKernelConfig(KernelOp kernel, const DeviceLimits *gpu)
       // [128, 512] x [512, 2048] and x [512, 1536] (one thread). Not for
       // W^T (PyTorch's linear): packing its wider panel, a transpose, made
       // [128, 768] x W^T [768, 3072] 1.12x slower.
-      if (isa<MatmulOp>(root) && config.cpuGemm.lanes >= 16 && rowMajorB(*gemm)) {
+      if (isa<MatmulOp>(root) && config.cpuGemm.lanes >= 16 && gemm->bAccess && contiguousAlongColumns(gemm->bAccess->second)) {
         config.cpuGemm.vectors = 3;
         config.cpuGemm.panelColumns = 2 * config.cpuGemm.blockColumns();
       }
