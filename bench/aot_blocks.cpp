@@ -5,6 +5,11 @@
 // blocks in PyTorch (bench/torch_blocks_cuda.py reads the same weights).
 //
 //   build/bin/kiln-bench-aot-blocks OUTDIR [--target vulkan|cpu,...] [--cpu-isa LEVEL]
+//                                   [--half on]
+//
+// --half on also writes both blocks in f16 at batch 1 and 32
+// (transformer_f16_b1.kiln, ..., resnet_block_f16_b32.kiln) with their f16
+// inputs (transformer_f16_x_b1.npy, ...): issue 14's end-to-end models.
 //
 // Compile for another GPU's limits with KILN_GPU_LIMITS (scripts/aot-gpu-bench.sh).
 
@@ -25,13 +30,28 @@ namespace {
 std::string out;
 
 void save(const Tensor &t, const std::string &name) {
-  std::vector<float> values = t.to_vector();
   rt::NpyArray array;
-  array.type = {t.shape(), rt::ElementType::f32};
-  array.data.resize(values.size() * 4);
-  std::memcpy(array.data.data(), values.data(), array.data.size());
+  if (t.dtype() == DType::f16) {
+    std::vector<half> values = t.to_vector<half>();
+    array.type = {t.shape(), rt::ElementType::f16};
+    array.data.resize(values.size() * 2);
+    std::memcpy(array.data.data(), values.data(), array.data.size());
+  } else {
+    std::vector<float> values = t.to_vector();
+    array.type = {t.shape(), rt::ElementType::f32};
+    array.data.resize(values.size() * 4);
+    std::memcpy(array.data.data(), values.data(), array.data.size());
+  }
   if (rt::Status s = rt::writeNpy(out + "/" + name + ".npy", array); !s.isOk())
     throw Error(s.message());
+}
+
+// A half-precision model's weights are f16 values, not casts in its graph:
+// the conversion runs once, here.
+Tensor toHalf(const Tensor &t) {
+  Tensor h = t.to(DType::f16);
+  realize({h});
+  return h;
 }
 
 Tensor param(std::map<std::string, Tensor> &weights, const std::string &name, Shape shape,
@@ -45,13 +65,14 @@ Tensor param(std::map<std::string, Tensor> &weights, const std::string &name, Sh
 
 int main(int argc, char **argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: kiln-bench-aot-blocks OUTDIR [--target vulkan,cpu]\n");
+    std::fprintf(stderr, "usage: kiln-bench-aot-blocks OUTDIR [--target vulkan,cpu] [--half on]\n");
     return 2;
   }
   out = argv[1];
   std::filesystem::create_directories(out);
   CompileOptions options;
   options.targets = {"vulkan"};
+  bool half = false;
   for (int i = 2; i + 1 < argc; i += 2) {
     std::string flag = argv[i];
     if (flag == "--target") {
@@ -59,6 +80,8 @@ int main(int argc, char **argv) {
       std::stringstream list(argv[i + 1]);
       for (std::string item; std::getline(list, item, ',');)
         options.targets.push_back(item);
+    } else if (flag == "--half") {
+      half = std::string(argv[i + 1]) == "on";
     } else if (flag == "--cpu-isa") {
       options.cpu_isa = argv[i + 1];
     } else {
@@ -68,61 +91,91 @@ int main(int argc, char **argv) {
   }
   manual_seed(11);
 
-  // Transformer encoder block, pre-norm, as in the tests (ModelBlockTest).
-  {
-    const int64_t T = 128, D = 512, H = 8, F = 2048, Dh = D / H;
-    std::map<std::string, Tensor> w;
-    Tensor g1 = param(w, "ln1_w", {D}, 0.1f, 1.0f), n1 = param(w, "ln1_b", {D}, 0.1f);
-    Tensor wq = param(w, "wq", {D, D}, 0.04f), bq = param(w, "bq", {D}, 0.02f);
-    Tensor wk = param(w, "wk", {D, D}, 0.04f), bk = param(w, "bk", {D}, 0.02f);
-    Tensor wv = param(w, "wv", {D, D}, 0.04f), bv = param(w, "bv", {D}, 0.02f);
-    Tensor wo = param(w, "wo", {D, D}, 0.04f), bo = param(w, "bo", {D}, 0.02f);
-    Tensor g2 = param(w, "ln2_w", {D}, 0.1f, 1.0f), n2 = param(w, "ln2_b", {D}, 0.1f);
-    Tensor f1 = param(w, "fc1_w", {F, D}, 0.04f), c1 = param(w, "fc1_b", {F}, 0.02f);
-    Tensor f2 = param(w, "fc2_w", {D, F}, 0.02f), c2 = param(w, "fc2_b", {D}, 0.02f);
-    Tensor x = Tensor::from(Tensor::randn({T, D}).to_vector(), {T, D});
-    auto block = [&](const Tensor &x) {
-      Tensor h = layer_norm(x, g1, n1);
-      Tensor q = linear(h, wq, bq).reshape({T, H, Dh}).permute({1, 0, 2});
-      Tensor k = linear(h, wk, bk).reshape({T, H, Dh}).permute({1, 2, 0});
-      Tensor v = linear(h, wv, bv).reshape({T, H, Dh}).permute({1, 0, 2});
-      Tensor p = softmax(matmul(q, k) * (1.0f / std::sqrt(float(Dh))), -1);
-      Tensor x1 = linear(matmul(p, v).permute({1, 0, 2}).reshape({T, D}), wo, bo) + x;
-      return linear(gelu(linear(layer_norm(x1, g2, n2), f1, c1)), f2, c2) + x1;
+  // Transformer encoder block, pre-norm, as in the tests (ModelBlockTest):
+  // `batch` sequences of T tokens, rows of x [batch * T, D].
+  const int64_t T = 128, D = 512, H = 8, F = 2048, Dh = D / H;
+  std::map<std::string, Tensor> tw;
+  Tensor g1 = param(tw, "ln1_w", {D}, 0.1f, 1.0f), n1 = param(tw, "ln1_b", {D}, 0.1f);
+  Tensor wq = param(tw, "wq", {D, D}, 0.04f), bq = param(tw, "bq", {D}, 0.02f);
+  Tensor wk = param(tw, "wk", {D, D}, 0.04f), bk = param(tw, "bk", {D}, 0.02f);
+  Tensor wv = param(tw, "wv", {D, D}, 0.04f), bv = param(tw, "bv", {D}, 0.02f);
+  Tensor wo = param(tw, "wo", {D, D}, 0.04f), bo = param(tw, "bo", {D}, 0.02f);
+  Tensor g2 = param(tw, "ln2_w", {D}, 0.1f, 1.0f), n2 = param(tw, "ln2_b", {D}, 0.1f);
+  Tensor f1 = param(tw, "fc1_w", {F, D}, 0.04f), c1 = param(tw, "fc1_b", {F}, 0.02f);
+  Tensor f2 = param(tw, "fc2_w", {D, F}, 0.02f), c2 = param(tw, "fc2_b", {D}, 0.02f);
+  Tensor tx = Tensor::from(Tensor::randn({T, D}).to_vector(), {T, D});
+  auto transformer = [&](const Tensor &x, int64_t batch, const std::map<std::string, Tensor> &w) {
+    auto linearOf = [&](const Tensor &v, const char *weight, const char *bias) {
+      return linear(v, w.at(weight), w.at(bias));
     };
-    options.input_names = {"x"};
-    options.output_names = {"y"};
-    compile({block(x)}, {x}, options).save(out + "/transformer.kiln");
-    // The graph, for kiln-tune (scripts/tune-gpu.sh).
-    std::ofstream(out + "/transformer.mlir") << export_graph({block(x)});
-    for (auto &[name, t] : w)
-      save(t, "transformer_" + name);
-    save(x, "transformer_x");
-    save(block(x), "transformer_y_jit");
-  }
+    auto heads = [&](const Tensor &v, std::vector<int64_t> order) {
+      return batch == 1 ? v.reshape({T, H, Dh}).permute({order[1] - 1, order[2] - 1, order[3] - 1})
+                        : v.reshape({batch, T, H, Dh}).permute(order);
+    };
+    Tensor h = layer_norm(x, w.at("ln1_w"), w.at("ln1_b"));
+    Tensor q = heads(linearOf(h, "wq", "bq"), {0, 2, 1, 3});
+    Tensor k = heads(linearOf(h, "wk", "bk"), {0, 2, 3, 1});
+    Tensor v = heads(linearOf(h, "wv", "bv"), {0, 2, 1, 3});
+    Tensor p = softmax(matmul(q, k) * (1.0f / std::sqrt(float(Dh))), -1);
+    Tensor a = matmul(p, v);
+    a = batch == 1 ? a.permute({1, 0, 2}) : a.permute({0, 2, 1, 3});
+    Tensor x1 = linearOf(a.reshape({batch * T, D}), "wo", "bo") + x;
+    Tensor f = gelu(linearOf(layer_norm(x1, w.at("ln2_w"), w.at("ln2_b")), "fc1_w", "fc1_b"));
+    return linearOf(f, "fc2_w", "fc2_b") + x1;
+  };
+  options.input_names = {"x"};
+  options.output_names = {"y"};
+  compile({transformer(tx, 1, tw)}, {tx}, options).save(out + "/transformer.kiln");
+  // The graph, for kiln-tune (scripts/tune-gpu.sh).
+  std::ofstream(out + "/transformer.mlir") << export_graph({transformer(tx, 1, tw)});
+  for (auto &[name, t] : tw)
+    save(t, "transformer_" + name);
+  save(tx, "transformer_x");
+  save(transformer(tx, 1, tw), "transformer_y_jit");
 
   // ResNet basic block: conv3x3-bn-relu-conv3x3-bn + x, relu.
-  {
-    const int64_t C = 64, S = 56;
-    std::map<std::string, Tensor> w;
-    Tensor k1 = param(w, "conv1_w", {C, C, 3, 3}, 0.05f), k2 = param(w, "conv2_w", {C, C, 3, 3}, 0.05f);
-    Tensor m1 = param(w, "bn1_mean", {C}, 0.1f), v1 = param(w, "bn1_var", {C}, 0.1f, 1.0f);
-    Tensor s1 = param(w, "bn1_w", {C}, 0.1f, 1.0f), t1 = param(w, "bn1_b", {C}, 0.1f);
-    Tensor m2 = param(w, "bn2_mean", {C}, 0.1f), v2 = param(w, "bn2_var", {C}, 0.1f, 1.0f);
-    Tensor s2 = param(w, "bn2_w", {C}, 0.1f, 1.0f), t2 = param(w, "bn2_b", {C}, 0.1f);
-    Tensor x = Tensor::from(Tensor::randn({1, C, S, S}).to_vector(), {1, C, S, S});
-    auto block = [&](const Tensor &x) {
-      Tensor y = relu(batch_norm(conv2d(x, k1, {1, 1}, {1, 1}), m1, v1, s1, t1));
-      return relu(batch_norm(conv2d(y, k2, {1, 1}, {1, 1}), m2, v2, s2, t2) + x);
+  const int64_t C = 64, S = 56;
+  std::map<std::string, Tensor> rw;
+  param(rw, "conv1_w", {C, C, 3, 3}, 0.05f), param(rw, "conv2_w", {C, C, 3, 3}, 0.05f);
+  param(rw, "bn1_mean", {C}, 0.1f), param(rw, "bn1_var", {C}, 0.1f, 1.0f);
+  param(rw, "bn1_w", {C}, 0.1f, 1.0f), param(rw, "bn1_b", {C}, 0.1f);
+  param(rw, "bn2_mean", {C}, 0.1f), param(rw, "bn2_var", {C}, 0.1f, 1.0f);
+  param(rw, "bn2_w", {C}, 0.1f, 1.0f), param(rw, "bn2_b", {C}, 0.1f);
+  Tensor rx = Tensor::from(Tensor::randn({1, C, S, S}).to_vector(), {1, C, S, S});
+  auto resnet = [&](const Tensor &x, const std::map<std::string, Tensor> &w) {
+    auto bn = [&](const Tensor &v, const std::string &n) {
+      return batch_norm(v, w.at(n + "_mean"), w.at(n + "_var"), w.at(n + "_w"), w.at(n + "_b"));
     };
-    options.input_names = {"x"};
-    options.output_names = {"y"};
-    compile({block(x)}, {x}, options).save(out + "/resnet_block.kiln");
-    std::ofstream(out + "/resnet_block.mlir") << export_graph({block(x)});
-    for (auto &[name, t] : w)
-      save(t, "resnet_" + name);
-    save(x, "resnet_x");
-    save(block(x), "resnet_y_jit");
+    Tensor y = relu(bn(conv2d(x, w.at("conv1_w"), {1, 1}, {1, 1}), "bn1"));
+    return relu(bn(conv2d(y, w.at("conv2_w"), {1, 1}, {1, 1}), "bn2") + x);
+  };
+  compile({resnet(rx, rw)}, {rx}, options).save(out + "/resnet_block.kiln");
+  std::ofstream(out + "/resnet_block.mlir") << export_graph({resnet(rx, rw)});
+  for (auto &[name, t] : rw)
+    save(t, "resnet_" + name);
+  save(rx, "resnet_x");
+  save(resnet(rx, rw), "resnet_y_jit");
+
+  // The same blocks in half precision (issue 14), at batch 1 and 32: f16
+  // weights and inputs, the same weights rounded to f16. PyTorch's f16
+  // blocks read the f32 weights and round them the same way.
+  if (half) {
+    std::map<std::string, Tensor> tw16, rw16;
+    for (auto &[name, t] : tw)
+      tw16[name] = toHalf(t);
+    for (auto &[name, t] : rw)
+      rw16[name] = toHalf(t);
+    for (int64_t batch : {1, 32}) {
+      std::string b = "_b" + std::to_string(batch);
+      Tensor x = toHalf(batch == 1 ? tx : Tensor::from(Tensor::randn({batch * T, D}).to_vector(), {batch * T, D}));
+      compile({transformer(x, batch, tw16)}, {x}, options).save(out + "/transformer_f16" + b + ".kiln");
+      std::ofstream(out + "/transformer_f16" + b + ".mlir") << export_graph({transformer(x, batch, tw16)});
+      save(x, "transformer_f16_x" + b);
+      Tensor r = toHalf(batch == 1 ? rx : Tensor::from(Tensor::randn({batch, C, S, S}).to_vector(), {batch, C, S, S}));
+      compile({resnet(r, rw16)}, {r}, options).save(out + "/resnet_block_f16" + b + ".kiln");
+      std::ofstream(out + "/resnet_block_f16" + b + ".mlir") << export_graph({resnet(r, rw16)});
+      save(r, "resnet_f16_x" + b);
+    }
   }
   std::printf("wrote %s/transformer.kiln and %s/resnet_block.kiln with weights and inputs\n",
               out.c_str(), out.c_str());

@@ -31,6 +31,8 @@ struct Manifest {
   // Bindings the kernel writes (kiln-tune --emit-candidates lists them);
   // none listed: the last one.
   std::vector<size_t> outputs;
+  // f16 bindings (filled with halves).
+  std::vector<size_t> halves;
   // From KILN_DUMP_LABEL: a name and the work (bytes, FLOP) of one dispatch.
   std::string label, unit;
   double work = 0;
@@ -55,12 +57,42 @@ bool readManifest(const std::string &path, Manifest &m) {
     } else if (key == "outputs") {
       for (size_t b; fields >> b;)
         m.outputs.push_back(b);
+    } else if (key == "halves") {
+      for (size_t b; fields >> b;)
+        m.halves.push_back(b);
     } else if (key == "bindings") {
       for (uint64_t b; fields >> b;)
         m.bindings.push_back(b);
     }
   }
   return !m.entry.empty() && !m.bindings.empty();
+}
+
+// Round to nearest even; inputs are normal values well inside f16's range.
+uint16_t toHalf(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  uint32_t sign = (x >> 16) & 0x8000;
+  int32_t exponent = int32_t((x >> 23) & 0xff) - 127 + 15;
+  uint32_t mantissa = x & 0x7fffff;
+  if (exponent <= 0)
+    return uint16_t(sign); // below f16's normals: zero
+  if (exponent >= 31)
+    return uint16_t(sign | 0x7c00);
+  uint32_t h = (uint32_t(exponent) << 10) | (mantissa >> 13);
+  uint32_t rest = mantissa & 0x1fff;
+  if (rest > 0x1000 || (rest == 0x1000 && (h & 1)))
+    ++h; // a carry into the exponent is the right rounding too
+  return uint16_t(sign | h);
+}
+
+float fromHalf(uint16_t h) {
+  float magnitude = std::ldexp(float(h & 0x3ff), -24); // subnormal
+  if (int exponent = (h >> 10) & 0x1f; exponent == 31)
+    magnitude = (h & 0x3ff) ? NAN : INFINITY;
+  else if (exponent > 0)
+    magnitude = std::ldexp(float(1024 + (h & 0x3ff)), exponent - 25);
+  return h & 0x8000 ? -magnitude : magnitude;
 }
 
 int fail(const std::string &what) {
@@ -114,14 +146,20 @@ int main(int argc, char **argv) {
       auto buffer = gpu.allocate(m.bindings[i]);
       if (!buffer.isOk())
         return fail(buffer.status().message());
-      // Bytes, filled as floats where they fit (f16/bool bindings are not
-      // a multiple of 4 bytes).
+      // Bytes, filled as floats where they fit (bool bindings are not a
+      // multiple of 4 bytes), or as halves for the f16 bindings listed.
       std::vector<uint8_t> data(m.bindings[i]);
-      for (size_t k = 0; k + 4 <= data.size(); k += 4) {
+      bool half = std::find(m.halves.begin(), m.halves.end(), i) != m.halves.end();
+      for (size_t k = 0; k + (half ? 2 : 4) <= data.size(); k += half ? 2 : 4) {
         float v = normal(rng);
         if (positive)
           v = std::fabs(v);
-        std::memcpy(&data[k], &v, 4);
+        if (half) {
+          uint16_t h = toHalf(v);
+          std::memcpy(&data[k], &h, 2);
+        } else {
+          std::memcpy(&data[k], &v, 4);
+        }
       }
       if (auto status = gpu.upload(**buffer, data.data(), m.bindings[i]); !status.isOk())
         return fail(status.message());
@@ -148,7 +186,13 @@ int main(int argc, char **argv) {
         return -1.0;
       return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / n;
     };
-    batch(3); // warm-up: pipeline compilation, clocks
+    // Warm-up: the pipeline's first use, and the clocks, which drop while
+    // the next candidate compiles (three dispatches were too few: later
+    // candidates then timed at idle clocks).
+    for (auto start = std::chrono::steady_clock::now();
+         std::chrono::steady_clock::now() - start < std::chrono::milliseconds(30);)
+      if (batch(runs) < 0)
+        return fail("dispatch failed");
     std::vector<double> times;
     for (int i = 0; i < 7; ++i)
       times.push_back(batch(runs));
@@ -165,9 +209,18 @@ int main(int argc, char **argv) {
     for (size_t b : m.outputs) {
       if (b >= buffers.size())
         return fail("output binding " + std::to_string(b) + " out of range in " + file);
-      std::vector<float> out(m.bindings[b] / 4);
-      if (auto s = gpu.download(*buffers[b], out.data(), out.size() * 4); !s.isOk())
-        return fail(s.message());
+      std::vector<float> out;
+      if (std::find(m.halves.begin(), m.halves.end(), b) != m.halves.end()) {
+        std::vector<uint16_t> bits(m.bindings[b] / 2);
+        if (auto s = gpu.download(*buffers[b], bits.data(), bits.size() * 2); !s.isOk())
+          return fail(s.message());
+        for (uint16_t h : bits)
+          out.push_back(fromHalf(h));
+      } else {
+        out.resize(m.bindings[b] / 4);
+        if (auto s = gpu.download(*buffers[b], out.data(), out.size() * 4); !s.isOk())
+          return fail(s.message());
+      }
       for (float v : out) {
         sum += v;
         sumAbs += std::abs(v);

@@ -4,7 +4,12 @@ and inputs (read from DIR), at batch 1: checks kiln-run's outputs against
 PyTorch's, then times eager, torch.compile and torch.compile with CUDA
 graphs ("reduce-overhead"), and prints them next to kiln-run's times.
 
-    python3 bench/torch_blocks_cuda.py DIR [kiln-run log]
+    python3 bench/torch_blocks_cuda.py DIR [kiln-run log] [--half]
+
+--half: the f16 blocks instead (kiln-bench-aot-blocks --half on), at batch
+1 and 32: PyTorch's f16 blocks from the same weights rounded to f16, next to
+kiln-run's transformer_f16_b1.kiln, ...; each output checked against
+PyTorch's f16 and f32 results.
 """
 import math
 import re
@@ -33,8 +38,10 @@ def latency(fn, runs=200):
     times.sort()
     return times[len(times) // 2]
 
-d = sys.argv[1]
-kiln_log = open(sys.argv[2]).read() if len(sys.argv) > 2 else ""
+half = "--half" in sys.argv
+args = [a for a in sys.argv[1:] if a != "--half"]
+d = args[0]
+kiln_log = open(args[1]).read() if len(args) > 1 else ""
 dev = "cuda"
 torch.backends.cuda.matmul.allow_tf32 = False
 torch.backends.cudnn.allow_tf32 = False
@@ -50,16 +57,25 @@ def transformer_weights():
     return {n: load("transformer_" + n) for n in names}
 
 
-def transformer(x, w):
-    T, D = x.shape
+def transformer(x, w, T=128):
+    """x: [B * T, D], B sequences of T tokens."""
+    BT, D = x.shape
+    B = BT // T
     H = 8
     Dh = D // H
+    # One sequence as three-dimensional heads, as the Kiln graph has them
+    # (inductor in torch 2.11 fails on the four-dimensional form at batch 1
+    # in f16: "Attempting to broadcast a dimension of length 128").
+    shape = (T, H, Dh) if B == 1 else (B, T, H, Dh)
+    lead = () if B == 1 else (0,)
+    heads = lambda order: [d - (B == 1) for d in lead + order]
     h = F.layer_norm(x, (D,), w["ln1_w"], w["ln1_b"])
-    q = F.linear(h, w["wq"], w["bq"]).reshape(T, H, Dh).permute(1, 0, 2)
-    k = F.linear(h, w["wk"], w["bk"]).reshape(T, H, Dh).permute(1, 2, 0)
-    v = F.linear(h, w["wv"], w["bv"]).reshape(T, H, Dh).permute(1, 0, 2)
+    q = F.linear(h, w["wq"], w["bq"]).reshape(shape).permute(heads((2, 1, 3)))
+    k = F.linear(h, w["wk"], w["bk"]).reshape(shape).permute(heads((2, 3, 1)))
+    v = F.linear(h, w["wv"], w["bv"]).reshape(shape).permute(heads((2, 1, 3)))
     p = torch.softmax(torch.matmul(q, k) * (1.0 / math.sqrt(Dh)), -1)
-    x1 = F.linear(torch.matmul(p, v).permute(1, 0, 2).reshape(T, D), w["wo"], w["bo"]) + x
+    a = torch.matmul(p, v).permute(heads((2, 1, 3)))
+    x1 = F.linear(a.reshape(BT, D), w["wo"], w["bo"]) + x
     f = F.gelu(F.linear(F.layer_norm(x1, (D,), w["ln2_w"], w["ln2_b"]), w["fc1_w"], w["fc1_b"]))
     return F.linear(f, w["fc2_w"], w["fc2_b"]) + x1
 
@@ -83,39 +99,64 @@ def kiln_time(model):
     return float(m.group(1)) if m else None
 
 
-print(f"torch {torch.__version__} on {torch.cuda.get_device_name()}, batch 1, f32 (TF32 off); "
-      "median latency of one call waited for")
-print("| block | kiln-run (Vulkan, replayed) | PyTorch eager | torch.compile | "
-      "torch.compile reduce-overhead | kiln / compile |")
-print("|---|---|---|---|---|---|")
-for name, model, fn, weights in [("transformer", "transformer", transformer, transformer_weights),
-                                 ("resnet basic block", "resnet_block", resnet, resnet_weights)]:
-    prefix = "transformer" if model == "transformer" else "resnet"
-    w = weights()
-    x = load(prefix + "_x")
-    with torch.no_grad():
-        want = fn(x, w)
-        try:
-            got = torch.from_numpy(np.load(f"{d}/{prefix}_y_kiln.npy")).to(dev)
-            err = (got - want).abs().max().item()
-            scale = want.abs().max().item()
-            print(f"{name}: kiln-run vs PyTorch max |diff| {err:.3g} (max |y| {scale:.3g})")
-        except FileNotFoundError:
-            print(f"{name}: no kiln-run output to check")
-        times = {"eager": latency(lambda: fn(x, w))}
-        for mode, label in [(None, "compile"), ("reduce-overhead", "cudagraphs")]:
+def compare(blocks, title):
+    """blocks: (label, kiln model name, fn, weights, input, kiln output file)."""
+    print(title)
+    print("| block | kiln-run (Vulkan, replayed) | PyTorch eager | torch.compile | "
+          "torch.compile reduce-overhead | kiln / eager | kiln / compile |")
+    print("|---|---|---|---|---|---|---|")
+    rows = []
+    for name, model, fn, w, x, out in blocks:
+        with torch.no_grad():
+            want = fn(x, w)
             try:
-                compiled = torch.compile(lambda x: fn(x, w), mode=mode)
-                for _ in range(3):
-                    compiled(x)
-                times[label] = latency(lambda: compiled(x))
-            except Exception as e:  # report, do not hide
-                print(f"{name}: torch.compile mode={mode} failed: {type(e).__name__}: {e}")
-                times[label] = None
-    k = kiln_time(model)
-    fmt = lambda t: f"{t * 1e3:.3f} ms" if t else "n/a"
-    ratio = f"{k / (times['compile'] * 1e3):.2f}x" if k and times["compile"] else "n/a"
-    print(f"| {name} | {k:.3f} ms | {fmt(times['eager'])} | {fmt(times['compile'])} | "
-          f"{fmt(times['cudagraphs'])} | {ratio} |" if k else
-          f"| {name} | n/a | {fmt(times['eager'])} | {fmt(times['compile'])} | "
-          f"{fmt(times['cudagraphs'])} | n/a |")
+                got = torch.from_numpy(np.load(out)).to(dev)
+                err = (got.float() - want.float()).abs().max().item()
+                scale = want.float().abs().max().item()
+                line = f"{name}: kiln-run vs PyTorch max |diff| {err:.3g} (max |y| {scale:.3g})"
+                if want.dtype == torch.float16:
+                    # The f16 rounding itself: PyTorch's f16 block against its f32 one.
+                    ref = fn(x.float(), {n: t.float() for n, t in w.items()})
+                    line += (f"; against PyTorch f32: kiln {(got.float() - ref).abs().max().item():.3g}, "
+                             f"PyTorch f16 {(want.float() - ref).abs().max().item():.3g}")
+                print(line)
+            except FileNotFoundError:
+                print(f"{name}: no kiln-run output to check")
+            times = {"eager": latency(lambda: fn(x, w))}
+            for mode, label in [(None, "compile"), ("reduce-overhead", "cudagraphs")]:
+                try:
+                    compiled = torch.compile(lambda x: fn(x, w), mode=mode)
+                    for _ in range(3):
+                        compiled(x)
+                    times[label] = latency(lambda: compiled(x))
+                except Exception as e:  # report, do not hide
+                    print(f"{name}: torch.compile mode={mode} failed: {type(e).__name__}: {e}")
+                    times[label] = None
+        k = kiln_time(model)
+        fmt = lambda t: f"{t * 1e3:.3f} ms" if t else "n/a"
+        ratio = lambda t: f"{k / (t * 1e3):.2f}x" if k and t else "n/a"
+        rows.append(f"| {name} | {f'{k:.3f} ms' if k else 'n/a'} | {fmt(times['eager'])} | "
+                    f"{fmt(times['compile'])} | {fmt(times['cudagraphs'])} | {ratio(times['eager'])} | "
+                    f"{ratio(times['compile'])} |")
+    print("\n".join(rows))
+
+
+if half:
+    tw = {n: t.half() for n, t in transformer_weights().items()}
+    rw = {n: t.half() for n, t in resnet_weights().items()}
+    blocks = []
+    for b in (1, 32):
+        blocks.append((f"transformer f16, batch {b}", f"transformer_f16_b{b}", transformer, tw,
+                       load(f"transformer_f16_x_b{b}"), f"{d}/transformer_y_f16_b{b}.npy"))
+        blocks.append((f"resnet basic block f16, batch {b}", f"resnet_block_f16_b{b}", resnet, rw,
+                       load(f"resnet_f16_x_b{b}"), f"{d}/resnet_y_f16_b{b}.npy"))
+    compare(blocks, f"torch {torch.__version__} on {torch.cuda.get_device_name()}, f16; "
+                    "median latency of one call waited for")
+    sys.exit(0)
+
+compare([("transformer", "transformer", transformer, transformer_weights(), load("transformer_x"),
+          f"{d}/transformer_y_kiln.npy"),
+         ("resnet basic block", "resnet_block", resnet, resnet_weights(), load("resnet_x"),
+          f"{d}/resnet_y_kiln.npy")],
+        f"torch {torch.__version__} on {torch.cuda.get_device_name()}, batch 1, f32 (TF32 off); "
+        "median latency of one call waited for")

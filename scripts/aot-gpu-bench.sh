@@ -10,6 +10,11 @@
 #   (and `ab`, carrying .dev/aot-nosplit too: the same blocks with every
 #   GEMM's k split taken out, rounds of both in one session; `ab aot
 #   aot-tuned` after `tuned` here)
+# Half precision (issue 14), here:  scripts/aot-gpu-bench.sh half-dump
+#   the same blocks in f16 at batch 1 and 32 for the H200 with cooperative
+#   matrices, into .dev/aot-half; there (carry .gl, .dev/aot-half,
+#   build/bin/kiln-run):  scripts/aot-gpu-bench.sh half
+#   checks and times them next to PyTorch's f16 blocks (eager, compiled).
 # Here, after scripts/tune-gpu.sh run/import:  scripts/aot-gpu-bench.sh tuned
 #   compiles the blocks again with the tuning records into .dev/aot-tuned.
 set -euo pipefail
@@ -67,6 +72,37 @@ run)
     --input x=.dev/aot/transformer_x.npy --benchmark 200 | sed 's|^|step by step (KILN_REPLAY=0) transformer: |'
   python3 bench/torch_blocks_cuda.py .dev/aot /tmp/kiln-run.log
   ;;
+half-dump)
+  rm -rf .dev/aot-half
+  cache=$(mktemp -d)
+  KILN_CACHE_DIR=$cache KILN_GPU_LIMITS=subgroup=32,invocations=1024,shared=49152,groups=2147483647,units=132,coop=1 \
+    build/bin/kiln-bench-aot-blocks .dev/aot-half --half on
+  rm -rf "$cache"
+  # Only what the f16 run reads travels.
+  rm -f .dev/aot-half/{transformer,resnet_block}.kiln .dev/aot-half/*.mlir .dev/aot-half/*_y_jit.npy
+  fetch_vulkan_loader
+  ;;
+half)
+  install_vulkan_loader
+  export XDG_CACHE_HOME=/tmp/kiln-cache
+  dir=.dev/aot-half log=${OUT:-/tmp}/kiln-run-half.log
+  : > "$log"
+  for b in 1 32; do
+    for m in transformer resnet_block; do
+      p=${m%_block}
+      build/bin/kiln-run $dir/${m}_f16_b$b.kiln --device vulkan:0 --input x=$dir/${p}_f16_x_b$b.npy \
+        --output y=$dir/${p}_y_f16_b$b.npy --benchmark 300 | sed "s|^|${m}_f16_b$b.kiln: |" | tee -a "$log"
+    done
+  done
+  for b in 1 32; do
+    for m in transformer resnet_block; do
+      p=${m%_block}
+      echo "== profile ${m}_f16_b$b"
+      build/bin/kiln-run $dir/${m}_f16_b$b.kiln --device vulkan:0 --input x=$dir/${p}_f16_x_b$b.npy --profile 50
+    done
+  done
+  python3 bench/torch_blocks_cuda.py $dir "$log" --half
+  ;;
 tuned)
   rm -rf .dev/aot-tuned
   KILN_CACHE_DIR=${KILN_CACHE_DIR:-$root/.dev/tune-cache} \
@@ -119,7 +155,7 @@ startup)
   done
   ;;
 *)
-  echo "usage: scripts/aot-gpu-bench.sh dump|tuned|run|ab [A B]|startup" >&2
+  echo "usage: scripts/aot-gpu-bench.sh dump|tuned|run|ab [A B]|startup|half-dump|half" >&2
   exit 2
   ;;
 esac

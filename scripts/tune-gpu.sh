@@ -7,6 +7,10 @@
 #   model blocks' graphs (bench/aot_blocks.cpp), and compiles every tuning
 #   candidate of every kernel for the H200's limits into .dev/tune/<graph>
 #   (kiln-tune --emit-candidates).
+# Or:    scripts/tune-gpu.sh dump-half
+#   the same for the f16 blocks at batch 32 (kiln-bench-aot-blocks --half
+#   on) with cooperative matrices (coop=1 in the limits, so their records
+#   are keyed to those limits: scripts/aot-gpu-bench.sh half-tuned).
 # There (carry .gl, .dev/tune, build/bin/kiln-spirv-replay):
 #   scripts/tune-gpu.sh run [graph...]    times every candidate, one process
 #                                         per kernel, into .dev/tune/*.times
@@ -30,6 +34,17 @@ dump)
   build/bin/kiln-bench-tune-graphs .dev/tune/graphs
   build/bin/kiln-bench-aot-blocks /tmp/kiln-tune-blocks >/dev/null
   cp /tmp/kiln-tune-blocks/*.mlir .dev/tune/graphs/
+  for g in .dev/tune/graphs/*.mlir; do
+    name=$(basename "$g" .mlir)
+    build/bin/kiln-tune "$g" --device vulkan:0 --emit-candidates ".dev/tune/$name" | tail -n 1
+  done
+  fetch_vulkan_loader
+  ;;
+dump-half)
+  rm -rf .dev/tune && mkdir -p .dev/tune/graphs
+  export KILN_GPU_LIMITS=$KILN_GPU_LIMITS,coop=1
+  build/bin/kiln-bench-aot-blocks /tmp/kiln-tune-blocks --half on >/dev/null
+  cp /tmp/kiln-tune-blocks/*_f16_b32.mlir .dev/tune/graphs/
   for g in .dev/tune/graphs/*.mlir; do
     name=$(basename "$g" .mlir)
     build/bin/kiln-tune "$g" --device vulkan:0 --emit-candidates ".dev/tune/$name" | tail -n 1
@@ -61,7 +76,7 @@ import)
   build/bin/kiln-tune --import /tmp/kiln-tune-timings.json
   ;;
 *)
-  echo "usage: scripts/tune-gpu.sh dump|run [graph...]|import DIR" >&2
+  echo "usage: scripts/tune-gpu.sh dump|dump-half|run [graph...]|import DIR" >&2
   exit 2
   ;;
 esac

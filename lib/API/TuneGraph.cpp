@@ -58,6 +58,10 @@ std::vector<TunedKernel> emitCandidates(Session &s, const std::vector<KernelOp> 
     std::vector<KernelConfig> candidates = candidateKernelConfigs(kernel, &limits);
     std::vector<uint64_t> args = argumentBytes(kernel);
     size_t inputs = kernel.getInputs().size();
+    std::vector<bool> halves;
+    for (Type type : llvm::concat<const Type>(kernel.getInputs().getTypes(),
+                                              kernel.getResults().getTypes()))
+      halves.push_back(cast<RankedTensorType>(type).getElementType().isF16());
     llvm::json::Array configs;
     int emitted = 0;
     for (size_t i = 0; i < candidates.size(); ++i) {
@@ -89,6 +93,12 @@ std::vector<TunedKernel> emitCandidates(Session &s, const std::vector<KernelOp> 
       manifest << "\noutputs";
       for (size_t b = 0; b < compiled->bindingOrder.size(); ++b)
         if (compiled->bindingOrder[b] >= inputs)
+          manifest << " " << b;
+      // f16 bindings: the replay fills them with halves (f32 bit patterns
+      // read as halves hold NaNs, and NaN checksums compare with nothing).
+      manifest << "\nhalves";
+      for (size_t b = 0; b < compiled->bindingOrder.size(); ++b)
+        if (halves[compiled->bindingOrder[b]])
           manifest << " " << b;
       manifest << "\n";
     }

@@ -29,6 +29,7 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/SPIRV/IR/SPIRVOps.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 using namespace mlir;
@@ -405,7 +406,15 @@ FailureOr<func::FuncOp> kiln::buildCoopGemmFunction(KernelOp kernel, Operation *
   }
 
   // The epilogue, one fragment at a time: the subgroup stores it to its
-  // scratch fragment, each lane takes 16 * 16 / sg of its results.
+  // scratch fragment, each lane takes 16 * 16 / sg of its results. The
+  // scratch fragment is the subgroup's own, so only its lanes synchronize
+  // (a workgroup barrier per fragment held every subgroup at the slowest;
+  // the GPU dialect has no subgroup barrier: SPIR-V's, subgroup scope).
+  auto subgroupBarrier = [&](OpBuilder &b) {
+    spirv::ControlBarrierOp::create(
+        b, loc, spirv::Scope::Subgroup, spirv::Scope::Subgroup,
+        spirv::MemorySemantics::AcquireRelease | spirv::MemorySemantics::WorkgroupMemory);
+  };
   Value scratchBase = mul(lb, subgroup, kF * kF);
   bool failedOp = false;
   for (int64_t fm = 0; fm < FM && !failedOp; ++fm)
@@ -413,7 +422,7 @@ FailureOr<func::FuncOp> kiln::buildCoopGemmFunction(KernelOp kernel, Operation *
       gpu::SubgroupMmaStoreMatrixOp::create(lb, loc, loop.getResult(fm * FN + fn), scratch,
                                             ValueRange{scratchBase}, lb.getIndexAttr(kF),
                                             UnitAttr());
-      gpu::BarrierOp::create(lb, loc);
+      subgroupBarrier(lb);
       for (int64_t e = 0; e < kF * kF / sg; ++e) {
         Value flat = add(lb, lane, idx(lb, e * sg));
         Value r = arith::DivUIOp::create(lb, loc, flat, idx(lb, kF));
@@ -427,7 +436,7 @@ FailureOr<func::FuncOp> kiln::buildCoopGemmFunction(KernelOp kernel, Operation *
           break;
       }
       // The next fragment overwrites the scratch.
-      gpu::BarrierOp::create(lb, loc);
+      subgroupBarrier(lb);
     }
   gpu::TerminatorOp::create(lb, loc);
   if (failedOp) {

@@ -17,17 +17,20 @@
 
 namespace kiln::rt {
 
-std::chrono::microseconds CommandStream::defaultSpin(bool cpuAdapter) {
+FenceSpin CommandStream::defaultSpin(bool cpuAdapter) {
   // A CPU implementation (lavapipe) runs the work on the host's cores: a
   // polling thread would take one from it.
   if (const char *text = std::getenv("KILN_FENCE_SPIN_US"); text && *text)
-    return std::chrono::microseconds(std::clamp(std::strtol(text, nullptr, 10), 0L, 100000L));
-  return std::chrono::microseconds(cpuAdapter ? 0 : 200);
+    return {std::chrono::microseconds(std::clamp(std::strtol(text, nullptr, 10), 0L, 100000L)),
+            false};
+  if (cpuAdapter)
+    return {};
+  return {std::chrono::microseconds(200), true};
 }
 
 StatusOr<std::unique_ptr<CommandStream>>
 CommandStream::create(VkDevice device, VkQueue queue, uint32_t queueFamily,
-                      std::string label, std::chrono::microseconds spin) {
+                      std::string label, FenceSpin spin) {
   std::unique_ptr<CommandStream> stream(
       new CommandStream(device, queue, std::move(label)));
   stream->spin_ = spin;
@@ -126,10 +129,15 @@ Status CommandStream::execute(const std::vector<VkCommandBuffer> &more) {
   if (VkResult result = vkQueueSubmit(queue_, 1, &submit, fence_);
       result != VK_SUCCESS)
     return vkFailure(result, "vkQueueSubmit on " + label_);
-  // Short work is waited for by polling the fence first (spin_); past that
-  // the thread sleeps in the driver.
+  // Short work is waited for by polling the fence first; past that the
+  // thread sleeps in the driver. Work that took long last time (the same
+  // model replayed) is polled for a quarter longer than that.
+  auto submitted = std::chrono::steady_clock::now();
+  std::chrono::microseconds spin = spin_.floor;
+  if (spin_.adaptive)
+    spin = std::max(spin, std::min(kMaxAdaptiveSpin, lastWait_ + lastWait_ / 4));
   VkResult polled = VK_NOT_READY;
-  auto spinUntil = std::chrono::steady_clock::now() + spin_;
+  auto spinUntil = submitted + spin;
   while ((polled = vkGetFenceStatus(device_, fence_)) == VK_NOT_READY &&
          std::chrono::steady_clock::now() < spinUntil) {
   }
@@ -144,6 +152,8 @@ Status CommandStream::execute(const std::vector<VkCommandBuffer> &more) {
         ": recreate the context to use the device again");
     return vkFailure(result, "waiting for " + label_);
   }
+  lastWait_ = std::chrono::duration_cast<std::chrono::microseconds>(
+      std::chrono::steady_clock::now() - submitted);
   if (VkResult result = vkResetFences(device_, 1, &fence_);
       result != VK_SUCCESS) {
     broken_ = vkFailure(result, "vkResetFences on " + label_);

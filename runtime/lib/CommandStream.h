@@ -47,18 +47,28 @@ struct CommandUse {
   }
 };
 
+/// How a submit waits for its fence: polling first, then sleeping in the
+/// driver (a blocking wait wakes tens of microseconds late: on the H200 about
+/// 100 us, most of a small model's run; CUDA's synchronize spins too).
+struct FenceSpin {
+  /// Polled at least this long.
+  std::chrono::microseconds floor{0};
+  /// Polled longer when the previous submit took longer (a replayed model
+  /// takes about as long each run), up to kMaxAdaptiveSpin.
+  bool adaptive = false;
+};
+
 class CommandStream {
 public:
-  /// `spin`: how long a submit polls its fence before sleeping in the
-  /// driver (a blocking wait wakes tens of microseconds late, most of a
-  /// small model's run; CUDA spins before it yields too).
+  static constexpr std::chrono::microseconds kMaxAdaptiveSpin{20000};
+
   static StatusOr<std::unique_ptr<CommandStream>>
   create(VkDevice device, VkQueue queue, uint32_t queueFamily, std::string label,
-         std::chrono::microseconds spin = std::chrono::microseconds(0));
-  /// KILN_FENCE_SPIN_US when set (microseconds, 0 to sleep at once), else
-  /// 200 us on a GPU and none on a CPU implementation, whose work needs the
-  /// host's cores.
-  static std::chrono::microseconds defaultSpin(bool cpuAdapter);
+         FenceSpin spin = {});
+  /// KILN_FENCE_SPIN_US when set (microseconds, 0 to sleep at once; not
+  /// adapted), else on a GPU 200 us or a bit more than the previous submit
+  /// took, and on a CPU implementation none: its work needs the host's cores.
+  static FenceSpin defaultSpin(bool cpuAdapter);
   ~CommandStream();
   CommandStream(const CommandStream &) = delete;
   CommandStream &operator=(const CommandStream &) = delete;
@@ -101,7 +111,9 @@ private:
   VkPipelineStageFlags pendingStages_ = 0;
   VkAccessFlags pendingWrites_ = 0;
   Status broken_ = Status::ok();
-  std::chrono::microseconds spin_{0};
+  FenceSpin spin_;
+  // How long the previous submit took to complete, as seen by its wait.
+  std::chrono::microseconds lastWait_{0};
 };
 
 } // namespace kiln::rt

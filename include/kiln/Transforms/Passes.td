@@ -141,7 +141,7 @@ def KilnKernelToLinalg : Pass<"kiln-kernel-to-linalg", "mlir::ModuleOp"> {
                            "mlir::arith::ArithDialect", "mlir::math::MathDialect",
                            "mlir::func::FuncDialect", "mlir::vector::VectorDialect",
                            "mlir::scf::SCFDialect", "mlir::affine::AffineDialect",
-                           "mlir::gpu::GPUDialect"];
+                           "mlir::gpu::GPUDialect", "mlir::spirv::SPIRVDialect"];
 }
 
 def KilnMaterializeConfigs : Pass<"kiln-materialize-configs", "mlir::ModuleOp"> {

@@ -38,9 +38,16 @@
 // CHECK: gpu.subgroup_mma_compute {{.*}} -> !gpu.mma_matrix<16x16xf32, "COp">
 // CHECK: gpu.barrier
 // CHECK: scf.yield
+// The epilogue: each subgroup's fragment through its own scratch, its
+// lanes alone synchronized (subgroup scope), no workgroup barrier.
 // CHECK: gpu.subgroup_mma_store_matrix {{.*}} {leadDimension = 16 : index} : !gpu.mma_matrix<16x16xf32, "COp">, memref<1024xf32, 3>
+// CHECK-NOT: gpu.barrier
+// CHECK: spirv.ControlBarrier <Subgroup>, <Subgroup>, <AcquireRelease|WorkgroupMemory>
 // The GELU per result (erf as a polynomial with an exp).
 // CHECK: math.exp
+// CHECK: spirv.ControlBarrier <Subgroup>, <Subgroup>
+// CHECK-NOT: gpu.barrier
+// CHECK: gpu.terminator
 // SPIRV: spirv.module @__spv__linear_kernel0_kernel: serialized ({{[0-9]+}} words), not validated: SPIRV-Tools 2023.1 does not know cooperative matrices
 func.func @linear(%x: tensor<128x768xf16>, %w: tensor<3072x768xf16>, %b: tensor<3072xf16>) -> tensor<128x3072xf16> {
   %0 = kiln.kernel on "vulkan:0" (%x, %w, %b) : (tensor<128x768xf16>, tensor<3072x768xf16>, tensor<3072xf16>) -> tensor<128x3072xf16> {
