@@ -23,12 +23,15 @@ import torch.nn.functional as F
 
 def latency(fn, runs=200):
     """Seconds from a call to its result being ready (the call, then a
-    synchronize), the median of `runs` after 10 warm-up calls: what
+    synchronize), the median of `runs` after warm-up calls: what
     kiln-run --benchmark measures (one run, waited for)."""
     import time
-    for _ in range(10):
+    # Half a second of calls first: the GPU's clocks ramp up from idle (ten
+    # calls left the medians of two processes 1.5x apart on the H200).
+    start = time.perf_counter()
+    while time.perf_counter() - start < 0.5:
         fn()
-    torch.cuda.synchronize()
+        torch.cuda.synchronize()
     times = []
     for _ in range(runs):
         start = time.perf_counter()
