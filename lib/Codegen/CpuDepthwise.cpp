@@ -15,7 +15,9 @@
 // swept flat instead, 16 outputs of the plane per vector across rows, each
 // tap a load with its lanes outside the image zeroed. Strided planes with
 // rows under 16 are first split into one small zero-padded plane per window
-// row parity and column, then swept flat with plain loads. Taps accumulate per
+// row parity and column, then swept flat with plain loads; where two output
+// rows fit a vector and an input row fits one, each tap is instead a
+// two-source shuffle of two input rows. Taps accumulate per
 // window row, so no FMA waits on more than KW others. The epilogue (bias,
 // activation, residual) runs on each vector's sums where it allows (f32,
 // every read contiguous or constant along the row), else per element.
@@ -119,7 +121,17 @@ FailureOr<func::FuncOp> kiln::buildCpuDepthwiseFunction(KernelOp kernel, Operati
   const int64_t rowLoad = W <= 16 ? 16 : W <= 32 ? 32 : 64;
   // (Rows of 28, MobileNet's 56 -> 28 layer, measured no faster split than
   // swept by rows.)
-  const bool splitPlanes = !flat && (sh > 1 || sw > 1) && dh == 1 && OW < 16 &&
+  // Strided planes whose two output rows fit one vector and whose input
+  // rows fit one with a lane to spare (MobileNet's 14x14 -> 7x7): no parts.
+  // A vector holds output rows oh and oh + 1; each input row is loaded
+  // once (lanes past W zero), and each tap is one two-source shuffle of the
+  // two input rows it reads, a column outside the row taking the zero lane
+  // 15. The sums go to a plane-sized buffer (a vector's lanes past the two
+  // rows land where the next pair overwrites them), swept flat by the
+  // epilogue.
+  const bool pairRows = !flat && (sh > 1 || sw > 1) && dh == 1 && dw == 1 && 2 * OW <= 16 &&
+                        OH >= 2 && W < 16 && OH * OW >= 16;
+  const bool splitPlanes = !flat && !pairRows && (sh > 1 || sw > 1) && dh == 1 && OW < 16 &&
                            outPlane >= flatLanes && W <= 64;
   // A part row is stored as one 16-lane vector, its tail overwritten by the
   // next row; each part is padded by one vector.
@@ -144,13 +156,15 @@ FailureOr<func::FuncOp> kiln::buildCpuDepthwiseFunction(KernelOp kernel, Operati
   Value weights = entry->getArgument(d->filterArg);
   // One vector of sums on its way to a per-element epilogue (the flat sweep
   // or the row sweep's).
-  const bool flatSweep = flat || splitPlanes;
+  const bool flatSweep = flat || splitPlanes || pairRows;
   Value block =
       memref::AllocaOp::create(b, loc, MemRefType::get({flatSweep ? flatLanes : lanes}, f32));
   Value partBuffer =
       splitPlanes
           ? memref::AllocaOp::create(b, loc, MemRefType::get({parts * partSize}, f32)).getResult()
-          : Value();
+      : pairRows ? memref::AllocaOp::create(b, loc, MemRefType::get({outPlane + flatLanes}, f32))
+                       .getResult()
+                 : Value();
   Value zero = floatConstant(b, loc, f32, 0.0);
   SmallVector<AffineExpr> dims;
   for (unsigned d = 0; d < 4; ++d)
@@ -242,6 +256,66 @@ FailureOr<func::FuncOp> kiln::buildCpuDepthwiseFunction(KernelOp kernel, Operati
                        });
     if (outPlane % flatLanes)
       vectorAt(sb, idx(sb, outPlane - flatLanes)); // overlapping the one before
+  };
+
+  // The strided plane two output rows per vector (see `pairRows`).
+  auto pairPlane = [&](OpBuilder &sb, Value image, Value outChannel, Value inBase,
+                       ArrayRef<Value> taps) {
+    VectorType maskType = VectorType::get({flatLanes}, sb.getI1Type());
+    SmallVector<bool> rowLanes;
+    for (int64_t l = 0; l < flatLanes; ++l)
+      rowLanes.push_back(l < W);
+    Value rowMask = arith::ConstantOp::create(
+        sb, loc, DenseElementsAttr::get(maskType, ArrayRef<bool>(rowLanes)));
+    Value zeros = floatConstant(sb, loc, fvec, 0.0);
+    SmallVector<Value> rows(H); // loaded at first use; all in this block
+    auto rowAt = [&](int64_t ih) -> Value {
+      if (ih < 0 || ih >= H)
+        return Value();
+      if (!rows[ih])
+        rows[ih] = vector::MaskedLoadOp::create(
+            sb, loc, fvec, in, ValueRange{arith::AddIOp::create(sb, loc, inBase, idx(sb, ih * W))},
+            rowMask, zeros);
+      return rows[ih];
+    };
+    SmallVector<Value> splats;
+    for (Value t : taps)
+      splats.push_back(vector::BroadcastOp::create(sb, loc, fvec, t));
+    SmallVector<int64_t> starts;
+    for (int64_t oh = 0; oh + 2 <= OH; oh += 2)
+      starts.push_back(oh);
+    if (OH % 2)
+      starts.push_back(OH - 2); // overlapping the pair before: the same values again
+    for (int64_t oh0 : starts) {
+      SmallVector<Value> accs(KH, zeros);
+      for (int64_t kh = 0; kh < KH; ++kh) {
+        Value upper = rowAt(oh0 * sh + kh - ph), lower = rowAt((oh0 + 1) * sh + kh - ph);
+        if (!upper && !lower)
+          continue; // both rows in the padding
+        for (int64_t kw = 0; kw < KW; ++kw) {
+          SmallVector<int64_t> from;
+          for (int64_t l = 0; l < flatLanes; ++l) {
+            int64_t half = l / OW, c = (l % OW) * sw + kw - pw;
+            int64_t lane = c >= 0 && c < W ? c : flatLanes - 1; // lane 15 is zero
+            from.push_back(half == 1 ? flatLanes + lane : lane);
+          }
+          Value v = vector::ShuffleOp::create(sb, loc, upper ? upper : zeros,
+                                              lower ? lower : zeros, from);
+          accs[kh] = vector::FMAOp::create(sb, loc, splats[kh * KW + kw], v, accs[kh]);
+        }
+      }
+      vector::StoreOp::create(sb, loc, sumOf(sb, loc, accs), partBuffer,
+                              ValueRange{idx(sb, oh0 * OW)});
+    }
+    SmallVector<int64_t> sweep;
+    for (int64_t q = 0; q + flatLanes <= outPlane; q += flatLanes)
+      sweep.push_back(q);
+    if (outPlane % flatLanes)
+      sweep.push_back(outPlane - flatLanes); // overlapping the one before
+    for (int64_t q : sweep)
+      flatFinish(sb, image, outChannel,
+                 vector::LoadOp::create(sb, loc, fvec, partBuffer, ValueRange{idx(sb, q)}),
+                 idx(sb, q));
   };
 
   auto flatPlane = [&](OpBuilder &fb, Value image, Value outChannel, Value inBase,
@@ -383,9 +457,11 @@ FailureOr<func::FuncOp> kiln::buildCpuDepthwiseFunction(KernelOp kernel, Operati
                                        pb, loc, weights,
                                        ValueRange{arith::AddIOp::create(pb, loc, filterBase,
                                                                         idx(pb, t))})));
-        if (flat || splitPlanes) {
+        if (flat || splitPlanes || pairRows) {
           if (flat)
             flatPlane(pb, image, outChannel, inBase, taps);
+          else if (pairRows)
+            pairPlane(pb, image, outChannel, inBase, taps);
           else
             splitPlane(pb, image, outChannel, inBase, taps);
           scf::YieldOp::create(pb, loc);

@@ -56,13 +56,42 @@ func.func @depthwise(%x: tensor<1x16x20x80xf32>, %w: tensor<16x1x3x3xf32>, %b: t
 // LLVM: llvm.func @depthwise_kernel0
 // LLVM: llvm.intr.fmuladd({{.*}}) : (vector<16xf32>
 
-// MobileNetV2's 14 -> 7 layer: rows of 7 outputs would be all edges, so each
-// plane is first split into 2 x 3 parts (window row parity, window column):
-// per input row a masked load of its 14 columns, and per part a shuffle of
-// the 7 columns it keeps (zero where the window leaves the row) and one
-// 16-lane store. Then the 49 outputs are swept flat, 16 at a time, one plain
-// load per tap and no shuffle.
-func.func @split_planes(%x: tensor<1x8x14x14xf32>, %w: tensor<8x1x3x3xf32>) -> tensor<1x8x7x7xf32> {
+// MobileNetV2's 28 -> 14 layer: rows of 14 outputs would be all edges, so
+// each plane is first split into 2 x 3 parts (window row parity, window
+// column): per input row a masked load of its 28 columns, and per part a
+// shuffle of the 14 columns it keeps (zero where the window leaves the row)
+// and one 16-lane store. Then the 196 outputs are swept flat, 16 at a time,
+// one plain load per tap and no shuffle.
+func.func @split_planes(%x: tensor<1x8x28x28xf32>, %w: tensor<8x1x3x3xf32>) -> tensor<1x8x14x14xf32> {
+  %0 = kiln.kernel on "cpu:0" (%x, %w) : (tensor<1x8x28x28xf32>, tensor<8x1x3x3xf32>) -> tensor<1x8x14x14xf32> {
+  ^bb0(%a: tensor<1x8x28x28xf32>, %f: tensor<8x1x3x3xf32>):
+    %y = kiln.conv2d %a, %f strides [2, 2] padding [1, 1] dilation [1, 1] groups 8
+        : tensor<1x8x28x28xf32>, tensor<8x1x3x3xf32> -> tensor<1x8x14x14xf32>
+    kiln.yield %y : tensor<1x8x14x14xf32>
+  }
+  return %0 : tensor<1x8x14x14xf32>
+}
+// CHECK-LABEL: func.func @split_planes_kernel1
+// Parts: 2 x 3 of (15 rows x 14 + 16) floats.
+// CHECK: memref.alloca() : memref<1356xf32>
+// CHECK: vector.maskedload {{.*}} : memref<6272xf32>, vector<32xi1>, vector<32xf32> into vector<32xf32>
+// Part (0, 0) keeps columns -1, 1, ..., 25 of the padded row: -1 is zero.
+// CHECK: vector.shuffle {{.*}} [32, 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 32, 32]
+// CHECK: vector.store {{.*}} : memref<1356xf32>, vector<16xf32>
+// The flat sweep: 12 whole vectors in a loop, then one overlapping at 180.
+// CHECK: scf.for %{{.*}} = %c0{{(_[0-9]+)?}} to %c192{{(_[0-9]+)?}} step %c16
+// CHECK-COUNT-9: vector.load {{.*}} : memref<1356xf32>, vector<16xf32>
+// CHECK-NOT: vector.shuffle
+// CHECK: vector.store {{.*}} : memref<1568xf32>, vector<16xf32>
+
+// MobileNetV2's 14 -> 7 layer: two rows of 7 outputs fit one vector and a
+// row of 14 inputs fits one with lanes to spare, so there are no parts.
+// Each input row is loaded once (lanes 14 and 15 zero); each tap of output
+// rows (oh, oh + 1) is one shuffle of the two input rows it reads, column -1
+// taking the zero lane 15 (31 in the second). Pairs at rows 0, 2, 4 and 5
+// (overlapping) store their sums into a plane buffer (49 + 16), swept flat
+// by the epilogue at 0, 16, 32 and 33.
+func.func @pair_rows(%x: tensor<1x8x14x14xf32>, %w: tensor<8x1x3x3xf32>) -> tensor<1x8x7x7xf32> {
   %0 = kiln.kernel on "cpu:0" (%x, %w) : (tensor<1x8x14x14xf32>, tensor<8x1x3x3xf32>) -> tensor<1x8x7x7xf32> {
   ^bb0(%a: tensor<1x8x14x14xf32>, %f: tensor<8x1x3x3xf32>):
     %y = kiln.conv2d %a, %f strides [2, 2] padding [1, 1] dilation [1, 1] groups 8
@@ -71,15 +100,20 @@ func.func @split_planes(%x: tensor<1x8x14x14xf32>, %w: tensor<8x1x3x3xf32>) -> t
   }
   return %0 : tensor<1x8x7x7xf32>
 }
-// CHECK-LABEL: func.func @split_planes_kernel1
-// Parts: 2 x 3 of (8 rows x 7 + 16) floats.
-// CHECK: memref.alloca() : memref<432xf32>
-// CHECK: vector.maskedload {{.*}} : memref<1568xf32>, vector<16xi1>, vector<16xf32> into vector<16xf32>
-// Part (0, 0) keeps columns -1, 1, ..., 11 of the padded row: -1 is zero.
-// CHECK: vector.shuffle {{.*}} [16, 1, 3, 5, 7, 9, 11, 16, 16, 16, 16, 16, 16, 16, 16, 16]
-// CHECK: vector.store {{.*}} : memref<432xf32>, vector<16xf32>
-// The flat sweep: 3 whole vectors in a loop, then one overlapping at 33.
-// CHECK: scf.for %{{.*}} = %c0{{(_[0-9]+)?}} to %c48{{(_[0-9]+)?}} step %c16
-// CHECK-COUNT-9: vector.load {{.*}} : memref<432xf32>, vector<16xf32>
+// CHECK-LABEL: func.func @pair_rows_kernel2
+// CHECK: memref.alloca() : memref<65xf32>
+// CHECK: scf.for
+// The first pair's top window row: row -1 (zeros) above, row 1 below.
+// CHECK: %[[ROW1:.*]] = vector.maskedload {{.*}} : memref<1568xf32>, vector<16xi1>, vector<16xf32> into vector<16xf32>
+// CHECK: vector.shuffle %{{.*}}, %[[ROW1]] [15, 1, 3, 5, 7, 9, 11, 31, 17, 19, 21, 23, 25, 27, 15, 1]
+// CHECK: vector.fma
+// CHECK: vector.shuffle %{{.*}}, %[[ROW1]] [0, 2, 4, 6, 8, 10, 12, 16, 18, 20, 22, 24, 26, 28, 0, 2]
+// CHECK: vector.store {{.*}}[%c0{{(_[0-9]+)?}}] : memref<65xf32>, vector<16xf32>
+// CHECK: vector.store {{.*}}[%c14{{(_[0-9]+)?}}] : memref<65xf32>, vector<16xf32>
+// CHECK: vector.store {{.*}}[%c28{{(_[0-9]+)?}}] : memref<65xf32>, vector<16xf32>
+// CHECK: vector.store {{.*}}[%c35{{(_[0-9]+)?}}] : memref<65xf32>, vector<16xf32>
 // CHECK-NOT: vector.shuffle
+// CHECK: vector.load {{.*}}[%c33{{(_[0-9]+)?}}] : memref<65xf32>, vector<16xf32>
 // CHECK: vector.store {{.*}} : memref<392xf32>, vector<16xf32>
+// CHECK-NOT: vector.maskedload
+// CHECK: return

@@ -148,7 +148,10 @@ TEST_P(ConvOnEveryDevice, DepthwiseExactWithEpilogue) {
       {1, 2, 7, 7, 4, 3, 3, {1, 1}, {1, 1}, {1, 1}, 2},
       {1, 2, 5, 9, 2, 3, 3, {1, 1}, {1, 1}, {1, 1}, 2},
       // Strided planes with rows under 16, split into one padded part per
-      // window row parity and column, then swept flat: MobileNet's 28 -> 14
+      // window row parity and column, then swept flat, or (two output rows
+      // to a vector, input rows under 16: 14 -> 7, 15 -> 8 with 5x5 taps,
+      // 9x13 and the 1x3 window) two rows a vector, each tap a two-source
+      // shuffle: MobileNet's 28 -> 14
       // and 14 -> 7 (two filters per channel), stride 2 by 1, stride 3
       // with rows of 40 inputs, a 5x5 window, dilation along the row, a
       // plane that is not square, a 1x3 window (one row parity unused),
