@@ -13,8 +13,10 @@
 # Half precision (issue 14), here:  scripts/aot-gpu-bench.sh half-dump
 #   the same blocks in f16 at batch 1 and 32 for the H200 with cooperative
 #   matrices, into .dev/aot-half; there (carry .gl, .dev/aot-half,
-#   build/bin/kiln-run):  scripts/aot-gpu-bench.sh half
-#   checks and times them next to PyTorch's f16 blocks (eager, compiled).
+#   build/bin/kiln-run):  scripts/aot-gpu-bench.sh half [DIR under .dev]
+#   checks and times them next to PyTorch's f16 blocks (eager, compiled);
+#   `half-tuned` here compiles them with tuning records (tune-gpu.sh
+#   dump-half) into .dev/aot-half-tuned.
 # Here, after scripts/tune-gpu.sh run/import:  scripts/aot-gpu-bench.sh tuned
 #   compiles the blocks again with the tuning records into .dev/aot-tuned.
 set -euo pipefail
@@ -82,10 +84,20 @@ half-dump)
   rm -f .dev/aot-half/{transformer,resnet_block}.kiln .dev/aot-half/*.mlir .dev/aot-half/*_y_jit.npy
   fetch_vulkan_loader
   ;;
+half-tuned)
+  # The f16 blocks with the tuning records of scripts/tune-gpu.sh dump-half
+  # / run / import, into .dev/aot-half-tuned (run there: `half aot-half-tuned`).
+  rm -rf .dev/aot-half-tuned
+  KILN_CACHE_DIR=${KILN_CACHE_DIR:-$root/.dev/tune-cache} \
+  KILN_GPU_LIMITS=subgroup=32,invocations=1024,shared=49152,groups=2147483647,units=132,coop=1 \
+    build/bin/kiln-bench-aot-blocks .dev/aot-half-tuned --half on
+  rm -f .dev/aot-half-tuned/{transformer,resnet_block}.kiln .dev/aot-half-tuned/*.mlir \
+    .dev/aot-half-tuned/*_y_jit.npy
+  ;;
 half)
   install_vulkan_loader
   export XDG_CACHE_HOME=/tmp/kiln-cache
-  dir=.dev/aot-half log=${OUT:-/tmp}/kiln-run-half.log
+  dir=.dev/${2:-aot-half} log=${OUT:-/tmp}/kiln-run-half.log
   : > "$log"
   for b in 1 32; do
     for m in transformer resnet_block; do
@@ -155,7 +167,7 @@ startup)
   done
   ;;
 *)
-  echo "usage: scripts/aot-gpu-bench.sh dump|tuned|run|ab [A B]|startup|half-dump|half" >&2
+  echo "usage: scripts/aot-gpu-bench.sh dump|tuned|run|ab [A B]|startup|half-dump|half-tuned|half [DIR]" >&2
   exit 2
   ;;
 esac
