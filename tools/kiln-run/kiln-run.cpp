@@ -159,9 +159,24 @@ int main(int argc, char **argv) {
     if (!array.isOk())
       return fail(array.status().message());
     const Signature &sig = artifact->inputs[index];
-    if (array->type.shape != sig.type.shape || array->type.element != sig.type.element)
+    if (array->type.shape != sig.type.shape || array->type.element != sig.type.element) {
+      std::string hint;
+      if (array->type.shape == sig.type.shape) {
+        // The same shape in another dtype: say how to convert it.
+        switch (sig.type.element) {
+        case ElementType::f32: hint = "a.astype(np.float32)"; break;
+        case ElementType::f16: hint = "a.astype(np.float16)"; break;
+        case ElementType::i32: hint = "a.astype(np.int32)"; break;
+        case ElementType::i1: hint = "a.astype(bool)"; break;
+        case ElementType::bf16:
+          hint = "(a.astype(np.float32).view(np.uint32) >> 16).astype(np.uint16)";
+          break;
+        }
+        hint = ": save it converted (NumPy: np.save(path, " + hint + "))";
+      }
       return fail(path + " holds " + array->type.str() + "; input '" + sig.name + "' is " +
-                  sig.type.str());
+                  sig.type.str() + hint);
+    }
     arrays[index] = std::move(*array);
     given[index] = true;
   }

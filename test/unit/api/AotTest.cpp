@@ -305,6 +305,19 @@ TEST(Aot, KilnRunGivesTheJitsResults) {
     text += buffer;
   EXPECT_NE(pclose(pipe), 0);
   EXPECT_NE(text.find("holds [4, 8] f32; input 'x' is [4, 16] f32"), std::string::npos) << text;
+  // The right shape in another dtype: the error says how to convert it.
+  array.type = {{4, 16}, rt::ElementType::i32};
+  array.data.assign(4 * 16 * 4, 0);
+  ASSERT_TRUE(rt::writeNpy(in, array).isOk());
+  pipe = popen(wrong.c_str(), "r");
+  text.clear();
+  while (fgets(buffer, sizeof buffer, pipe))
+    text += buffer;
+  EXPECT_NE(pclose(pipe), 0);
+  EXPECT_NE(text.find("holds [4, 16] i32; input 'x' is [4, 16] f32: save it converted (NumPy: "
+                      "np.save(path, a.astype(np.float32)))"),
+            std::string::npos)
+      << text;
   // The same input twice is refused, not silently the last one.
   std::string twice = std::string(KILN_RUN_PATH) + " " + model + " --input tokens=" +
                       tokenss + " --input tokens=" + tokenss + " 2>&1";
