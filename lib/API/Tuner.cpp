@@ -186,13 +186,20 @@ private:
 } // namespace
 
 bool kiln::configMatches(const KernelConfig &config, const std::string &only) {
-  std::istringstream wanted(only), words(config.str());
+  std::istringstream words(config.str());
   std::set<std::string> has{std::istream_iterator<std::string>(words),
                             std::istream_iterator<std::string>()};
-  for (std::istream_iterator<std::string> w(wanted), end; w != end; ++w)
-    if (!has.count(*w))
-      return false;
-  return true;
+  // Alternatives separated by '|': the config holds every word of one.
+  std::istringstream alternatives(only);
+  for (std::string alternative; std::getline(alternatives, alternative, '|');) {
+    std::istringstream wanted(alternative);
+    bool all = true;
+    for (std::istream_iterator<std::string> w(wanted), end; w != end && all; ++w)
+      all = has.count(*w) > 0;
+    if (all)
+      return true;
+  }
+  return only.empty();
 }
 
 TuneResult kiln::tuneKernel(Session &session, KernelOp kernel, rt::Device &device,

@@ -1,7 +1,7 @@
 //===- kiln-tune.cpp - tune a graph's kernels ahead of time ---------------===//
 //
 //   kiln-tune graph.mlir --device vulkan:0 [--budget SECONDS] [-o model.kiln]
-//             [--record timings.json] [--only "WORDS"]
+//             [--record timings.json] [--only "WORDS [| WORDS...]"]
 //   kiln-tune graph.mlir --device vulkan:0 --emit-candidates DIR
 //   kiln-tune --import timings.json
 //

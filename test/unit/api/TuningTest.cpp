@@ -362,6 +362,10 @@ TEST(Tuner, OnlyMatchesWholeConfigWords) {
   EXPECT_FALSE(configMatches(c, "stages=2 split_k=2"));
   c.gemm.stages = 1;
   EXPECT_FALSE(configMatches(c, "stages=2"));
+  // Alternatives: every word of one of them.
+  EXPECT_TRUE(configMatches(c, "stages=2 | tile=64x128x8 thread=8x8"));
+  EXPECT_TRUE(configMatches(c, "tile=32x32x8|tile=64x128x8"));
+  EXPECT_FALSE(configMatches(c, "stages=2 | tile=64x128x8 split_k=2"));
 }
 
 // --- Processes sharing one cache directory --------------------------------
