@@ -177,6 +177,16 @@ Value FlatEvaluator::visitGuarded(Operation *op, AffineExpr index, OpBuilder *b)
   return result;
 }
 
+Value FlatEvaluator::emit(OpBuilder &b, Value v, AffineExpr index, ValueRange inputs,
+                          bool &failed, ValueRange dims, ValueRange buffers, int64_t lanes) {
+  emitState = {&b, inputs, &failed, dims, buffers, lanes};
+  Value result = visit(v, index, &b);
+  if (lanes > 1 && result && !isa<VectorType>(result.getType()))
+    result = vector::BroadcastOp::create(b, v.getLoc(), VectorType::get({lanes}, result.getType()),
+                                         result);
+  return result;
+}
+
 Value FlatEvaluator::visit(Value v, AffineExpr index, OpBuilder *b) {
   index = simplifyAffineExpr(index, numDims, 0);
   auto key = std::make_pair(v, index);
@@ -216,14 +226,35 @@ Value FlatEvaluator::visit(Value v, AffineExpr index, OpBuilder *b) {
     } else {
       ArrayRef<int64_t> shape = cast<RankedTensorType>(v.getType()).getShape();
       SmallVector<Value> args;
-      for (Value operand : op->getOperands())
-        args.push_back(visit(
-            operand,
-            broadcastSourceIndex(cast<RankedTensorType>(operand.getType()).getShape(), shape,
-                                 index),
-            b));
+      SmallVector<AffineExpr> argIndex;
+      for (Value operand : op->getOperands()) {
+        argIndex.push_back(simplifyAffineExpr(
+            broadcastSourceIndex(cast<RankedTensorType>(operand.getType()).getShape(), shape, index),
+            numDims, 0));
+        args.push_back(visit(operand, argIndex.back(), b));
+      }
       if (b) {
-        result = emitScalar(*b, op, args, emitState.lanes);
+        int64_t lanes = emitState.lanes;
+        if (lanes > 1) {
+          // Lane-uniform operands alone (or none): one scalar op. Mixed:
+          // the uniform ones broadcast to the vectors.
+          if (llvm::none_of(args, [](Value a) { return a && isa<VectorType>(a.getType()); })) {
+            lanes = 1;
+          } else {
+            for (auto [k, a] : llvm::enumerate(args)) {
+              if (!a || isa<VectorType>(a.getType()))
+                continue;
+              Value operand = op->getOperand(k);
+              if (llvm::none_of(uniforms, [&](const Uniform &u) {
+                    return u.v == operand && u.index == argIndex[k];
+                  }))
+                uniforms.push_back({operand, argIndex[k], a});
+              a = vector::BroadcastOp::create(*b, op->getLoc(),
+                                              VectorType::get({lanes}, a.getType()), a);
+            }
+          }
+        }
+        result = emitScalar(*b, op, args, lanes);
         if (!result) {
           op->emitOpError("has no scalar lowering inside a kernel");
           *emitState.failed = true;

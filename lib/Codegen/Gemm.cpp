@@ -357,10 +357,58 @@ bool kiln::vectorizableGemmEpilogue(KernelOp kernel, Operation *root, ArrayRef<i
   return true;
 }
 
+std::optional<GemmRowValues>
+kiln::precomputeGemmRowValues(OpBuilder &b, Location loc, KernelOp kernel, Operation *root,
+                              Block *entry, ArrayRef<SmallVector<Value>> rowCoords,
+                              ArrayRef<int64_t> bounds, AffineExpr resultIndex, int64_t lanes,
+                              Value buffer, int64_t stride, bool &failed) {
+  VectorType vec = VectorType::get({lanes}, b.getF32Type());
+  AffineExpr index = simplifyWithBounds(resultIndex, bounds);
+  GemmRowValues out;
+  out.buffer = buffer;
+  out.stride = stride;
+  for (auto [r, coords] : llvm::enumerate(rowCoords)) {
+    FlatEvaluator epilogue(kernel, static_cast<unsigned>(coords.size()));
+    epilogue.bindAt(root->getResult(0), index);
+    for (Value result : kernel.getBody().front().getTerminator()->getOperands())
+      epilogue.collect(result, index);
+    // The row's uniform values for real; everything else a stand-in whose
+    // vector ops nothing uses (erased as dead code).
+    Value standIn = arith::ConstantOp::create(b, loc, DenseElementsAttr::get(vec, b.getF32FloatAttr(0)));
+    epilogue.setBinding(root->getResult(0), standIn);
+    SmallVector<Value> inputs;
+    for (auto [arg, expr] : epilogue.getAccesses())
+      inputs.push_back(
+          lastStride(expr, bounds) == 1
+              ? standIn
+              : memref::LoadOp::create(
+                    b, loc, entry->getArgument(arg),
+                    ValueRange{applyExpr(b, loc, simplifyWithBounds(expr, bounds), coords)})
+                    .getResult());
+    for (Value result : kernel.getBody().front().getTerminator()->getOperands())
+      epilogue.emit(b, result, index, inputs, failed, coords, {}, lanes);
+    ArrayRef<FlatEvaluator::Uniform> uniforms = epilogue.getUniforms();
+    if (r == 0) {
+      if (uniforms.empty() || int64_t(uniforms.size()) > stride ||
+          llvm::any_of(uniforms, [](const FlatEvaluator::Uniform &u) {
+            return !u.computed.getType().isF32();
+          }))
+        return std::nullopt;
+      for (const FlatEvaluator::Uniform &u : uniforms)
+        out.keys.push_back({u.v, u.index});
+    }
+    assert(uniforms.size() == out.keys.size() && "rows of one epilogue differ");
+    for (auto [k, u] : llvm::enumerate(uniforms))
+      memref::StoreOp::create(b, loc, u.computed, buffer,
+                              ValueRange{constantIndex(b, loc, int64_t(r) * stride + int64_t(k))});
+  }
+  return out;
+}
+
 void kiln::emitGemmEpilogueVector(OpBuilder &sb, Location loc, KernelOp kernel, Operation *root,
                                   Block *entry, Value sums, ValueRange coords,
                                   ArrayRef<int64_t> bounds, AffineExpr resultIndex,
-                                  bool &failed) {
+                                  bool &failed, const GemmRowValues *rowValues, Value row) {
   auto vec = cast<VectorType>(sums.getType());
   unsigned dims = static_cast<unsigned>(coords.size());
   AffineExpr index = simplifyWithBounds(resultIndex, bounds);
@@ -369,15 +417,27 @@ void kiln::emitGemmEpilogueVector(OpBuilder &sb, Location loc, KernelOp kernel, 
   for (Value result : kernel.getBody().front().getTerminator()->getOperands())
     epilogue.collect(result, index);
   epilogue.setBinding(root->getResult(0), sums);
+  if (rowValues) {
+    Value base = arith::MulIOp::create(sb, loc, row, constantIndex(sb, loc, rowValues->stride));
+    for (auto [k, key] : llvm::enumerate(rowValues->keys))
+      epilogue.seed(key.first, key.second,
+                    vector::BroadcastOp::create(
+                        sb, loc, vec,
+                        memref::LoadOp::create(
+                            sb, loc, rowValues->buffer,
+                            ValueRange{arith::AddIOp::create(sb, loc, base,
+                                                             constantIndex(sb, loc, int64_t(k)))})));
+  }
   SmallVector<Value> loads;
   for (auto [arg, expr] : epilogue.getAccesses()) {
     Value buffer = entry->getArgument(arg);
     Value at = applyExpr(sb, loc, simplifyWithBounds(expr, bounds), coords);
+    // A value the same in every lane stays a scalar: what depends on such
+    // values alone is computed once, not per lane (or read from rowValues).
     if (lastStride(expr, bounds) == 1)
       loads.push_back(vector::LoadOp::create(sb, loc, vec, buffer, ValueRange{at}));
     else
-      loads.push_back(vector::BroadcastOp::create(
-          sb, loc, vec, memref::LoadOp::create(sb, loc, buffer, ValueRange{at})));
+      loads.push_back(memref::LoadOp::create(sb, loc, buffer, ValueRange{at}));
   }
   Value at = applyExpr(sb, loc, index, coords);
   for (auto [i, result] :

@@ -176,11 +176,31 @@ void emitGemmEpilogueAt(OpBuilder &b, Location loc, KernelOp kernel, Operation *
 /// contiguous or constant along it, no guarded view.
 bool vectorizableGemmEpilogue(KernelOp kernel, Operation *root, ArrayRef<int64_t> bounds,
                               AffineExpr resultIndex);
+/// A vector epilogue's values that are the same along the last coordinate
+/// (a batch norm's per-channel scale and shift along a row of pixels),
+/// computed once per row into `buffer`: row r's k-th at r * stride + k.
+struct GemmRowValues {
+  Value buffer;
+  int64_t stride = 0;
+  SmallVector<std::pair<Value, AffineExpr>> keys; // the FlatEvaluator's
+};
+/// Computes them for the rows at `rowCoords` (each the coordinates of a
+/// point of that row, in bounds) into `buffer`, which holds `stride` per
+/// row; none (and nothing stored) when the epilogue has none, more than
+/// `stride`, or any that is not f32.
+std::optional<GemmRowValues> precomputeGemmRowValues(OpBuilder &b, Location loc, KernelOp kernel,
+                                                     Operation *root, Block *entry,
+                                                     ArrayRef<SmallVector<Value>> rowCoords,
+                                                     ArrayRef<int64_t> bounds,
+                                                     AffineExpr resultIndex, int64_t lanes,
+                                                     Value buffer, int64_t stride, bool &failed);
 /// As emitGemmEpilogueAt for the vector `sums` of consecutive results along
-/// the last coordinate, from `coords` on (all of them in bounds).
+/// the last coordinate, from `coords` on (all of them in bounds); with
+/// `rowValues`, the per-row values of row `row` are read from them.
 void emitGemmEpilogueVector(OpBuilder &b, Location loc, KernelOp kernel, Operation *root,
                             Block *entry, Value sums, ValueRange coords,
-                            ArrayRef<int64_t> bounds, AffineExpr resultIndex, bool &failed);
+                            ArrayRef<int64_t> bounds, AffineExpr resultIndex, bool &failed,
+                            const GemmRowValues *rowValues = nullptr, Value row = {});
 
 Value constantIndex(OpBuilder &b, Location loc, int64_t v);
 /// affine.apply of `e` (simplified) to `dims`.

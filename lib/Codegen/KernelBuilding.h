@@ -112,12 +112,25 @@ public:
 
   /// Phase 2: the value of `v` at flat index `index`, built with `b`;
   /// `inputs` are the generic's block arguments, one per access.
-  /// With `lanes` > 1 every op is computed on vectors of that many
-  /// elements (`inputs` vectors too); no guarded views then.
+  /// With `lanes` > 1 the result is a vector of that many elements; `inputs`
+  /// are vectors, or scalars for values the same in every lane (a
+  /// channel's batch-norm parameters along a vector of pixels). An op on
+  /// such values alone is computed once, as a scalar, and broadcast where it
+  /// meets a vector. No guarded views then.
   Value emit(OpBuilder &b, Value v, AffineExpr index, ValueRange inputs, bool &failed,
-             ValueRange dims = {}, ValueRange buffers = {}, int64_t lanes = 1) {
-    emitState = {&b, inputs, &failed, dims, buffers, lanes};
-    return visit(v, index, &b);
+             ValueRange dims = {}, ValueRange buffers = {}, int64_t lanes = 1);
+
+  /// A lane-uniform value that met vectors in an emit: `v` at `index`,
+  /// computed as the scalar `computed`.
+  struct Uniform {
+    Value v;
+    AffineExpr index;
+    Value computed;
+  };
+  ArrayRef<Uniform> getUniforms() const { return uniforms; }
+  /// The next emit takes `computed` as `v` at `index` (computed elsewhere).
+  void seed(Value v, AffineExpr index, Value computed) {
+    values[{v, simplifyAffineExpr(index, numDims, 0)}] = computed;
   }
 
 private:
@@ -144,6 +157,7 @@ private:
   DenseSet<Value> rowBound;
   DenseMap<Value, Value> rowValues;
   bool misused = false;
+  SmallVector<Uniform> uniforms;
   SmallVector<std::pair<unsigned, AffineExpr>> accesses;
   DenseMap<std::pair<Value, AffineExpr>, Value> values;
   EmitState emitState;
