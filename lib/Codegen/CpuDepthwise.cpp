@@ -197,16 +197,20 @@ FailureOr<func::FuncOp> kiln::buildCpuDepthwiseFunction(KernelOp kernel, Operati
         });
   };
 
+  // The mask of a masked load of one input row into `count` lanes.
+  auto rowMaskOf = [&](OpBuilder &mb, int64_t count) -> Value {
+    SmallVector<bool> inside;
+    for (int64_t l = 0; l < count; ++l)
+      inside.push_back(l < W);
+    return arith::ConstantOp::create(
+        mb, loc, DenseElementsAttr::get(VectorType::get({count}, mb.getI1Type()), ArrayRef<bool>(inside)));
+  };
+
   // The strided plane through its parts (see `splitPlanes`).
   auto splitPlane = [&](OpBuilder &sb, Value image, Value outChannel, Value inBase,
                         ArrayRef<Value> taps) {
     VectorType rowType = VectorType::get({rowLoad}, f32);
-    VectorType rowMaskType = VectorType::get({rowLoad}, sb.getI1Type());
-    SmallVector<bool> rowLanes;
-    for (int64_t l = 0; l < rowLoad; ++l)
-      rowLanes.push_back(l < W);
-    Value rowMask = arith::ConstantOp::create(
-        sb, loc, DenseElementsAttr::get(rowMaskType, ArrayRef<bool>(rowLanes)));
+    Value rowMask = rowMaskOf(sb, rowLoad);
     Value rowZeros = floatConstant(sb, loc, rowType, 0.0);
     Value zeros = floatConstant(sb, loc, fvec, 0.0);
     // Per column of the window, the row's lanes that land in a part row.
@@ -261,12 +265,7 @@ FailureOr<func::FuncOp> kiln::buildCpuDepthwiseFunction(KernelOp kernel, Operati
   // The strided plane two output rows per vector (see `pairRows`).
   auto pairPlane = [&](OpBuilder &sb, Value image, Value outChannel, Value inBase,
                        ArrayRef<Value> taps) {
-    VectorType maskType = VectorType::get({flatLanes}, sb.getI1Type());
-    SmallVector<bool> rowLanes;
-    for (int64_t l = 0; l < flatLanes; ++l)
-      rowLanes.push_back(l < W);
-    Value rowMask = arith::ConstantOp::create(
-        sb, loc, DenseElementsAttr::get(maskType, ArrayRef<bool>(rowLanes)));
+    Value rowMask = rowMaskOf(sb, flatLanes);
     Value zeros = floatConstant(sb, loc, fvec, 0.0);
     SmallVector<Value> rows(H); // loaded at first use; all in this block
     auto rowAt = [&](int64_t ih) -> Value {
