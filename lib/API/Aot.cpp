@@ -90,8 +90,8 @@ Device deviceFor(const std::string &target) {
 template <typename Graph>
 std::shared_ptr<const rt::Program> compileFor(Session &s, Graph &graph,
                                               const std::string &target,
-                                              const CompileOptions &options) {
-  ProgramTarget how;
+                                              const CompileOptions &options,
+                                              ProgramTarget how = {}) {
   std::optional<CpuObjectEmitter> objects;
   if (target == "cpu") {
     objects.emplace(options.cpu_isa);
@@ -105,6 +105,23 @@ std::shared_ptr<const rt::Program> compileFor(Session &s, Graph &graph,
   else
     program = compileProgram(s, graph, how);
   return target == "metal" ? toMetalProgram(*program) : program;
+}
+
+/// An f32 filter [Cout, C, Kh, Kw] as the CPU direct convolution reads it
+/// packed (CpuDirectConvConfig::packedFilter): [Cout / block][C][Kh Kw][block].
+std::vector<uint8_t> packFilter(const std::vector<uint8_t> &bytes,
+                                const std::vector<int64_t> &shape, int64_t block) {
+  const int64_t outs = shape[0], rest = shape[1] * shape[2] * shape[3];
+  if (shape.size() != 4 || outs % block ||
+      bytes.size() != static_cast<size_t>(outs * rest) * sizeof(float))
+    throw CompileError("internal error: a packed filter of an unexpected shape");
+  std::vector<uint8_t> packed(bytes.size());
+  const auto *from = reinterpret_cast<const float *>(bytes.data());
+  auto *to = reinterpret_cast<float *>(packed.data());
+  for (int64_t o = 0; o < outs; ++o)
+    for (int64_t r = 0; r < rest; ++r)
+      to[((o / block) * rest + r) * block + o % block] = from[o * rest + r];
+  return packed;
 }
 
 std::string nameAt(const std::vector<std::string> &names, size_t i, const char *prefix) {
@@ -157,7 +174,8 @@ Program kiln::compile(const std::vector<Tensor> &outputs, const std::vector<Tens
                   "(Tensor::from, randn, ...)");
     artifact->inputs.push_back({nameAt(options.input_names, i, "input"), typeOf(node)});
   }
-  std::vector<std::pair<const Node *, uint32_t>> weightOf;
+  // A weight by node and the block its bytes are packed in (0: as is).
+  std::vector<std::pair<std::pair<const Node *, int64_t>, uint32_t>> weightOf;
   for (const std::string &target : targets) {
     Device device = deviceFor(target);
     GraphBuilder graph(&s.contextForGraph());
@@ -166,21 +184,42 @@ Program kiln::compile(const std::vector<Tensor> &outputs, const std::vector<Tens
     placeAndFuse(s, graph, RealizeOptions());
     rt::TargetProgram program;
     program.target = target;
-    program.program = compileFor(s, graph, target, options);
-    for (Node *node : graph.inputs) {
+    auto isModelInput = [&](const Node *node) {
+      return std::any_of(inputs.begin(), inputs.end(),
+                         [&](const Tensor &t) { return t.node().get() == node; });
+    };
+    ProgramTarget how;
+    std::vector<std::pair<uint32_t, int64_t>> packedFilters;
+    how.isWeight = [&](uint32_t index) {
+      return index < graph.inputs.size() && !isModelInput(graph.inputs[index]);
+    };
+    how.packedFilters = &packedFilters;
+    program.program = compileFor(s, graph, target, options, how);
+    for (uint32_t index = 0; index < graph.inputs.size(); ++index) {
+      Node *node = graph.inputs[index];
       auto input = std::find_if(inputs.begin(), inputs.end(),
                                 [&](const Tensor &t) { return t.node().get() == node; });
       if (input != inputs.end()) {
         program.sources.push_back({false, static_cast<uint32_t>(input - inputs.begin())});
         continue;
       }
-      auto known = std::find_if(weightOf.begin(), weightOf.end(),
-                                [&](const auto &entry) { return entry.first == node; });
+      int64_t block = 0;
+      for (const auto &[packedInput, packedBlock] : packedFilters)
+        if (packedInput == index)
+          block = packedBlock;
+      auto known = std::find_if(weightOf.begin(), weightOf.end(), [&](const auto &entry) {
+        return entry.first.first == node && entry.first.second == block;
+      });
       if (known == weightOf.end()) {
         std::string name = std::string(node->loc.file_name()) + ":" +
                            std::to_string(node->loc.line());
-        artifact->weights.push_back({name, typeOf(*node), bytesOf(*node)});
-        weightOf.push_back({node, static_cast<uint32_t>(artifact->weights.size() - 1)});
+        std::vector<uint8_t> bytes = bytesOf(*node);
+        if (block) {
+          bytes = packFilter(bytes, node->shape, block);
+          name += " (packed by " + std::to_string(block) + " output channels for the cpu)";
+        }
+        artifact->weights.push_back({name, typeOf(*node), std::move(bytes)});
+        weightOf.push_back({{node, block}, static_cast<uint32_t>(artifact->weights.size() - 1)});
         known = weightOf.end() - 1;
       }
       program.sources.push_back({true, known->second});
@@ -386,9 +425,23 @@ std::string Program::signature() const {
 }
 
 std::string Program::describe(const std::string &target) const {
-  for (const rt::TargetProgram &p : artifact_->programs)
-    if (p.target == (target.empty() ? device_.api() : target))
-      return p.program->describe();
+  for (const rt::TargetProgram &p : artifact_->programs) {
+    if (p.target != (target.empty() ? device_.api() : target))
+      continue;
+    // Then where each input comes from, the weights by name (the CPU's
+    // packed filters say so).
+    std::string text = p.program->describe();
+    for (size_t i = 0; i < p.sources.size(); ++i) {
+      const rt::InputSource &source = p.sources[i];
+      text += "input " + std::to_string(i) + ": ";
+      if (source.weight)
+        text += "weight '" + artifact_->weights[source.index].name + "' " +
+                artifact_->weights[source.index].type.str() + "\n";
+      else
+        text += "model input '" + artifact_->inputs[source.index].name + "'\n";
+    }
+    return text;
+  }
   return {};
 }
 

@@ -8,6 +8,7 @@
 #include "Devices.h"
 #include "KernelCompiler.h"
 
+#include "kiln/Codegen/KernelConfigAttr.h"
 #include "kiln/Codegen/KernelCost.h"
 #include "kiln/Transforms/Passes.h"
 #include "kiln/Transforms/Placement.h"
@@ -188,11 +189,14 @@ public:
   ProgramBuilder(Session &session, func::FuncOp func, std::vector<rt::TensorType> inputs,
                  std::vector<uint32_t> *constantNodes, const ProgramTarget &target)
       : session(session), func(func), constantNodes(constantNodes),
-        cpuObjects(target.cpuObjects), gpuProfile(target.gpuProfile) {
+        cpuObjects(target.cpuObjects), gpuProfile(target.gpuProfile), isWeight(target.isWeight),
+        packedFilters(target.packedFilters) {
     program->inputs = std::move(inputs);
   }
 
   std::shared_ptr<const rt::Program> build() {
+    if (cpuObjects && isWeight && packedFilters)
+      markWeightFilters();
     for (Operation &op : func.getBody().front()) {
       if (auto input = dyn_cast<InputOp>(op))
         addStep(rt::ProgramStep::Kind::input, op, input.getIndex(), {});
@@ -248,6 +252,44 @@ private:
     program->steps.push_back(std::move(step));
   }
 
+  /// A CPU kernel whose convolution filter is a weight used nowhere else
+  /// gets kWeightFilterAttr: its direct form reads the filter packed once
+  /// when the program is compiled instead of repacking it per inference.
+  void markWeightFilters() {
+    func.walk([&](InputOp input) {
+      if (!isWeight(static_cast<uint32_t>(input.getIndex())) || !input->hasOneUse())
+        return;
+      OpOperand &use = *input->use_begin();
+      auto kernel = dyn_cast<KernelOp>(use.getOwner());
+      if (!kernel || deviceOf(kernel).api() != "cpu")
+        return;
+      Value arg = kernel.getBody().front().getArgument(use.getOperandNumber());
+      for (Operation *user : arg.getUsers())
+        if (auto conv = dyn_cast<Conv2dOp>(user); conv && conv.getFilter() == arg)
+          kernel->setAttr(kWeightFilterAttr, UnitAttr::get(kernel.getContext()));
+    });
+  }
+
+  /// After `kernel` was built: its filter, when its config reads it packed.
+  void notePackedFilter(KernelOp kernel) {
+    FailureOr<std::optional<KernelConfig>> config = readKernelConfig(kernel);
+    if (failed(config) || !*config)
+      throw CompileError("internal error: a CPU kernel built without its config");
+    if ((*config)->form != KernelConfig::Form::CpuDirectConv ||
+        !(*config)->cpuDirectConv.packedFilter)
+      return;
+    kernel.getBody().walk([&](Conv2dOp conv) {
+      auto arg = dyn_cast<BlockArgument>(conv.getFilter());
+      if (!arg)
+        return;
+      auto input = kernel.getInputs()[arg.getArgNumber()].getDefiningOp<InputOp>();
+      if (!input)
+        throw CompileError("internal error: a packed filter that is not a program input");
+      packedFilters->push_back({static_cast<uint32_t>(input.getIndex()),
+                                (*config)->cpuDirectConv.blockChannels()});
+    });
+  }
+
   /// Compiles `kernel` for the device placement gave it.
   size_t addKernel(KernelOp kernel) {
     Device device = deviceOf(kernel);
@@ -273,6 +315,8 @@ private:
         code->innerIterations = object.innerIterations;
         objects.push_back(std::move(object.bytes));
         entry.cpu = std::move(code);
+        if (packedFilters && kernel->hasAttr(kWeightFilterAttr))
+          notePackedFilter(kernel);
       } else if (device.api() == "cpu") {
         entry.cpu = cpuCodeOf(compileCpuKernel(session, kernel, &runtimeDevice(device)));
       } else {
@@ -319,6 +363,8 @@ private:
   std::vector<uint32_t> *constantNodes;
   CpuObjectEmitter *cpuObjects;
   const rt::AdapterInfo *gpuProfile;
+  std::function<bool(uint32_t)> isWeight;
+  std::vector<std::pair<uint32_t, int64_t>> *packedFilters;
   std::vector<std::vector<uint8_t>> objects;
   std::shared_ptr<rt::Program> program = std::make_shared<rt::Program>();
   llvm::DenseMap<Value, uint32_t> ids;

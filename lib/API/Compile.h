@@ -15,6 +15,8 @@
 #include "kiln/Transforms/Placement.h"
 #include "kiln/runtime/Program.h"
 
+#include <functional>
+
 namespace kiln {
 
 class CpuObjectEmitter;
@@ -42,6 +44,12 @@ struct ProgramTarget {
   /// GPU kernels are sized for these limits rather than the Vulkan device
   /// they were placed on (the metal target's metalProfile()).
   const rt::AdapterInfo *gpuProfile = nullptr;
+  /// Which Program inputs are weights (compile()); a CPU convolution whose
+  /// filter is one, and its only use, may take it packed, and
+  /// `packedFilters` receives (input, block of output channels) for each
+  /// filter the caller must store packed (CpuDirectConvConfig::packedFilter).
+  std::function<bool(uint32_t input)> isWeight;
+  std::vector<std::pair<uint32_t, int64_t>> *packedFilters = nullptr;
 };
 
 /// A Program constant a pass made: its value is the compiled one.

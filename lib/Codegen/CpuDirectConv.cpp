@@ -44,9 +44,18 @@ static bool isPointwise(Conv2dOp conv) {
 // 16 and 24 channels).
 static constexpr int64_t kMinPointwiseChannels = 32;
 
+// A program compiled ahead of time marks a kernel whose filter is a weight
+// it may store packed (`kiln.weight_filter`); the JIT's filters arrive as
+// the user wrote them.
+static bool hasWeightFilter(Operation *root) {
+  auto kernel = root->getParentOfType<KernelOp>();
+  return kernel && kernel->hasAttr(kWeightFilterAttr);
+}
+
 bool kiln::fitsCpuDirectConv(Operation *root, const CpuDirectConvConfig &config) {
   auto conv = dyn_cast_or_null<Conv2dOp>(root);
-  if (!conv || conv.getGroupsAttr().getInt() != 1)
+  if (!conv || conv.getGroupsAttr().getInt() != 1 ||
+      (config.packedFilter && !hasWeightFilter(root)))
     return false;
   auto shapeOf = [](Value v) { return cast<RankedTensorType>(v.getType()).getShape(); };
   ArrayRef<int64_t> x = shapeOf(conv.getInput()), w = shapeOf(conv.getFilter()),
@@ -68,12 +77,14 @@ std::optional<CpuDirectConvConfig> kiln::defaultCpuDirectConv(Operation *root) {
   if (!conv)
     return std::nullopt;
   CpuDirectConvConfig config = CpuDirectConvConfig::defaultForHost();
+  config.packedFilter = hasWeightFilter(root);
   // Each unit repacks its block's filters, once per inference: on a plane
   // under 8 x 8 that costs as much as the FMAs (ResNet-18's 3x3/2 into
   // 7 x 7, 256 -> 512 channels: 1.18M filter values for 49 outputs each),
-  // and the GEMM form reads the filters in place.
+  // and the GEMM form reads the filters in place. Filters packed when the
+  // program was compiled cost nothing per inference.
   ArrayRef<int64_t> outShape = conv.getResult().getType().getShape();
-  if (outShape[2] * outShape[3] < 64)
+  if (outShape[2] * outShape[3] < 64 && !config.packedFilter)
     return std::nullopt;
   // Pointwise by default only where it measured faster than the GEMM form
   // (MobileNetV2, one thread): a projection to at most a third of the
@@ -96,12 +107,22 @@ std::optional<CpuDirectConvConfig> kiln::defaultCpuDirectConv(Operation *root) {
   // convolutions (1.16x and 1.06x at one thread; the 3-channel stem was
   // not faster).
   if (config.lanes == 16 && (conv.getStrides()[0] > 1 || conv.getStrides()[1] > 1) &&
-      conv.getInput().getType().getShape()[1] >= 16) {
+      conv.getInput().getType().getShape()[1] >= 16 &&
+      (outShape[3] % 4 == 0 || outShape[3] % 7 != 0)) {
     CpuDirectConvConfig wide = config;
     wide.pixels = 4;
     wide.vectors = 4;
     if (fitsCpuDirectConv(root, wide))
       return wide;
+  }
+  // Rows of 7, 14 and 28 (ResNet's 3x3 stages) in blocks of 7: blocks of
+  // 8 (or 4) would recompute pixels of every row (14 x 14, 256 channels:
+  // 1.6-1.7 ms -> 1.46-1.61 at one thread).
+  if (!isPointwise(conv) && outShape[3] % config.pixels != 0 && outShape[3] % 7 == 0) {
+    CpuDirectConvConfig seven = config;
+    seven.pixels = 7;
+    if (fitsCpuDirectConv(root, seven))
+      return seven;
   }
   // Two vectors of output channels where they divide, else one.
   if (fitsCpuDirectConv(root, config))
@@ -184,11 +205,21 @@ FailureOr<func::FuncOp> kiln::buildCpuDirectConvFunction(KernelOp kernel, Operat
     return memref::AllocOp::create(b, loc, MemRefType::get({n}, f32), b.getI64IntegerAttr(64))
         .getResult();
   };
-  Value slab = pointwise ? Value() : heap(slabSize), packedFilter = heap(C * taps * CB);
+  // Filters packed when the program was compiled need no copy here.
+  const bool packed = config.packedFilter;
+  Value slab = pointwise ? Value() : heap(slabSize),
+        packedFilter = packed ? Value() : heap(C * taps * CB);
   Value sums = memref::AllocaOp::create(b, loc, MemRefType::get({P * CB}, f32));
+  // Input channels per chunk: a chunk's filters (chunk x taps x CB) in
+  // about 32 KB, and a band's sums between chunks.
+  const int64_t chunkChannels = std::max<int64_t>(1, 8192 / (taps * CB));
+  Value partial = pointwise ? Value() : heap(band * rowBlocks * P * CB);
   // The block of output channels packedFilter holds (none yet).
   Value packedFor = memref::AllocaOp::create(b, loc, MemRefType::get({1}, b.getIndexType()));
   memref::StoreOp::create(b, loc, idx(b, coBlocks), packedFor, ValueRange{idx(b, 0)});
+  // The (image, band) the slab holds (none yet).
+  Value slabFor = memref::AllocaOp::create(b, loc, MemRefType::get({1}, b.getIndexType()));
+  memref::StoreOp::create(b, loc, idx(b, images * bands), slabFor, ValueRange{idx(b, 0)});
   Value in = entry->getArgument(input.getArgNumber());
   Value weights = entry->getArgument(filter.getArgNumber());
 
@@ -206,6 +237,8 @@ FailureOr<func::FuncOp> kiln::buildCpuDirectConvFunction(KernelOp kernel, Operat
   // one block; repacking per band cost 10-15% of a 56x56 convolution),
   // each [c][tap] row of 32 written whole.
   auto repack = [&](OpBuilder &ub, Value coBlock) {
+    if (packed)
+      return;
     Value stale = arith::CmpIOp::create(
         ub, loc, arith::CmpIPredicate::ne,
         memref::LoadOp::create(ub, loc, packedFor, ValueRange{idx(ub, 0)}), coBlock);
@@ -223,20 +256,21 @@ FailureOr<func::FuncOp> kiln::buildCpuDirectConvFunction(KernelOp kernel, Operat
     memref::StoreOp::create(rb, loc, coBlock, packedFor, ValueRange{idx(rb, 0)});
   };
   // P x V accumulators over the input channels and taps; `xAt(fb, c, tap,
-  // p)` is where pixel p reads input channel c at the tap.
-  auto accumulate = [&](OpBuilder &pb,
+  // p)` is where pixel p reads input channel c at the tap. The block's
+  // filters, [c][tap][o], start at `filterBase` of `filters`.
+  Value filters = packed ? weights : packedFilter;
+  auto accumulate = [&](OpBuilder &pb, Value filterBase, Value cFrom, Value cTo, ValueRange init,
                         function_ref<Value(OpBuilder &, Value, int64_t, int64_t)> xAt) {
-    SmallVector<Value> init(P * V, floatConstant(pb, loc, vec, 0.0));
     return scf::ForOp::create(
-        pb, loc, idx(pb, 0), idx(pb, C), idx(pb, 1), init,
+        pb, loc, cFrom, cTo, idx(pb, 1), init,
         [&](OpBuilder &fb, Location, Value c, ValueRange a) {
           SmallVector<Value> next(a.begin(), a.end());
-          Value filterRow = mul(fb, c, taps * CB);
+          Value filterRow = add(fb, filterBase, mul(fb, c, taps * CB));
           for (int64_t tap = 0; tap < taps; ++tap) {
             SmallVector<Value> wv;
             for (int64_t v = 0; v < V; ++v)
               wv.push_back(vector::LoadOp::create(
-                  fb, loc, vec, packedFilter,
+                  fb, loc, vec, filters,
                   ValueRange{add(fb, filterRow, idx(fb, tap * CB + v * VL))}));
             for (int64_t p = 0; p < P; ++p) {
               Value xv = vector::BroadcastOp::create(fb, loc, vec, xAt(fb, c, tap, p));
@@ -247,19 +281,31 @@ FailureOr<func::FuncOp> kiln::buildCpuDirectConvFunction(KernelOp kernel, Operat
           scf::YieldOp::create(fb, loc, next);
         });
   };
-  // The block's sums, per output channel its P pixels (flat position j
-  // onwards) as one vector, through the epilogue.
-  auto finish = [&](OpBuilder &pb, scf::ForOp acc, Value image, Value coBlock, Value j) {
+  // A block's P x V accumulators stored at `at` of `buffer`, [p][o]; and
+  // read back.
+  auto storeSums = [&](OpBuilder &pb, ValueRange acc, Value buffer, Value at) {
     for (int64_t p = 0; p < P; ++p)
       for (int64_t v = 0; v < V; ++v)
-        vector::StoreOp::create(pb, loc, acc.getResult(p * V + v), sums,
-                                ValueRange{idx(pb, p * CB + v * VL)});
+        vector::StoreOp::create(pb, loc, acc[p * V + v], buffer,
+                                ValueRange{add(pb, at, idx(pb, p * CB + v * VL))});
+  };
+  auto loadSums = [&](OpBuilder &pb, Value buffer, Value at) {
+    SmallVector<Value> acc;
+    for (int64_t p = 0; p < P; ++p)
+      for (int64_t v = 0; v < V; ++v)
+        acc.push_back(vector::LoadOp::create(pb, loc, vec, buffer,
+                                             ValueRange{add(pb, at, idx(pb, p * CB + v * VL))}));
+    return acc;
+  };
+  // The block's sums at `at` of `buffer`, per output channel its P pixels
+  // (flat position j onwards) as one vector, through the epilogue.
+  auto finish = [&](OpBuilder &pb, Value buffer, Value at, Value image, Value coBlock, Value j) {
     forRange(pb, idx(pb, 0), idx(pb, CB), 1, [&](OpBuilder &eb, Value o) {
       Value co = add(eb, mul(eb, coBlock, CB), o);
       SmallVector<Value> column;
       for (int64_t p = 0; p < P; ++p)
-        column.push_back(
-            memref::LoadOp::create(eb, loc, sums, ValueRange{add(eb, idx(eb, p * CB), o)}));
+        column.push_back(memref::LoadOp::create(
+            eb, loc, buffer, ValueRange{add(eb, add(eb, at, idx(eb, p * CB)), o)}));
       if (vectorEpilogue) {
         emitGemmEpilogueVector(eb, loc, kernel, root, entry,
                                vector::FromElementsOp::create(eb, loc, pixels, column),
@@ -274,11 +320,19 @@ FailureOr<func::FuncOp> kiln::buildCpuDirectConvFunction(KernelOp kernel, Operat
   };
 
   forRange(b, idx(b, 0), idx(b, units), 1, [&](OpBuilder &ub, Value unit) {
+    // Units run band after band of one block of output channels, so a
+    // thread repacks a block's filters once; with the filters packed
+    // already, block after block of one band, so it copies a band's slab
+    // once (a 7 x 7 plane of 512 channels is one band for 16 blocks).
     Value image = arith::DivUIOp::create(ub, loc, unit, idx(ub, coBlocks * bands));
     Value rest = arith::RemUIOp::create(ub, loc, unit, idx(ub, coBlocks * bands));
-    Value coBlock = arith::DivUIOp::create(ub, loc, rest, idx(ub, bands));
-    Value bandIndex = arith::RemUIOp::create(ub, loc, rest, idx(ub, bands));
+    Value coBlock = packed ? arith::RemUIOp::create(ub, loc, rest, idx(ub, coBlocks)).getResult()
+                           : arith::DivUIOp::create(ub, loc, rest, idx(ub, bands)).getResult();
+    Value bandIndex = packed
+                          ? arith::DivUIOp::create(ub, loc, rest, idx(ub, coBlocks)).getResult()
+                          : arith::RemUIOp::create(ub, loc, rest, idx(ub, bands)).getResult();
     repack(ub, coBlock);
+    Value filterBase = packed ? mul(ub, coBlock, CB * C * taps) : idx(ub, 0);
     if (pointwise) {
       // The unit's run of blocks over the plane, read straight from the
       // input (channel c of pixel q at (image * C + c) * OH * OW + q).
@@ -289,13 +343,17 @@ FailureOr<func::FuncOp> kiln::buildCpuDirectConvFunction(KernelOp kernel, Operat
       forRange(ub, first, last, 1, [&](OpBuilder &pb, Value block) {
         Value j = arith::MinUIOp::create(pb, loc, mul(pb, block, P), idx(pb, rowPixels - P));
         Value origin = add(pb, imageBase, j);
-        auto acc = accumulate(pb, [&](OpBuilder &fb, Value c, int64_t, int64_t p) {
-          return memref::LoadOp::create(
-                     fb, loc, in, ValueRange{add(fb, add(fb, mul(fb, c, rowPixels), origin),
-                                                 idx(fb, p))})
-              .getResult();
-        });
-        finish(pb, acc, image, coBlock, j);
+        SmallVector<Value> zeros(P * V, floatConstant(pb, loc, vec, 0.0));
+        auto acc = accumulate(pb, filterBase, idx(pb, 0), idx(pb, C), zeros,
+                              [&](OpBuilder &fb, Value c, int64_t, int64_t p) {
+                                return memref::LoadOp::create(
+                                           fb, loc, in,
+                                           ValueRange{add(fb, add(fb, mul(fb, c, rowPixels), origin),
+                                                          idx(fb, p))})
+                                    .getResult();
+                              });
+        storeSums(pb, acc.getResults(), sums, idx(pb, 0));
+        finish(pb, sums, idx(pb, 0), image, coBlock, j);
       });
       return;
     }
@@ -304,12 +362,19 @@ FailureOr<func::FuncOp> kiln::buildCpuDirectConvFunction(KernelOp kernel, Operat
                                         arith::SubIOp::create(ub, loc, idx(ub, OH), firstRow));
     // The input rows the band reads, zero-padded: slab row r of channel c
     // is input row firstRow * sh - ph + r, its column q input column
-    // q - pw.
-    forRange(ub, idx(ub, 0), idx(ub, slabSize), VL, [&](OpBuilder &zb, Value at) {
+    // q - pw. Copied when the slab holds another band.
+    Value slabBand = add(ub, mul(ub, image, bands), bandIndex);
+    Value staleSlab = arith::CmpIOp::create(
+        ub, loc, arith::CmpIPredicate::ne,
+        memref::LoadOp::create(ub, loc, slabFor, ValueRange{idx(ub, 0)}), slabBand);
+    auto ifStaleSlab = scf::IfOp::create(ub, loc, staleSlab, /*withElseRegion=*/false);
+    OpBuilder sb = OpBuilder::atBlockBegin(&ifStaleSlab.getThenRegion().front());
+    memref::StoreOp::create(sb, loc, slabBand, slabFor, ValueRange{idx(sb, 0)});
+    forRange(sb, idx(sb, 0), idx(sb, slabSize), VL, [&](OpBuilder &zb, Value at) {
       vector::StoreOp::create(zb, loc, floatConstant(zb, loc, vec, 0.0), slab, ValueRange{at});
     });
-    Value top = arith::SubIOp::create(ub, loc, mul(ub, firstRow, sh), idx(ub, ph));
-    forRange(ub, idx(ub, 0), idx(ub, C * slabRows), 1, [&](OpBuilder &rb, Value cr) {
+    Value top = arith::SubIOp::create(sb, loc, mul(sb, firstRow, sh), idx(sb, ph));
+    forRange(sb, idx(sb, 0), idx(sb, C * slabRows), 1, [&](OpBuilder &rb, Value cr) {
       Value c = arith::DivUIOp::create(rb, loc, cr, idx(rb, slabRows));
       Value h = add(rb, top, arith::RemUIOp::create(rb, loc, cr, idx(rb, slabRows)));
       Value inside = arith::AndIOp::create(
@@ -326,25 +391,50 @@ FailureOr<func::FuncOp> kiln::buildCpuDirectConvFunction(KernelOp kernel, Operat
       });
     });
     // Blocks of P pixels of each output row.
-    forRange(ub, idx(ub, 0), mul(ub, rows, rowBlocks), 1, [&](OpBuilder &pb, Value block) {
-      Value r = arith::DivUIOp::create(pb, loc, block, idx(pb, rowBlocks));
-      Value wo = arith::MinUIOp::create(
-          pb, loc, mul(pb, arith::RemUIOp::create(pb, loc, block, idx(pb, rowBlocks)), P),
-          idx(pb, OW - P));
-      // Slab position of pixel 0's window at tap (0, 0).
-      Value origin = add(pb, mul(pb, mul(pb, r, sh), slabW), mul(pb, wo, sw));
-      auto acc = accumulate(pb, [&](OpBuilder &fb, Value c, int64_t tap, int64_t p) {
-        int64_t kh = tap / KW, kw = tap % KW;
-        Value at = add(fb, add(fb, mul(fb, c, slabRows * slabW), origin),
-                       idx(fb, kh * dh * slabW + kw * dw + p * sw));
-        return memref::LoadOp::create(fb, loc, slab, ValueRange{at}).getResult();
+    // Input channels in chunks whose filters stay in the L1 cache while
+    // every block of the band reads them (a 7 x 7 plane of 512 channels
+    // streamed a block's 590 KB of filters from L2 per row); each block's
+    // sums wait in `partial` between chunks, in the same order of adds.
+    Value blocks = mul(ub, rows, rowBlocks);
+    forRange(ub, idx(ub, 0), mul(ub, blocks, P * CB), VL, [&](OpBuilder &zb, Value at) {
+      vector::StoreOp::create(zb, loc, floatConstant(zb, loc, vec, 0.0), partial, ValueRange{at});
+    });
+    auto eachBlock = [&](OpBuilder &ob, function_ref<void(OpBuilder &, Value, Value, Value)> body) {
+      forRange(ob, idx(ob, 0), blocks, 1, [&](OpBuilder &pb, Value block) {
+        Value r = arith::DivUIOp::create(pb, loc, block, idx(pb, rowBlocks));
+        Value wo = arith::MinUIOp::create(
+            pb, loc, mul(pb, arith::RemUIOp::create(pb, loc, block, idx(pb, rowBlocks)), P),
+            idx(pb, OW - P));
+        body(pb, r, wo, mul(pb, block, P * CB));
       });
-      finish(pb, acc, image, coBlock, add(pb, mul(pb, add(pb, firstRow, r), OW), wo));
+    };
+    forRange(ub, idx(ub, 0), idx(ub, C), chunkChannels, [&](OpBuilder &kb, Value cFrom) {
+      Value cTo = arith::MinUIOp::create(kb, loc, add(kb, cFrom, idx(kb, chunkChannels)),
+                                         idx(kb, C));
+      eachBlock(kb, [&](OpBuilder &pb, Value r, Value wo, Value at) {
+        // Slab position of pixel 0's window at tap (0, 0).
+        Value origin = add(pb, mul(pb, mul(pb, r, sh), slabW), mul(pb, wo, sw));
+        auto acc = accumulate(pb, filterBase, cFrom, cTo, loadSums(pb, partial, at),
+                              [&](OpBuilder &fb, Value c, int64_t tap, int64_t p) {
+                                int64_t kh = tap / KW, kw = tap % KW;
+                                Value at = add(fb, add(fb, mul(fb, c, slabRows * slabW), origin),
+                                               idx(fb, kh * dh * slabW + kw * dw + p * sw));
+                                return memref::LoadOp::create(fb, loc, slab, ValueRange{at})
+                                    .getResult();
+                              });
+        storeSums(pb, acc.getResults(), partial, at);
+      });
+    });
+    eachBlock(ub, [&](OpBuilder &pb, Value r, Value wo, Value at) {
+      finish(pb, partial, at, image, coBlock, add(pb, mul(pb, add(pb, firstRow, r), OW), wo));
     });
   });
-  if (slab)
+  if (slab) {
     memref::DeallocOp::create(b, loc, slab);
-  memref::DeallocOp::create(b, loc, packedFilter);
+    memref::DeallocOp::create(b, loc, partial);
+  }
+  if (packedFilter)
+    memref::DeallocOp::create(b, loc, packedFilter);
   func::ReturnOp::create(b, loc);
   if (failed) {
     func.erase();

@@ -356,6 +356,8 @@ std::string KernelConfig::str() const {
     add("pixels", cpuDirectConv.pixels);
     add("lanes", cpuDirectConv.lanes);
     add("vectors", cpuDirectConv.vectors);
+    if (cpuDirectConv.packedFilter)
+      add("packed_filter", 1);
     break;
   case Form::CoopGemm:
     s += " tile=" + std::to_string(coop.tileM) + "x" + std::to_string(coop.tileN) + "x" +

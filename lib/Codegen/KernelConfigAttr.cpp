@@ -288,6 +288,8 @@ DictionaryAttr kiln::kernelConfigAttr(MLIRContext *ctx, const KernelConfig &conf
     add("pixels", b.getI64IntegerAttr(config.cpuDirectConv.pixels));
     add("lanes", b.getI64IntegerAttr(config.cpuDirectConv.lanes));
     add("vectors", b.getI64IntegerAttr(config.cpuDirectConv.vectors));
+    if (config.cpuDirectConv.packedFilter)
+      add("packed_filter", b.getBoolAttr(true));
     break;
   case KernelConfig::Form::CoopGemm:
     add("tile", b.getDenseI64ArrayAttr({config.coop.tileM, config.coop.tileN, config.coop.tileK}));
@@ -409,7 +411,9 @@ FailureOr<std::optional<KernelConfig>> kiln::readKernelConfig(KernelOp kernel) {
   case Form::CpuDirectConv:
     ok = read.integer("pixels", config.cpuDirectConv.pixels) &&
          read.integer("lanes", config.cpuDirectConv.lanes) &&
-         read.integer("vectors", config.cpuDirectConv.vectors);
+         read.integer("vectors", config.cpuDirectConv.vectors) &&
+         (!dict.get("packed_filter") ||
+          read.boolean("packed_filter", config.cpuDirectConv.packedFilter));
     break;
   case Form::CoopGemm:
     ok = read.array("tile", {&config.coop.tileM, &config.coop.tileN, &config.coop.tileK}) &&
@@ -443,6 +447,9 @@ static std::string configProblem(KernelOp kernel, const DeviceLimits *gpu,
   case KernelConfig::Form::CpuDirectConv:
     if (std::string problem = config.cpuDirectConv.check(); !problem.empty())
       return problem;
+    if (config.cpuDirectConv.packedFilter && !kernel->hasAttr(kWeightFilterAttr))
+      return "packed_filter needs a filter the program stores packed: a weight of a program "
+             "compiled ahead of time (kiln.weight_filter on the kernel)";
     return fitsCpuDirectConv(contractionRoot(kernel), config.cpuDirectConv)
                ? ""
                : "the direct form needs a dense f32 convolution with a window over 1x1, output "

@@ -119,10 +119,20 @@ struct CpuMatmulConfig {
 /// of `pixels` output pixels of one row by `vectors` x `lanes` output
 /// channels, pixels x vectors accumulators in vector registers over the
 /// input channels and taps.
+/// On a kernel whose convolution filter is a weight of a program compiled
+/// ahead of time: the program may store it in the CPU direct form's packed
+/// layout (CpuDirectConvConfig::packedFilter).
+inline constexpr char kWeightFilterAttr[] = "kiln.weight_filter";
+
 struct CpuDirectConvConfig {
   int pixels = 8;
   int lanes = 16; // the host's f32 vector width
   int vectors = 2;
+  /// The filter operand arrives as [Cout / block][C][Kh * Kw][block]
+  /// (block = lanes x vectors), packed when the program was compiled:
+  /// only for a filter that is a weight (`kiln.weight_filter` on the
+  /// kernel), never repacked per inference.
+  bool packedFilter = false;
 
   int blockChannels() const { return lanes * vectors; }
   /// For this host: its vector width and a block that fits its registers.

@@ -1,16 +1,21 @@
 // RUN: kiln-opt %s --kiln-kernel-to-linalg=coalesce=true | FileCheck %s
 // RUN: kiln-opt %s --kiln-kernel-to-linalg=coalesce=true --kiln-linalg-to-llvm | FileCheck %s --check-prefix=LLVM
 // RUN: sed 's/ config {[^}]*}//' %s | kiln-opt --kiln-materialize-configs | FileCheck %s --check-prefix=DEFAULT
+// RUN: sed 's/ config {[^}]*}//' %s | kiln-opt --kiln-kernel-to-linalg=coalesce=true | FileCheck %s --check-prefix=PACKED
+// RUN: kiln-opt %s --kiln-materialize-configs | FileCheck %s --check-prefix=PACKED-DEFAULT
 // A dense 3x3 convolution (64 -> 64 channels, 56x56, padding 1) with bias
 // and ReLU on the CPU: the direct form, vectors along the output channels,
 // in its AVX-512 configuration (8 pixels x 2 vectors of 16 channels).
 // 16 work units (2 blocks of 32 output channels x 8 bands of 7 rows); each
-// copies its rows of input into a zero-padded slab (64 x 9 x 58), repacks
-// the filters of its channel block as [in channel][tap][out channel] only
-// when the block changes, and per block of 8 pixels keeps 8 x 2 vector
-// accumulators over the input channels: per tap 2 filter vectors, 8
-// broadcasts, 16 FMAs (144 per input channel). Each output channel's 8
-// pixels go through the epilogue as one vector.
+// copies its rows of input into a zero-padded slab (64 x 9 x 58) when the
+// slab holds another band, repacks the filters of its channel block as
+// [in channel][tap][out channel] only when the block changes, and per
+// chunk of 28 input channels (28 x 9 x 32 filters, 32 KB: they stay in L1
+// while every block of the band reads them) and block of 8 pixels keeps
+// 8 x 2 vector accumulators, loaded from and stored to the band's partial
+// sums: per tap 2 filter vectors, 8 broadcasts, 16 FMAs (144 per input
+// channel). Each output channel's 8 pixels go through the epilogue as one
+// vector.
 
 func.func @conv(%x: tensor<1x64x56x56xf32>, %w: tensor<64x64x3x3xf32>, %b: tensor<64x1x1xf32>) -> tensor<1x64x56x56xf32> {
   %0 = kiln.kernel on "cpu:0" config {form = "cpu_direct_conv", lanes = 16, pixels = 8, vectors = 2} (%x, %w, %b) : (tensor<1x64x56x56xf32>, tensor<64x64x3x3xf32>, tensor<64x1x1xf32>) -> tensor<1x64x56x56xf32> {
@@ -24,16 +29,28 @@ func.func @conv(%x: tensor<1x64x56x56xf32>, %w: tensor<64x64x3x3xf32>, %b: tenso
 }
 // CHECK-LABEL: func.func @conv_kernel0
 // CHECK-SAME: kiln.outer_size = 16
+// The slab, the repacked filters, one block's sums, the band's partial sums
+// (7 rows x 7 blocks x 8 pixels x 32 channels):
 // CHECK: memref.alloc() {alignment = 64 : i64} : memref<33408xf32>
 // CHECK-NEXT: memref.alloc() {alignment = 64 : i64} : memref<18432xf32>
+// CHECK-NEXT: memref.alloca() : memref<256xf32>
+// CHECK-NEXT: memref.alloc() {alignment = 64 : i64} : memref<12544xf32>
 // CHECK: scf.for %{{.*}} = %c0{{.*}} to %c16
 // The repack, when the channel block changed:
 // CHECK: %[[STALE:.*]] = arith.cmpi ne
 // CHECK-NEXT: scf.if %[[STALE]]
-// The input channels' loop with 16 accumulators, 144 FMAs a step:
-// CHECK: scf.for %{{.*}} = %c0{{.*}} to %c64 step %c1{{.*}} iter_args({{.*}}) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
+// The slab, when the band changed:
+// CHECK: %[[STALESLAB:.*]] = arith.cmpi ne
+// CHECK-NEXT: scf.if %[[STALESLAB]]
+// Chunks of 28 input channels, then the band's blocks:
+// CHECK: scf.for %[[C0:.*]] = %c0{{.*}} to %c64{{.*}} step %c28
+// CHECK: %[[C1:.*]] = arith.minui %{{.*}}, %c64
+// CHECK: scf.for
+// CHECK-COUNT-16: vector.load %{{.*}} : memref<12544xf32>, vector<16xf32>
+// CHECK: scf.for %{{.*}} = %[[C0]] to %[[C1]] step %c1{{.*}} iter_args({{.*}}) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
 // CHECK-COUNT-144: vector.fma
 // CHECK: scf.yield
+// CHECK-COUNT-16: vector.store %{{.*}} : memref<12544xf32>, vector<16xf32>
 // The epilogue on 8 pixels of one channel:
 // CHECK: vector.from_elements {{.*}} : vector<8xf32>
 // CHECK: arith.maximumf {{.*}} : vector<8xf32>
@@ -43,3 +60,25 @@ func.func @conv(%x: tensor<1x64x56x56xf32>, %w: tensor<64x64x3x3xf32>, %b: tenso
 // Without a config the host's default is the direct form (16 lanes with
 // AVX-512, 8 with AVX2).
 // DEFAULT: config {form = "cpu_direct_conv", lanes = {{8|16}} : i64, pixels = {{6|8}} : i64, vectors = 2 : i64}
+
+// A program compiled ahead of time whose filter is a weight
+// (`kiln.weight_filter`) stores it packed, [Cout / 32][C][tap][32]: no
+// repack buffer, the filter vectors read from the operand at the channel
+// block's offset (block x 32 x 64 x 9), and units run block after block of
+// one band (the slab copied once per band). Rows of 14 in blocks of 7.
+func.func @packed(%x: tensor<1x64x14x14xf32>, %w: tensor<64x64x3x3xf32>) -> tensor<1x64x14x14xf32> {
+  %0 = kiln.kernel on "cpu:0" (%x, %w) {kiln.weight_filter} : (tensor<1x64x14x14xf32>, tensor<64x64x3x3xf32>) -> tensor<1x64x14x14xf32> {
+  ^bb0(%a: tensor<1x64x14x14xf32>, %f: tensor<64x64x3x3xf32>):
+    %y = kiln.conv2d %a, %f strides [1, 1] padding [1, 1] dilation [1, 1] groups 1 : tensor<1x64x14x14xf32>, tensor<64x64x3x3xf32> -> tensor<1x64x14x14xf32>
+    kiln.yield %y : tensor<1x64x14x14xf32>
+  }
+  return %0 : tensor<1x64x14x14xf32>
+}
+// PACKED-LABEL: func.func @packed_kernel{{[0-9]+}}
+// PACKED-SAME: (%[[X:.*]]: memref<12544xf32>, %[[W:.*]]: memref<36864xf32>
+// PACKED-NOT: memref<18432xf32>
+// PACKED: %[[BLOCK:.*]] = arith.remui %{{.*}}, %c2{{(_[0-9]+)?}} :
+// PACKED: %c18432 = arith.constant 18432
+// PACKED-NEXT: arith.muli %[[BLOCK]], %c18432
+// PACKED: vector.load %[[W]][%{{.*}}] : memref<36864xf32>, vector<16xf32>
+// PACKED-DEFAULT: config {form = "cpu_direct_conv", lanes = {{8|16}} : i64, packed_filter = true, pixels = {{6|7}} : i64, vectors = 2 : i64}

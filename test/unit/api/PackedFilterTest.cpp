@@ -1,0 +1,102 @@
+// A program compiled ahead of time for the CPU stores each convolution
+// filter that is a weight packed for the direct form ([Cout / block][C]
+// [tap][block]), so no inference repacks it; a 7 x 7 plane, whose filters
+// the JIT's GEMM form reads in place, then takes the direct form too. The
+// results match a float64 reference, from memory and from the file, on
+// every target of one file (the Vulkan program keeps the filter as written).
+
+#include "ReferenceOps.h"
+#include "TestUtil.h"
+
+#include "kiln/kiln.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <unistd.h>
+
+using namespace kiln;
+
+namespace {
+
+std::vector<double> reference(const Tensor &x, const Tensor &w, const Tensor &bias,
+                              int64_t stride) {
+  kiln::test::RefOps ops;
+  kiln::test::Ref y = ops.conv2d(kiln::test::refOf(x), kiln::test::refOf(w), stride, 1, 1);
+  std::vector<float> b = bias.to_vector<float>();
+  size_t plane = y.size() / size_t(y.dims[0] * y.dims[1]);
+  for (size_t i = 0; i < y.size(); ++i)
+    y.v[i] = std::max(y.v[i] + b[(i / plane) % b.size()], 0.0);
+  return y.v;
+}
+
+std::string tempPath(const std::string &name) {
+  const char *dir = std::getenv("TMPDIR");
+  return std::string(dir && *dir ? dir : "/tmp") + "/kiln-packed-" + std::to_string(::getpid()) +
+         "-" + name;
+}
+
+TEST(PackedFilters, CpuProgramsReadWeightFiltersPackedOnce) {
+  Device cpu = Device::cpu();
+  manual_seed(11);
+  // 14 x 14 (rows in blocks of 7), 7 x 7 (the direct form only when packed),
+  // stride 2 into 7 x 7, and a filter shared by two convolutions (stored as
+  // written: each use would want its own packing).
+  Tensor x14 = Tensor::randn({1, 48, 14, 14}, cpu), x7 = Tensor::randn({2, 64, 7, 7}, cpu);
+  // (Weights are the tensors the graph starts from: `randn(...) * 0.2f`
+  // would be computed by the program, as `wc * 1.0f` below is.)
+  Tensor w14 = Tensor::randn({32, 48, 3, 3}, cpu), b14 = Tensor::randn({32}, cpu);
+  Tensor w7 = Tensor::randn({64, 64, 3, 3}, cpu), b7 = Tensor::randn({64}, cpu);
+  Tensor ws = Tensor::randn({32, 48, 3, 3}, cpu), bs = Tensor::randn({32}, cpu);
+  Tensor wc = Tensor::randn({32, 48, 3, 3}, cpu);
+  auto block = [](const Tensor &x, const Tensor &w, const Tensor &b, int64_t s) {
+    return relu(conv2d(x, w, {s, s}, {1, 1}) + b.reshape({b.shape()[0], 1, 1}));
+  };
+  std::vector<std::string> targets = {"cpu"};
+  for (const Device &d : kiln::test::availableDevices())
+    if (d.api() == "vulkan") {
+      targets.push_back("vulkan");
+      break;
+    }
+  Program program = compile({block(x14, w14, b14, 1), block(x7, w7, b7, 1),
+                             block(x14, wc * 1.0f, b14, 2), block(x14, ws, bs, 1),
+                             block(x14, ws, bs, 2)},
+                            {x14, x7}, {targets, {"x14", "x7"}});
+  std::string described = program.describe("cpu");
+  // Two filters packed: w14 and w7 (wc * 1.0 is computed by the program,
+  // and ws has two uses).
+  size_t packed = 0;
+  for (size_t at = described.find("(packed by "); at != std::string::npos;
+       at = described.find("(packed by ", at + 1))
+    ++packed;
+  EXPECT_EQ(packed, 2u) << described;
+  EXPECT_NE(described.find("model input 'x14'"), std::string::npos) << described;
+
+  std::string path = tempPath("convs.kiln");
+  program.save(path);
+  for (const std::string &target : targets) {
+    SCOPED_TRACE(target);
+    Device device = target == "cpu" ? cpu : Device::vulkan(0);
+    Program loaded = load(path, device);
+    Tensor y14 = Tensor::randn({1, 48, 14, 14}, device), y7 = Tensor::randn({2, 64, 7, 7}, device);
+    std::vector<Tensor> out = loaded.run({y14, y7});
+    ASSERT_EQ(out.size(), 5u);
+    EXPECT_TRUE(kiln::test::allClose(out[0].to_vector(), reference(y14, w14, b14, 1), 1e-4, 1e-4));
+    EXPECT_TRUE(kiln::test::allClose(out[1].to_vector(), reference(y7, w7, b7, 1), 1e-4, 1e-4));
+    EXPECT_TRUE(kiln::test::allClose(out[2].to_vector(), reference(y14, wc, b14, 2), 1e-4, 1e-4));
+    EXPECT_TRUE(kiln::test::allClose(out[3].to_vector(), reference(y14, ws, bs, 1), 1e-4, 1e-4));
+    EXPECT_TRUE(kiln::test::allClose(out[4].to_vector(), reference(y14, ws, bs, 2), 1e-4, 1e-4));
+    if (target == "cpu") {
+      // The 14 x 14 convolution takes the direct form in the JIT too, with
+      // the same order of adds: the same bits.
+      EXPECT_EQ(out[0].to_vector(), block(y14, w14, b14, 1).to_vector());
+      // The program in memory and the file agree.
+      std::vector<Tensor> again = program.run({y14, y7});
+      for (size_t i = 0; i < out.size(); ++i)
+        EXPECT_EQ(again[i].to_vector(), out[i].to_vector()) << "output " << i;
+    }
+  }
+  std::remove(path.c_str());
+}
+
+} // namespace
