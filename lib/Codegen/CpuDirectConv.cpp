@@ -90,14 +90,16 @@ std::optional<CpuDirectConvConfig> kiln::defaultCpuDirectConv(Operation *root) {
   // (MobileNetV2, one thread): a projection to at most a third of the
   // channels on a plane of 8 x 8 or more (14 x 14, 384 -> 64: 117 -> 63 us),
   // whose GEMM packs much input for few rows and pads 196 columns to 256.
-  // Expansions measured slower inside the network: their sums are short
-  // for the transposing epilogue.
+  // Expansions on 8 x 8 or more stay with the GEMM form (no faster in
+  // the direct form, 14 x 14 and 28 x 28); with packed filters on a plane
+  // of 7 x 7, where the GEMM form's 64-column blocks hold 49 pixels, the
+  // direct form is faster (160 -> 960: 112-122 -> 99-104 us).
   // Blocks of 7 pixels where they tile the plane (14 x 14: a block of 8
   // would recompute pixels).
   if (isPointwise(conv)) {
     ArrayRef<int64_t> x = conv.getInput().getType().getShape();
     ArrayRef<int64_t> y = outShape;
-    if (x[1] < 3 * y[1])
+    if (x[1] < 3 * y[1] && !(config.packedFilter && y[2] * y[3] < 64))
       return std::nullopt;
     if ((y[2] * y[3]) % 7 == 0 && (y[2] * y[3]) % config.pixels != 0)
       config.pixels = 7;
@@ -131,6 +133,51 @@ std::optional<CpuDirectConvConfig> kiln::defaultCpuDirectConv(Operation *root) {
   if (fitsCpuDirectConv(root, config))
     return config;
   return std::nullopt;
+}
+
+// `rows[p]` holds pixel p of L channels (L lanes); the result holds, per
+// channel, its pixels as one vector<P>. The rows, padded with zeros to R
+// (a power of two, at most L), are interleaved pairwise log2(R) times: each
+// round doubles the pixels per channel group in a vector and halves the
+// channels, until each vector holds L / R channels of R pixels in a row.
+// L x log2(R) / 2 ... shuffles in all instead of P loads per channel from
+// memory (the epilogue of a short sum cost as much as its FMAs).
+static SmallVector<Value> transposePixels(OpBuilder &b, Location loc, ArrayRef<Value> rows) {
+  auto vecType = cast<VectorType>(rows.front().getType());
+  const int64_t L = vecType.getNumElements(), P = rows.size();
+  int64_t R = 1;
+  while (R < P)
+    R *= 2;
+  assert(R <= L && "more pixels than lanes");
+  // groups[c][q]: channel group c (of L / (channels per group)), pixel block q.
+  Value zero = arith::ConstantOp::create(b, loc, vecType, b.getZeroAttr(vecType));
+  SmallVector<SmallVector<Value>> groups(1);
+  for (int64_t p = 0; p < R; ++p)
+    groups[0].push_back(p < P ? rows[p] : zero);
+  for (int64_t g = 1; g < R; g *= 2) {
+    // Each vector: L / g channels of g pixels; pair pixel blocks q and q + 1.
+    SmallVector<SmallVector<Value>> next(groups.size() * 2);
+    for (size_t c = 0; c < groups.size(); ++c)
+      for (size_t q = 0; q < groups[c].size(); q += 2)
+        for (int64_t half = 0; half < 2; ++half) {
+          SmallVector<int64_t> mask;
+          for (int64_t i = 0; i < L / (2 * g); ++i)
+            for (int64_t k = 0; k < 2 * g; ++k) {
+              int64_t channel = half * L / (2 * g) + i;
+              mask.push_back(k < g ? channel * g + k : L + channel * g + (k - g));
+            }
+          next[2 * c + half].push_back(
+              vector::ShuffleOp::create(b, loc, groups[c][q], groups[c][q + 1], mask));
+        }
+    groups = std::move(next);
+  }
+  SmallVector<Value> columns;
+  for (auto &group : groups)
+    for (int64_t i = 0; i < L / R; ++i)
+      columns.push_back(vector::ExtractStridedSliceOp::create(
+          b, loc, group.front(), ArrayRef<int64_t>{i * R}, ArrayRef<int64_t>{P},
+          ArrayRef<int64_t>{1}));
+  return columns;
 }
 
 FailureOr<func::FuncOp> kiln::buildCpuDirectConvFunction(KernelOp kernel, Operation *root,
@@ -213,7 +260,7 @@ FailureOr<func::FuncOp> kiln::buildCpuDirectConvFunction(KernelOp kernel, Operat
   // Input channels per chunk: a chunk's filters (chunk x taps x CB) in
   // about 32 KB, and a band's sums between chunks.
   const int64_t chunkChannels = std::max<int64_t>(1, 8192 / (taps * CB));
-  Value partial = pointwise ? Value() : heap(band * rowBlocks * P * CB);
+  Value partial = pointwise || C <= chunkChannels ? Value() : heap(band * rowBlocks * P * CB);
   // The block of output channels packedFilter holds (none yet).
   Value packedFor = memref::AllocaOp::create(b, loc, MemRefType::get({1}, b.getIndexType()));
   memref::StoreOp::create(b, loc, idx(b, coBlocks), packedFor, ValueRange{idx(b, 0)});
@@ -297,21 +344,32 @@ FailureOr<func::FuncOp> kiln::buildCpuDirectConvFunction(KernelOp kernel, Operat
                                              ValueRange{add(pb, at, idx(pb, p * CB + v * VL))}));
     return acc;
   };
-  // The block's sums at `at` of `buffer`, per output channel its P pixels
-  // (flat position j onwards) as one vector, through the epilogue.
-  auto finish = [&](OpBuilder &pb, Value buffer, Value at, Value image, Value coBlock, Value j) {
+  // The block's sums (`acc`, P x V vectors of channels), per output
+  // channel its P pixels (flat position j onwards) as one vector, through
+  // the epilogue. A vector epilogue gets them transposed in registers
+  // (transposePixels); a scalar one element by element through `sums`.
+  auto finish = [&](OpBuilder &pb, ValueRange acc, Value image, Value coBlock, Value j) {
+    if (vectorEpilogue) {
+      for (int64_t v = 0; v < V; ++v) {
+        SmallVector<Value> rows;
+        for (int64_t p = 0; p < P; ++p)
+          rows.push_back(acc[p * V + v]);
+        SmallVector<Value> columns = transposePixels(pb, loc, rows);
+        for (int64_t o = 0; o < VL; ++o)
+          emitGemmEpilogueVector(pb, loc, kernel, root, entry, columns[o],
+                                 ValueRange{image, add(pb, mul(pb, coBlock, CB), idx(pb, v * VL + o)), j},
+                                 bounds, resultIndex, failed);
+      }
+      return;
+    }
+    storeSums(pb, acc, sums, idx(pb, 0));
+    Value buffer = sums, at = idx(pb, 0);
     forRange(pb, idx(pb, 0), idx(pb, CB), 1, [&](OpBuilder &eb, Value o) {
       Value co = add(eb, mul(eb, coBlock, CB), o);
       SmallVector<Value> column;
       for (int64_t p = 0; p < P; ++p)
         column.push_back(memref::LoadOp::create(
             eb, loc, buffer, ValueRange{add(eb, add(eb, at, idx(eb, p * CB)), o)}));
-      if (vectorEpilogue) {
-        emitGemmEpilogueVector(eb, loc, kernel, root, entry,
-                               vector::FromElementsOp::create(eb, loc, pixels, column),
-                               ValueRange{image, co, j}, bounds, resultIndex, failed);
-        return;
-      }
       for (int64_t p = 0; p < P; ++p)
         emitGemmEpilogueAt(eb, loc, kernel, root, entry, column[p],
                            ValueRange{image, co, add(eb, j, idx(eb, p))}, bounds, resultIndex,
@@ -352,8 +410,7 @@ FailureOr<func::FuncOp> kiln::buildCpuDirectConvFunction(KernelOp kernel, Operat
                                                           idx(fb, p))})
                                     .getResult();
                               });
-        storeSums(pb, acc.getResults(), sums, idx(pb, 0));
-        finish(pb, sums, idx(pb, 0), image, coBlock, j);
+        finish(pb, acc.getResults(), image, coBlock, j);
       });
       return;
     }
@@ -395,10 +452,8 @@ FailureOr<func::FuncOp> kiln::buildCpuDirectConvFunction(KernelOp kernel, Operat
     // every block of the band reads them (a 7 x 7 plane of 512 channels
     // streamed a block's 590 KB of filters from L2 per row); each block's
     // sums wait in `partial` between chunks, in the same order of adds.
+    // One chunk (at most chunkChannels inputs) keeps them in registers.
     Value blocks = mul(ub, rows, rowBlocks);
-    forRange(ub, idx(ub, 0), mul(ub, blocks, P * CB), VL, [&](OpBuilder &zb, Value at) {
-      vector::StoreOp::create(zb, loc, floatConstant(zb, loc, vec, 0.0), partial, ValueRange{at});
-    });
     auto eachBlock = [&](OpBuilder &ob, function_ref<void(OpBuilder &, Value, Value, Value)> body) {
       forRange(ob, idx(ob, 0), blocks, 1, [&](OpBuilder &pb, Value block) {
         Value r = arith::DivUIOp::create(pb, loc, block, idx(pb, rowBlocks));
@@ -408,31 +463,48 @@ FailureOr<func::FuncOp> kiln::buildCpuDirectConvFunction(KernelOp kernel, Operat
         body(pb, r, wo, mul(pb, block, P * CB));
       });
     };
+    auto accumulateBlock = [&](OpBuilder &pb, Value r, Value wo, Value cFrom, Value cTo,
+                               ValueRange init) {
+      // Slab position of pixel 0's window at tap (0, 0).
+      Value origin = add(pb, mul(pb, mul(pb, r, sh), slabW), mul(pb, wo, sw));
+      return accumulate(pb, filterBase, cFrom, cTo, init,
+                        [&](OpBuilder &fb, Value c, int64_t tap, int64_t p) {
+                          int64_t kh = tap / KW, kw = tap % KW;
+                          Value at = add(fb, add(fb, mul(fb, c, slabRows * slabW), origin),
+                                         idx(fb, kh * dh * slabW + kw * dw + p * sw));
+                          return memref::LoadOp::create(fb, loc, slab, ValueRange{at}).getResult();
+                        });
+    };
+    auto outputAt = [&](OpBuilder &pb, Value r, Value wo) {
+      return add(pb, mul(pb, add(pb, firstRow, r), OW), wo);
+    };
+    if (C <= chunkChannels) {
+      eachBlock(ub, [&](OpBuilder &pb, Value r, Value wo, Value) {
+        SmallVector<Value> zeros(P * V, floatConstant(pb, loc, vec, 0.0));
+        auto acc = accumulateBlock(pb, r, wo, idx(pb, 0), idx(pb, C), zeros);
+        finish(pb, acc.getResults(), image, coBlock, outputAt(pb, r, wo));
+      });
+      return;
+    }
+    forRange(ub, idx(ub, 0), mul(ub, blocks, P * CB), VL, [&](OpBuilder &zb, Value at) {
+      vector::StoreOp::create(zb, loc, floatConstant(zb, loc, vec, 0.0), partial, ValueRange{at});
+    });
     forRange(ub, idx(ub, 0), idx(ub, C), chunkChannels, [&](OpBuilder &kb, Value cFrom) {
       Value cTo = arith::MinUIOp::create(kb, loc, add(kb, cFrom, idx(kb, chunkChannels)),
                                          idx(kb, C));
       eachBlock(kb, [&](OpBuilder &pb, Value r, Value wo, Value at) {
-        // Slab position of pixel 0's window at tap (0, 0).
-        Value origin = add(pb, mul(pb, mul(pb, r, sh), slabW), mul(pb, wo, sw));
-        auto acc = accumulate(pb, filterBase, cFrom, cTo, loadSums(pb, partial, at),
-                              [&](OpBuilder &fb, Value c, int64_t tap, int64_t p) {
-                                int64_t kh = tap / KW, kw = tap % KW;
-                                Value at = add(fb, add(fb, mul(fb, c, slabRows * slabW), origin),
-                                               idx(fb, kh * dh * slabW + kw * dw + p * sw));
-                                return memref::LoadOp::create(fb, loc, slab, ValueRange{at})
-                                    .getResult();
-                              });
+        auto acc = accumulateBlock(pb, r, wo, cFrom, cTo, loadSums(pb, partial, at));
         storeSums(pb, acc.getResults(), partial, at);
       });
     });
     eachBlock(ub, [&](OpBuilder &pb, Value r, Value wo, Value at) {
-      finish(pb, partial, at, image, coBlock, add(pb, mul(pb, add(pb, firstRow, r), OW), wo));
+      finish(pb, loadSums(pb, partial, at), image, coBlock, outputAt(pb, r, wo));
     });
   });
-  if (slab) {
+  if (slab)
     memref::DeallocOp::create(b, loc, slab);
+  if (partial)
     memref::DeallocOp::create(b, loc, partial);
-  }
   if (packedFilter)
     memref::DeallocOp::create(b, loc, packedFilter);
   func::ReturnOp::create(b, loc);

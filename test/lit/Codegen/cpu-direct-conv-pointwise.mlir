@@ -28,8 +28,21 @@ func.func @project(%x: tensor<1x384x14x14xf32>, %w: tensor<64x384x1x1xf32>, %r: 
 // CHECK-COUNT-14: vector.fma
 // CHECK-NOT: vector.fma
 // CHECK: scf.yield
-// Each output channel's 7 pixels through the epilogue as one vector:
-// CHECK: vector.from_elements {{.*}} : vector<7xf32>
+// Each output channel's 7 pixels through the epilogue as one vector,
+// transposed in registers: the 7 pixel vectors of 16 channels (and a zero
+// vector) interleaved in three rounds of 8 two-source shuffles, then each
+// channel's 7 pixels sliced out (no loads through memory):
+// CHECK: %[[ZERO:.*]] = arith.constant dense<0.000000e+00> : vector<16xf32>
+// CHECK-NEXT: vector.shuffle %{{.*}}#0, %{{.*}}#2 [0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23]
+// CHECK-COUNT-6: vector.shuffle
+// CHECK-NEXT: vector.shuffle %{{.*}}#12, %[[ZERO]] [8, 24, 9, 25
+// CHECK-NEXT: vector.shuffle %{{.*}}, %{{.*}} [0, 1, 16, 17, 2, 3, 18, 19
+// CHECK-COUNT-7: vector.shuffle
+// CHECK-NEXT: vector.shuffle %{{.*}}, %{{.*}} [0, 1, 2, 3, 16, 17, 18, 19
+// CHECK-COUNT-7: vector.shuffle
+// CHECK-NEXT: vector.extract_strided_slice %{{.*}} {offsets = [0], sizes = [7], strides = [1]} : vector<16xf32> to vector<7xf32>
+// CHECK-NEXT: vector.extract_strided_slice %{{.*}} {offsets = [8], sizes = [7], strides = [1]} : vector<16xf32> to vector<7xf32>
+// CHECK-NOT: vector.from_elements
 // CHECK: arith.addf {{.*}} : vector<7xf32>
 // CHECK: memref.dealloc
 
@@ -37,8 +50,8 @@ func.func @project(%x: tensor<1x384x14x14xf32>, %w: tensor<64x384x1x1xf32>, %r: 
 // with AVX-512 (AVX2: 6 pixels of two 8-lane vectors).
 // DEFAULT: config {form = "cpu_direct_conv", lanes = {{8|16}} : i64, pixels = {{6|7}} : i64, vectors = 2 : i64}
 
-// An expansion (64 -> 384) stays with the GEMM form: its sums are too short
-// for the transposing epilogue.
+// An expansion (64 -> 384) on 14 x 14 stays with the GEMM form (the direct
+// form measured no faster).
 func.func @expand(%x: tensor<1x64x14x14xf32>, %w: tensor<384x64x1x1xf32>) -> tensor<1x384x14x14xf32> {
   %0 = kiln.kernel on "cpu:0" config {form = "cpu_gemm", lanes = 16, panel = 64, rows = 8, vectors = 2} (%x, %w) : (tensor<1x64x14x14xf32>, tensor<384x64x1x1xf32>) -> tensor<1x384x14x14xf32> {
   ^bb0(%a: tensor<1x64x14x14xf32>, %f: tensor<384x64x1x1xf32>):
@@ -48,4 +61,28 @@ func.func @expand(%x: tensor<1x64x14x14xf32>, %w: tensor<384x64x1x1xf32>) -> ten
   return %0 : tensor<1x384x14x14xf32>
 }
 // DEFAULT-LABEL: func.func @expand
+// DEFAULT: config {form = "cpu_gemm"
+
+// On a 7 x 7 plane an expansion (160 -> 960) whose filter the program
+// stores packed takes the direct form (49 pixels fill 64-column GEMM blocks
+// poorly); with the filter as the user wrote it, the GEMM form.
+func.func @expand7_packed(%x: tensor<1x160x7x7xf32>, %w: tensor<960x160x1x1xf32>) -> tensor<1x960x7x7xf32> {
+  %0 = kiln.kernel on "cpu:0" (%x, %w) {kiln.weight_filter} : (tensor<1x160x7x7xf32>, tensor<960x160x1x1xf32>) -> tensor<1x960x7x7xf32> {
+  ^bb0(%a: tensor<1x160x7x7xf32>, %f: tensor<960x160x1x1xf32>):
+    %y = kiln.conv2d %a, %f strides [1, 1] padding [0, 0] dilation [1, 1] groups 1 : tensor<1x160x7x7xf32>, tensor<960x160x1x1xf32> -> tensor<1x960x7x7xf32>
+    kiln.yield %y : tensor<1x960x7x7xf32>
+  }
+  return %0 : tensor<1x960x7x7xf32>
+}
+// DEFAULT-LABEL: func.func @expand7_packed
+// DEFAULT: config {form = "cpu_direct_conv", lanes = {{8|16}} : i64, packed_filter = true, pixels = 7 : i64, vectors = 2 : i64}
+func.func @expand7(%x: tensor<1x160x7x7xf32>, %w: tensor<960x160x1x1xf32>) -> tensor<1x960x7x7xf32> {
+  %0 = kiln.kernel on "cpu:0" (%x, %w) : (tensor<1x160x7x7xf32>, tensor<960x160x1x1xf32>) -> tensor<1x960x7x7xf32> {
+  ^bb0(%a: tensor<1x160x7x7xf32>, %f: tensor<960x160x1x1xf32>):
+    %y = kiln.conv2d %a, %f strides [1, 1] padding [0, 0] dilation [1, 1] groups 1 : tensor<1x160x7x7xf32>, tensor<960x160x1x1xf32> -> tensor<1x960x7x7xf32>
+    kiln.yield %y : tensor<1x960x7x7xf32>
+  }
+  return %0 : tensor<1x960x7x7xf32>
+}
+// DEFAULT-LABEL: func.func @expand7
 // DEFAULT: config {form = "cpu_gemm"

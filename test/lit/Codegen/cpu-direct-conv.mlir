@@ -15,7 +15,7 @@
 // 8 x 2 vector accumulators, loaded from and stored to the band's partial
 // sums: per tap 2 filter vectors, 8 broadcasts, 16 FMAs (144 per input
 // channel). Each output channel's 8 pixels go through the epilogue as one
-// vector.
+// vector. (Up to 28 input channels are one chunk: no partial sums.)
 
 func.func @conv(%x: tensor<1x64x56x56xf32>, %w: tensor<64x64x3x3xf32>, %b: tensor<64x1x1xf32>) -> tensor<1x64x56x56xf32> {
   %0 = kiln.kernel on "cpu:0" config {form = "cpu_direct_conv", lanes = 16, pixels = 8, vectors = 2} (%x, %w, %b) : (tensor<1x64x56x56xf32>, tensor<64x64x3x3xf32>, tensor<64x1x1xf32>) -> tensor<1x64x56x56xf32> {
@@ -51,8 +51,11 @@ func.func @conv(%x: tensor<1x64x56x56xf32>, %w: tensor<64x64x3x3xf32>, %b: tenso
 // CHECK-COUNT-144: vector.fma
 // CHECK: scf.yield
 // CHECK-COUNT-16: vector.store %{{.*}} : memref<12544xf32>, vector<16xf32>
-// The epilogue on 8 pixels of one channel:
-// CHECK: vector.from_elements {{.*}} : vector<8xf32>
+// The epilogue on 8 pixels of one channel, the sums read back and
+// transposed in registers:
+// CHECK-COUNT-16: vector.load %{{.*}} : memref<12544xf32>, vector<16xf32>
+// CHECK: vector.shuffle
+// CHECK: vector.extract_strided_slice %{{.*}} {offsets = [0], sizes = [8], strides = [1]} : vector<16xf32> to vector<8xf32>
 // CHECK: arith.maximumf {{.*}} : vector<8xf32>
 // CHECK: memref.dealloc
 // LLVM: llvm.func @conv_kernel0
@@ -82,3 +85,23 @@ func.func @packed(%x: tensor<1x64x14x14xf32>, %w: tensor<64x64x3x3xf32>) -> tens
 // PACKED-NEXT: arith.muli %[[BLOCK]], %c18432
 // PACKED: vector.load %[[W]][%{{.*}}] : memref<36864xf32>, vector<16xf32>
 // PACKED-DEFAULT: config {form = "cpu_direct_conv", lanes = {{8|16}} : i64, packed_filter = true, pixels = {{6|7}} : i64, vectors = 2 : i64}
+
+// A stem (3 -> 32 channels, 3x3, stride 2): one chunk of input channels,
+// so the sums stay in registers from the channel loop to the epilogue (no
+// partial-sums buffer: the slab and the filters alone are allocated).
+func.func @stem(%x: tensor<1x3x32x32xf32>, %w: tensor<32x3x3x3xf32>) -> tensor<1x32x16x16xf32> {
+  %0 = kiln.kernel on "cpu:0" config {form = "cpu_direct_conv", lanes = 16, pixels = 8, vectors = 2} (%x, %w) : (tensor<1x3x32x32xf32>, tensor<32x3x3x3xf32>) -> tensor<1x32x16x16xf32> {
+  ^bb0(%a: tensor<1x3x32x32xf32>, %f: tensor<32x3x3x3xf32>):
+    %y = kiln.conv2d %a, %f strides [2, 2] padding [1, 1] dilation [1, 1] groups 1 : tensor<1x3x32x32xf32>, tensor<32x3x3x3xf32> -> tensor<1x32x16x16xf32>
+    kiln.yield %y : tensor<1x32x16x16xf32>
+  }
+  return %0 : tensor<1x32x16x16xf32>
+}
+// CHECK-LABEL: func.func @stem_kernel{{[0-9]+}}
+// CHECK-COUNT-2: memref.alloc()
+// CHECK-NOT: memref.alloc()
+// CHECK: %[[C3:.*]] = arith.constant 3 : index
+// CHECK: scf.for %{{.*}} = %c0{{.*}} to %[[C3]] step %c1{{.*}} iter_args
+// CHECK: scf.yield
+// CHECK-NOT: vector.load
+// CHECK: vector.shuffle

@@ -20,9 +20,10 @@ using namespace kiln;
 namespace {
 
 std::vector<double> reference(const Tensor &x, const Tensor &w, const Tensor &bias,
-                              int64_t stride) {
+                              int64_t stride, int64_t padding = 1) {
   kiln::test::RefOps ops;
-  kiln::test::Ref y = ops.conv2d(kiln::test::refOf(x), kiln::test::refOf(w), stride, 1, 1);
+  kiln::test::Ref y =
+      ops.conv2d(kiln::test::refOf(x), kiln::test::refOf(w), stride, padding, 1);
   std::vector<float> b = bias.to_vector<float>();
   size_t plane = y.size() / size_t(y.dims[0] * y.dims[1]);
   for (size_t i = 0; i < y.size(); ++i)
@@ -49,6 +50,11 @@ TEST(PackedFilters, CpuProgramsReadWeightFiltersPackedOnce) {
   Tensor w7 = Tensor::randn({64, 64, 3, 3}, cpu), b7 = Tensor::randn({64}, cpu);
   Tensor ws = Tensor::randn({32, 48, 3, 3}, cpu), bs = Tensor::randn({32}, cpu);
   Tensor wc = Tensor::randn({32, 48, 3, 3}, cpu);
+  // A 1x1 expansion on 7 x 7 (the direct form only when packed).
+  Tensor we = Tensor::randn({192, 64, 1, 1}, cpu), be = Tensor::randn({192}, cpu);
+  auto expand = [&](const Tensor &x) {
+    return relu(conv2d(x, we, {1, 1}, {0, 0}) + be.reshape({192, 1, 1}));
+  };
   auto block = [](const Tensor &x, const Tensor &w, const Tensor &b, int64_t s) {
     return relu(conv2d(x, w, {s, s}, {1, 1}) + b.reshape({b.shape()[0], 1, 1}));
   };
@@ -60,16 +66,16 @@ TEST(PackedFilters, CpuProgramsReadWeightFiltersPackedOnce) {
     }
   Program program = compile({block(x14, w14, b14, 1), block(x7, w7, b7, 1),
                              block(x14, wc * 1.0f, b14, 2), block(x14, ws, bs, 1),
-                             block(x14, ws, bs, 2)},
+                             block(x14, ws, bs, 2), expand(x7)},
                             {x14, x7}, {targets, {"x14", "x7"}});
   std::string described = program.describe("cpu");
-  // Two filters packed: w14 and w7 (wc * 1.0 is computed by the program,
-  // and ws has two uses).
+  // Three filters packed: w14, w7 and we (wc * 1.0 is computed by the
+  // program, and ws has two uses).
   size_t packed = 0;
   for (size_t at = described.find("(packed by "); at != std::string::npos;
        at = described.find("(packed by ", at + 1))
     ++packed;
-  EXPECT_EQ(packed, 2u) << described;
+  EXPECT_EQ(packed, 3u) << described;
   EXPECT_NE(described.find("model input 'x14'"), std::string::npos) << described;
 
   std::string path = tempPath("convs.kiln");
@@ -80,12 +86,13 @@ TEST(PackedFilters, CpuProgramsReadWeightFiltersPackedOnce) {
     Program loaded = load(path, device);
     Tensor y14 = Tensor::randn({1, 48, 14, 14}, device), y7 = Tensor::randn({2, 64, 7, 7}, device);
     std::vector<Tensor> out = loaded.run({y14, y7});
-    ASSERT_EQ(out.size(), 5u);
+    ASSERT_EQ(out.size(), 6u);
     EXPECT_TRUE(kiln::test::allClose(out[0].to_vector(), reference(y14, w14, b14, 1), 1e-4, 1e-4));
     EXPECT_TRUE(kiln::test::allClose(out[1].to_vector(), reference(y7, w7, b7, 1), 1e-4, 1e-4));
     EXPECT_TRUE(kiln::test::allClose(out[2].to_vector(), reference(y14, wc, b14, 2), 1e-4, 1e-4));
     EXPECT_TRUE(kiln::test::allClose(out[3].to_vector(), reference(y14, ws, bs, 1), 1e-4, 1e-4));
     EXPECT_TRUE(kiln::test::allClose(out[4].to_vector(), reference(y14, ws, bs, 2), 1e-4, 1e-4));
+    EXPECT_TRUE(kiln::test::allClose(out[5].to_vector(), reference(y7, we, be, 1, 0), 1e-4, 1e-4));
     if (target == "cpu") {
       // The 14 x 14 convolution takes the direct form in the JIT too, with
       // the same order of adds: the same bits.
