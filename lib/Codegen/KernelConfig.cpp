@@ -7,6 +7,7 @@
 #include "llvm/TargetParser/Host.h"
 
 #include <algorithm>
+#include <iterator>
 
 using namespace kiln;
 
@@ -134,20 +135,25 @@ CoopMatrixConfig CoopMatrixConfig::defaultFor(const DeviceLimits &limits, int64_
     return gather;
   // 128 x 128 tiles of 2 x 2 subgroups (64 x 64 each, 16 fragments), k
   // slices of 32: the fastest of 69 shapes on the H200 at 4096^3
-  // (bench/RESULTS.md). Smaller problems take smaller tiles until every
-  // compute unit has two workgroups, with deeper k slices: a 128 x 768 x
-  // 3072 linear layer ran fastest as 32 x 32 x 64 tiles of 2 x 2 subgroups
-  // (one fragment each); k slices of 16 for a short k.
+  // (bench/RESULTS.md). Smaller problems take smaller tiles until the
+  // workgroups fill every compute unit once, with deeper k slices: a 128 x
+  // 768 x 3072 linear layer ran fastest as 32 x 32 x 64 tiles of 2 x 2
+  // subgroups (one fragment each); k slices of 16 for a short k. One wave,
+  // not two, and 128 x 64 before 64 x 128 x 64: the f16 transformer block's
+  // 4096 x 512 GEMMs and attention products ran 1.2-1.4x faster so, the
+  // block at batch 32 0.416 -> 0.355 ms on the H200 (RESULTS, session 14).
+  // (32 x 64 x 32 tiles, between 64 x 64 x 64 and 32 x 32 x 64, ran that
+  // linear layer 5% slower than 32 x 32 x 64: not a default.)
   const CoopMatrixConfig candidates[] = {
-      {128, 128, 32, 2, 2}, {64, 128, 64, 2, 2}, {64, 64, 64, 1, 2}, {32, 64, 32, 2, 2},
-      {32, 32, 64, 2, 2},
+      {128, 128, 32, 2, 2}, {128, 64, 32, 2, 2}, {64, 128, 32, 2, 2},
+      {64, 64, 64, 1, 2},   {32, 32, 64, 2, 2},
   };
   auto groups = [&](const CoopMatrixConfig &c) {
     return ((m + c.tileM - 1) / c.tileM) * ((n + c.tileN - 1) / c.tileN) *
            std::max<int64_t>(1, batch);
   };
-  int64_t wanted = limits.computeUnits > 0 ? 2 * int64_t(limits.computeUnits) : 0;
-  CoopMatrixConfig chosen = candidates[4];
+  int64_t wanted = limits.computeUnits > 0 ? int64_t(limits.computeUnits) : 0;
+  CoopMatrixConfig chosen = candidates[std::size(candidates) - 1];
   for (const CoopMatrixConfig &c : candidates) {
     if (!c.check(limits).empty())
       continue;

@@ -13,8 +13,8 @@
 // operands move in 16-byte groups (their buffers as vector<4xf32>); W^T is
 // contiguous along k, so its tile is staged [n][k] and its fragments load
 // column-major (transpose).
-// With 132 compute units the tiles shrink until each unit has two
-// workgroups (32 x 32 x 64, 2 x 2 subgroups of one fragment each); without
+// With 132 compute units the tiles shrink until the workgroups fill every
+// unit once (32 x 32 x 64, 2 x 2 subgroups of one fragment each); without
 // a count, 128 x 128 x 32 of 2 x 2.
 // CONFIG-LABEL: func.func @linear
 // CONFIG: config {form = "coop_gemm", stages = 2 : i64, subgroups = array<i64: 2, 2>, tile = array<i64: 32, 32, 64>}
