@@ -1,8 +1,7 @@
 // RUN: kiln-opt %s --kiln-kernel-to-linalg=coalesce=true | FileCheck %s
 // RUN: kiln-opt %s --kiln-kernel-to-linalg=coalesce=true --kiln-linalg-to-llvm | FileCheck %s --check-prefix=LLVM
 // RUN: sed 's/ config {[^}]*}//' %s | kiln-opt --kiln-materialize-configs | FileCheck %s --check-prefix=DEFAULT
-// RUN: sed 's/ config {[^}]*}//' %s | kiln-opt --kiln-kernel-to-linalg=coalesce=true | FileCheck %s --check-prefix=PACKED
-// RUN: kiln-opt %s --kiln-materialize-configs | FileCheck %s --check-prefix=PACKED-DEFAULT
+// RUN: kiln-opt %s --kiln-kernel-to-linalg=coalesce=true | FileCheck %s --check-prefix=PACKED
 // A dense 3x3 convolution (64 -> 64 channels, 56x56, padding 1) with bias
 // and ReLU on the CPU: the direct form, vectors along the output channels,
 // in its AVX-512 configuration (8 pixels x 2 vectors of 16 channels).
@@ -70,7 +69,7 @@ func.func @conv(%x: tensor<1x64x56x56xf32>, %w: tensor<64x64x3x3xf32>, %b: tenso
 // block's offset (block x 32 x 64 x 9), and units run block after block of
 // one band (the slab copied once per band). Rows of 14 in blocks of 7.
 func.func @packed(%x: tensor<1x64x14x14xf32>, %w: tensor<64x64x3x3xf32>) -> tensor<1x64x14x14xf32> {
-  %0 = kiln.kernel on "cpu:0" (%x, %w) {kiln.weight_filter} : (tensor<1x64x14x14xf32>, tensor<64x64x3x3xf32>) -> tensor<1x64x14x14xf32> {
+  %0 = kiln.kernel on "cpu:0" config {form = "cpu_direct_conv", lanes = 16, pixels = 7, vectors = 2, packed_filter = true} (%x, %w) {kiln.weight_filter} : (tensor<1x64x14x14xf32>, tensor<64x64x3x3xf32>) -> tensor<1x64x14x14xf32> {
   ^bb0(%a: tensor<1x64x14x14xf32>, %f: tensor<64x64x3x3xf32>):
     %y = kiln.conv2d %a, %f strides [1, 1] padding [1, 1] dilation [1, 1] groups 1 : tensor<1x64x14x14xf32>, tensor<64x64x3x3xf32> -> tensor<1x64x14x14xf32>
     kiln.yield %y : tensor<1x64x14x14xf32>
@@ -84,7 +83,9 @@ func.func @packed(%x: tensor<1x64x14x14xf32>, %w: tensor<64x64x3x3xf32>) -> tens
 // PACKED: %c18432 = arith.constant 18432
 // PACKED-NEXT: arith.muli %[[BLOCK]], %c18432
 // PACKED: vector.load %[[W]][%{{.*}}] : memref<36864xf32>, vector<16xf32>
-// PACKED-DEFAULT: config {form = "cpu_direct_conv", lanes = {{8|16}} : i64, packed_filter = true, pixels = {{6|7}} : i64, vectors = 2 : i64}
+// By default (the host's lanes): packed, blocks of 7.
+// DEFAULT-LABEL: func.func @packed
+// DEFAULT: config {form = "cpu_direct_conv", lanes = {{8|16}} : i64, packed_filter = true, pixels = 7 : i64, vectors = 2 : i64}
 
 // A stem (3 -> 32 channels, 3x3, stride 2): one chunk of input channels,
 // so the sums stay in registers from the channel loop to the epilogue (no
