@@ -9,7 +9,9 @@
 //
 // --half on also writes both blocks in f16 at batch 1 and 32
 // (transformer_f16_b1.kiln, ..., resnet_block_f16_b32.kiln) with their f16
-// inputs (transformer_f16_x_b1.npy, ...): issue 14's end-to-end models.
+// inputs (transformer_f16_x_b1.npy, ...): issue 14's end-to-end models; and
+// both in f32 at batch 32 (transformer_f32_b32.kiln,
+// resnet_block_f32_b32.kiln), what their bytes and times compare with.
 //
 // Compile for another GPU's limits with KILN_GPU_LIMITS (scripts/aot-gpu-bench.sh).
 
@@ -167,11 +169,20 @@ int main(int argc, char **argv) {
       rw16[name] = toHalf(t);
     for (int64_t batch : {1, 32}) {
       std::string b = "_b" + std::to_string(batch);
-      Tensor x = toHalf(batch == 1 ? tx : Tensor::from(Tensor::randn({batch * T, D}).to_vector(), {batch * T, D}));
+      Tensor x32 = batch == 1 ? tx : Tensor::from(Tensor::randn({batch * T, D}).to_vector(), {batch * T, D});
+      Tensor r32 = batch == 1 ? rx : Tensor::from(Tensor::randn({batch, C, S, S}).to_vector(), {batch, C, S, S});
+      if (batch == 32) {
+        // Both blocks in f32 at batch 32 too: what the f16 kernels' bytes
+        // and times compare with (bench/RESULTS.md). Inputs: any [4096,
+        // 512] and [32, 64, 56, 56] f32 arrays.
+        compile({transformer(x32, batch, tw)}, {x32}, options).save(out + "/transformer_f32" + b + ".kiln");
+        compile({resnet(r32, rw)}, {r32}, options).save(out + "/resnet_block_f32" + b + ".kiln");
+      }
+      Tensor x = toHalf(x32);
       compile({transformer(x, batch, tw16)}, {x}, options).save(out + "/transformer_f16" + b + ".kiln");
       std::ofstream(out + "/transformer_f16" + b + ".mlir") << export_graph({transformer(x, batch, tw16)});
       save(x, "transformer_f16_x" + b);
-      Tensor r = toHalf(batch == 1 ? rx : Tensor::from(Tensor::randn({batch, C, S, S}).to_vector(), {batch, C, S, S}));
+      Tensor r = toHalf(r32);
       compile({resnet(r, rw16)}, {r}, options).save(out + "/resnet_block_f16" + b + ".kiln");
       std::ofstream(out + "/resnet_block_f16" + b + ".mlir") << export_graph({resnet(r, rw16)});
       save(r, "resnet_f16_x" + b);
