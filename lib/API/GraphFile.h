@@ -32,9 +32,11 @@ mlir::OwningOpRef<mlir::ModuleOp> parseGraphText(mlir::MLIRContext &ctx, const s
 mlir::func::FuncOp firstFunc(mlir::ModuleOp module);
 
 /// Places the module's graph on `device` (committed sources move there)
-/// and fuses it into kernels. Throws CompileError.
+/// and fuses it into kernels; with `fixedScalars` its scalar constants
+/// become literals in the kernels (a CPU program compiled ahead of time).
+/// Throws CompileError.
 void placeAndFuseFor(mlir::ModuleOp module, const Device &device, const std::string &name,
-                     std::string &diagnostics);
+                     std::string &diagnostics, bool fixedScalars = false);
 
 } // namespace kiln
 

@@ -58,10 +58,13 @@ struct Group {
 /// Splat constants copied into kernels. Rank-0 ones (the scalars of
 /// `x * 2.0f`) stay kernel operands instead: a 4-byte buffer, so a kernel's
 /// code does not depend on a scalar's value and a new value (a schedule, a
-/// step size) reuses the compiled kernel.
+/// step size) reuses the compiled kernel. A program compiled ahead of time
+/// has fixed scalars (kInlineScalarAttr): copied in, LLVM folds them
+/// (ReLU6's bounds: no NaN check per vector).
 bool isSplatConstant(Value v) {
   auto constant = v.getDefiningOp<ConstantOp>();
-  if (!constant || cast<RankedTensorType>(constant.getType()).getRank() == 0)
+  if (!constant || (cast<RankedTensorType>(constant.getType()).getRank() == 0 &&
+                    !constant->hasAttr(kInlineScalarAttr)))
     return false;
   auto dense = dyn_cast<DenseElementsAttr>(constant.getValue());
   return dense && dense.isSplat();

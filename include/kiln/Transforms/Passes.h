@@ -19,6 +19,11 @@
 #include "mlir/Pass/Pass.h"
 
 namespace kiln {
+
+/// On a rank-0 kiln.constant: its value is fixed (a program compiled ahead
+/// of time), so kiln-fuse-elementwise copies it into the kernels that read
+/// it instead of passing it as a 4-byte operand.
+inline constexpr char kInlineScalarAttr[] = "kiln.inline_scalar";
 #define GEN_PASS_DECL
 #include "kiln/Transforms/Passes.h.inc"
 

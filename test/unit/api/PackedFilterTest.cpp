@@ -1,9 +1,10 @@
-// A program compiled ahead of time for the CPU stores each convolution
-// filter that is a weight packed for the direct form ([Cout / block][C]
-// [tap][block]), so no inference repacks it; a 7 x 7 plane, whose filters
-// the JIT's GEMM form reads in place, then takes the direct form too. The
-// results match a float64 reference, from memory and from the file, on
-// every target of one file (the Vulkan program keeps the filter as written).
+// What a program compiled ahead of time for the CPU fixes at compile time.
+// Each convolution filter that is a weight is stored packed for the direct
+// form ([Cout / block][C][tap][block]), so no inference repacks it; a 7 x 7
+// plane, whose filters the JIT's GEMM form reads in place, then takes the
+// direct form too. The results match a float64 reference, from memory and
+// from the file, on every target of one file (the Vulkan program keeps the
+// filter as written). And its scalar constants are literals in the kernels.
 
 #include "ReferenceOps.h"
 #include "TestUtil.h"
@@ -12,7 +13,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
+#include <cstring>
+#include <limits>
 #include <unistd.h>
 
 using namespace kiln;
@@ -104,6 +108,44 @@ TEST(PackedFilters, CpuProgramsReadWeightFiltersPackedOnce) {
     }
   }
   std::remove(path.c_str());
+}
+
+} // namespace
+
+namespace {
+
+// A CPU program's scalar constants are literals in its kernels (no
+// constant steps): ReLU6's bounds cost no NaN check per vector. The
+// results keep IEEE maximum / minimum exactly: NaN stays NaN, +0 above -0,
+// bit for bit the JIT's (whose scalars stay kernel operands).
+TEST(ScalarLiterals, CpuProgramsFoldTheirScalarsAndKeepIeeeMinMax) {
+  Device cpu = Device::cpu();
+  const float nan = std::numeric_limits<float>::quiet_NaN(),
+              inf = std::numeric_limits<float>::infinity();
+  std::vector<float> values = {nan, -0.0f, 0.0f, -1.0f, 3.0f, 6.0f, 7.0f, inf, -inf, 5.999f};
+  Tensor x = Tensor::from(values, {10}, cpu);
+  auto model = [](const Tensor &t) {
+    return std::vector<Tensor>{clamp(t, 0.0f, 6.0f), minimum(t, Tensor::scalar(-0.0f)),
+                               maximum(t * 2.0f, Tensor::scalar(-6.0f))};
+  };
+  Program program = compile(model(x), {x}, {{"cpu"}});
+  std::string described = program.describe("cpu");
+  EXPECT_EQ(described.find("= constant"), std::string::npos) << described;
+  Tensor y = Tensor::from(values, {10}, cpu);
+  std::vector<Tensor> aot = program.run({y});
+  std::vector<Tensor> jit = model(y);
+  for (size_t i = 0; i < aot.size(); ++i) {
+    std::vector<float> a = aot[i].to_vector(), j = jit[i].to_vector();
+    ASSERT_EQ(a.size(), j.size());
+    EXPECT_EQ(std::memcmp(a.data(), j.data(), a.size() * sizeof(float)), 0) << "output " << i;
+  }
+  std::vector<float> relu6 = aot[0].to_vector(), negZero = aot[1].to_vector();
+  EXPECT_TRUE(std::isnan(relu6[0]));
+  EXPECT_FALSE(std::signbit(relu6[1])) << "max(-0, +0) is +0";
+  EXPECT_EQ(relu6[6], 6.0f);
+  EXPECT_EQ(relu6[8], 0.0f);
+  EXPECT_TRUE(std::signbit(negZero[2])) << "min(+0, -0) is -0";
+  EXPECT_TRUE(std::isnan(negZero[0]));
 }
 
 } // namespace
