@@ -160,3 +160,26 @@ func.func @splat_copied() -> tensor<16xf32> {
   // CHECK-NEXT: kiln.constant dense<0.000000e+00> : tensor<16xf32>
   // CHECK-NEXT: kiln.max
 }
+
+// -----
+
+// A scalar whose value is fixed (kiln.inline_scalar: a CPU program compiled
+// ahead of time) is copied into the kernel like any splat: a literal, not
+// an operand.
+// CHECK-LABEL: func.func @fixed_scalars
+func.func @fixed_scalars() -> tensor<64xf32> {
+  %x = kiln.input 0 on "cpu:0" : tensor<64xf32>
+  %lo = kiln.constant {kiln.inline_scalar} dense<0.0> : tensor<f32>
+  %hi = kiln.constant {kiln.inline_scalar} dense<6.0> : tensor<f32>
+  %0 = kiln.max %x, %lo : tensor<64xf32>, tensor<f32> -> tensor<64xf32>
+  %1 = kiln.min %0, %hi : tensor<64xf32>, tensor<f32> -> tensor<64xf32>
+  return %1 : tensor<64xf32>
+  // CHECK: %[[X:.*]] = kiln.input 0 on "cpu:0"
+  // CHECK-NEXT: %[[K:.*]] = kiln.kernel on "cpu:0"(%[[X]]) : (tensor<64xf32>) -> tensor<64xf32> {
+  // CHECK-NEXT: ^bb0
+  // CHECK-NEXT: kiln.constant {{.*}}dense<0.000000e+00> : tensor<f32>
+  // CHECK-NEXT: kiln.max
+  // CHECK-NEXT: kiln.constant {{.*}}dense<6.000000e+00> : tensor<f32>
+  // CHECK-NEXT: kiln.min
+  // CHECK: return %[[K]]
+}
