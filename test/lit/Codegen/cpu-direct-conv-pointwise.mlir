@@ -86,3 +86,17 @@ func.func @expand7(%x: tensor<1x160x7x7xf32>, %w: tensor<960x160x1x1xf32>) -> te
 }
 // DEFAULT-LABEL: func.func @expand7
 // DEFAULT: config {form = "cpu_gemm"
+
+// A projection to one vector of channels (32 -> 16 at 112 x 112): the
+// direct form with one vector (two GEMM row blocks of 8 would share every
+// packed panel).
+func.func @project16(%x: tensor<1x32x112x112xf32>, %w: tensor<16x32x1x1xf32>) -> tensor<1x16x112x112xf32> {
+  %0 = kiln.kernel on "cpu:0" (%x, %w) : (tensor<1x32x112x112xf32>, tensor<16x32x1x1xf32>) -> tensor<1x16x112x112xf32> {
+  ^bb0(%a: tensor<1x32x112x112xf32>, %f: tensor<16x32x1x1xf32>):
+    %y = kiln.conv2d %a, %f strides [1, 1] padding [0, 0] dilation [1, 1] groups 1 : tensor<1x32x112x112xf32>, tensor<16x32x1x1xf32> -> tensor<1x16x112x112xf32>
+    kiln.yield %y : tensor<1x16x112x112xf32>
+  }
+  return %0 : tensor<1x16x112x112xf32>
+}
+// DEFAULT-LABEL: func.func @project16
+// DEFAULT: config {form = "cpu_direct_conv", lanes = {{16 : i64, pixels = 8 : i64, vectors = 1|8 : i64, pixels = 6 : i64, vectors = 2}} : i64}
