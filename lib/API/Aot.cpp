@@ -225,8 +225,11 @@ Program kiln::compile(const std::vector<Tensor> &outputs, const std::vector<Tens
         return entry.first.first == node && entry.first.second == block;
       });
       if (known == weightOf.end()) {
-        std::string name = std::string(node->loc.file_name()) + ":" +
-                           std::to_string(node->loc.line());
+        // An importer's label (an ONNX initializer's name), else where the
+        // tensor was made.
+        std::string name = node->label ? *node->label
+                                       : std::string(node->loc.file_name()) + ":" +
+                                             std::to_string(node->loc.line());
         std::vector<uint8_t> bytes = bytesOf(*node);
         if (block) {
           bytes = packFilter(bytes, node->shape, block);

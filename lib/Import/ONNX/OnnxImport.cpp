@@ -364,9 +364,12 @@ OnnxModel importModel(const onnx::ModelProto &model, const std::string &name,
                 "onnx.version_converter.convert_version(model, 17)");
   const onnx::GraphProto &graph = model.graph();
   std::map<std::string, Value> values;
-  for (const onnx::TensorProto &init : graph.initializer())
+  for (const onnx::TensorProto &init : graph.initializer()) {
+    // Labelled by its name: a compiled program lists the weight by it.
+    OpLabel label(init.name());
     values[init.name()] =
         valueOfTensorProto(init, name + ": initializer '" + init.name() + "'", dir);
+  }
   // Each input becomes a leaf holding zeros (compile's example inputs must
   // not be computed), so their sizes are capped together: a corrupt or
   // mistyped dimension must give this error, not exhaust the host.

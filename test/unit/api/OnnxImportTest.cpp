@@ -613,6 +613,9 @@ TEST(OnnxImport, KilnCompileTakesOnnxModels) {
   std::string text((std::istreambuf_iterator<char>(out)), std::istreambuf_iterator<char>());
   EXPECT_NE(text.find("input image: [2, 3, 8, 8] f32"), std::string::npos) << text;
   EXPECT_NE(text.find("output probs: [2, 4, 8, 8] f32"), std::string::npos) << text;
+  // Each input's source, a weight by its initializer's name.
+  EXPECT_NE(text.find("model input 'image'"), std::string::npos) << text;
+  EXPECT_NE(text.find("weight 'w' [4, 3, 1, 1] f32"), std::string::npos) << text;
   Program p = load(dir + "/m.kiln", Device::parse("cpu:0"));
   std::vector<float> got =
       p.run({Tensor::from(std::vector<float>(2 * 3 * 64, 1.0f), {2, 3, 8, 8})})[0].to_vector<float>();
