@@ -144,8 +144,9 @@ std::optional<CpuDirectConvConfig> kiln::defaultCpuDirectConv(Operation *root) {
 // (a power of two, at most L), are interleaved pairwise log2(R) times: each
 // round doubles the pixels per channel group in a vector and halves the
 // channels, until each vector holds L / R channels of R pixels in a row.
-// L x log2(R) / 2 ... shuffles in all instead of P loads per channel from
-// memory (the epilogue of a short sum cost as much as its FMAs).
+// R x log2(R) two-source shuffles (24 for up to 8 pixels) for L channels,
+// instead of P loads per channel through memory (the epilogue of a short
+// sum cost as much as its FMAs).
 static SmallVector<Value> transposePixels(OpBuilder &b, Location loc, ArrayRef<Value> rows) {
   auto vecType = cast<VectorType>(rows.front().getType());
   const int64_t L = vecType.getNumElements(), P = rows.size();
@@ -352,8 +353,14 @@ FailureOr<func::FuncOp> kiln::buildCpuDirectConvFunction(KernelOp kernel, Operat
   // channel its P pixels (flat position j onwards) as one vector, through
   // the epilogue. A vector epilogue gets them transposed in registers
   // (transposePixels); a scalar one element by element through `sums`.
+  // (More pixels than lanes, a tuning candidate of 12 or 14 pixels with
+  // 8 lanes, go through `sums`.)
+  int64_t paddedPixels = 1;
+  while (paddedPixels < P)
+    paddedPixels *= 2;
+  const bool transposeInRegisters = vectorEpilogue && paddedPixels <= VL;
   auto finish = [&](OpBuilder &pb, ValueRange acc, Value image, Value coBlock, Value j) {
-    if (vectorEpilogue) {
+    if (transposeInRegisters) {
       for (int64_t v = 0; v < V; ++v) {
         SmallVector<Value> rows;
         for (int64_t p = 0; p < P; ++p)
@@ -374,6 +381,12 @@ FailureOr<func::FuncOp> kiln::buildCpuDirectConvFunction(KernelOp kernel, Operat
       for (int64_t p = 0; p < P; ++p)
         column.push_back(memref::LoadOp::create(
             eb, loc, buffer, ValueRange{add(eb, add(eb, at, idx(eb, p * CB)), o)}));
+      if (vectorEpilogue) {
+        emitGemmEpilogueVector(eb, loc, kernel, root, entry,
+                               vector::FromElementsOp::create(eb, loc, pixels, column),
+                               ValueRange{image, co, j}, bounds, resultIndex, failed);
+        return;
+      }
       for (int64_t p = 0; p < P; ++p)
         emitGemmEpilogueAt(eb, loc, kernel, root, entry, column[p],
                            ValueRange{image, co, add(eb, j, idx(eb, p))}, bounds, resultIndex,

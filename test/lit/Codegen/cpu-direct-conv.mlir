@@ -106,3 +106,19 @@ func.func @stem(%x: tensor<1x3x32x32xf32>, %w: tensor<32x3x3x3xf32>) -> tensor<1
 // CHECK: scf.yield
 // CHECK-NOT: vector.load
 // CHECK: vector.shuffle
+
+// More pixels than lanes (a tuning candidate of 12 pixels with AVX2's 8
+// lanes): the sums go through memory to the epilogue, 12 per channel.
+func.func @wide_block(%x: tensor<1x16x24x24xf32>, %w: tensor<16x16x3x3xf32>) -> tensor<1x16x24x24xf32> {
+  %0 = kiln.kernel on "cpu:0" config {form = "cpu_direct_conv", lanes = 8, pixels = 12, vectors = 1} (%x, %w) : (tensor<1x16x24x24xf32>, tensor<16x16x3x3xf32>) -> tensor<1x16x24x24xf32> {
+  ^bb0(%a: tensor<1x16x24x24xf32>, %f: tensor<16x16x3x3xf32>):
+    %y = kiln.conv2d %a, %f strides [1, 1] padding [1, 1] dilation [1, 1] groups 1 : tensor<1x16x24x24xf32>, tensor<16x16x3x3xf32> -> tensor<1x16x24x24xf32>
+    %r = kiln.relu %y : tensor<1x16x24x24xf32>
+    kiln.yield %r : tensor<1x16x24x24xf32>
+  }
+  return %0 : tensor<1x16x24x24xf32>
+}
+// CHECK-LABEL: func.func @wide_block_kernel{{[0-9]+}}
+// CHECK-NOT: vector.shuffle
+// CHECK: vector.from_elements {{.*}} : vector<12xf32>
+// CHECK: arith.maximumf {{.*}} : vector<12xf32>
