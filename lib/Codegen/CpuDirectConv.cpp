@@ -123,8 +123,11 @@ std::optional<CpuDirectConvConfig> kiln::defaultCpuDirectConv(Operation *root) {
   }
   // Rows of 7, 14 and 28 (ResNet's 3x3 stages) in blocks of 7: blocks of
   // 8 (or 4) would recompute pixels of every row (14 x 14, 256 channels:
-  // 1.6-1.7 ms -> 1.46-1.61 at one thread).
-  if (!isPointwise(conv) && outShape[3] % config.pixels != 0 && outShape[3] % 7 == 0) {
+  // 1.6-1.7 ms -> 1.46-1.61 at one thread). With AVX-512 only: AVX2's 16
+  // registers do not hold 7 x 2 accumulators, 2 filter vectors and a
+  // broadcast.
+  if (config.lanes == 16 && !isPointwise(conv) && outShape[3] % config.pixels != 0 &&
+      outShape[3] % 7 == 0) {
     CpuDirectConvConfig seven = config;
     seven.pixels = 7;
     if (fitsCpuDirectConv(root, seven))

@@ -83,9 +83,9 @@ func.func @packed(%x: tensor<1x64x14x14xf32>, %w: tensor<64x64x3x3xf32>) -> tens
 // PACKED: %c18432 = arith.constant 18432
 // PACKED-NEXT: arith.muli %[[BLOCK]], %c18432
 // PACKED: vector.load %[[W]][%{{.*}}] : memref<36864xf32>, vector<16xf32>
-// By default (the host's lanes): packed, blocks of 7.
+// By default: packed, blocks of 7 with AVX-512 (of 6 with AVX2).
 // DEFAULT-LABEL: func.func @packed
-// DEFAULT: config {form = "cpu_direct_conv", lanes = {{8|16}} : i64, packed_filter = true, pixels = 7 : i64, vectors = 2 : i64}
+// DEFAULT: config {form = "cpu_direct_conv", lanes = {{16 : i64, packed_filter = true, pixels = 7|8 : i64, packed_filter = true, pixels = 6}} : i64, vectors = 2 : i64}
 
 // A stem (3 -> 32 channels, 3x3, stride 2): one chunk of input channels,
 // so the sums stay in registers from the channel loop to the epilogue (no
