@@ -270,11 +270,9 @@ FailureOr<func::FuncOp> kiln::buildCpuDirectConvFunction(KernelOp kernel, Operat
   const int64_t chunkChannels = std::max<int64_t>(1, 8192 / (taps * CB));
   Value partial = pointwise || C <= chunkChannels ? Value() : heap(band * rowBlocks * P * CB);
   // The block of output channels packedFilter holds (none yet).
-  Value packedFor = memref::AllocaOp::create(b, loc, MemRefType::get({1}, b.getIndexType()));
-  memref::StoreOp::create(b, loc, idx(b, coBlocks), packedFor, ValueRange{idx(b, 0)});
+  Value packedFor = heldSlot(b, loc, coBlocks);
   // The (image, band) the slab holds (none yet).
-  Value slabFor = memref::AllocaOp::create(b, loc, MemRefType::get({1}, b.getIndexType()));
-  memref::StoreOp::create(b, loc, idx(b, images * bands), slabFor, ValueRange{idx(b, 0)});
+  Value slabFor = heldSlot(b, loc, images * bands);
   Value in = entry->getArgument(input.getArgNumber());
   Value weights = entry->getArgument(filter.getArgNumber());
 
@@ -294,11 +292,7 @@ FailureOr<func::FuncOp> kiln::buildCpuDirectConvFunction(KernelOp kernel, Operat
   auto repack = [&](OpBuilder &ub, Value coBlock) {
     if (packed)
       return;
-    Value stale = arith::CmpIOp::create(
-        ub, loc, arith::CmpIPredicate::ne,
-        memref::LoadOp::create(ub, loc, packedFor, ValueRange{idx(ub, 0)}), coBlock);
-    auto ifStale = scf::IfOp::create(ub, loc, stale, /*withElseRegion=*/false);
-    OpBuilder rb = OpBuilder::atBlockBegin(&ifStale.getThenRegion().front());
+    OpBuilder rb = whenHeldChanges(ub, loc, packedFor, coBlock);
     Value firstFilter = mul(rb, mul(rb, coBlock, CB), C * taps);
     forRange(rb, idx(rb, 0), idx(rb, C * taps), 1, [&](OpBuilder &ob, Value ct) {
       Value row = add(ob, firstFilter, ct), to = mul(ob, ct, CB);
@@ -308,7 +302,6 @@ FailureOr<func::FuncOp> kiln::buildCpuDirectConvFunction(KernelOp kernel, Operat
             memref::LoadOp::create(ob, loc, weights, ValueRange{add(ob, row, idx(ob, o * C * taps))}),
             packedFilter, ValueRange{add(ob, to, idx(ob, o))});
     });
-    memref::StoreOp::create(rb, loc, coBlock, packedFor, ValueRange{idx(rb, 0)});
   };
   // P x V accumulators over the input channels and taps; `xAt(fb, c, tap,
   // p)` is where pixel p reads input channel c at the tap. The block's
@@ -440,13 +433,7 @@ FailureOr<func::FuncOp> kiln::buildCpuDirectConvFunction(KernelOp kernel, Operat
     // The input rows the band reads, zero-padded: slab row r of channel c
     // is input row firstRow * sh - ph + r, its column q input column
     // q - pw. Copied when the slab holds another band.
-    Value slabBand = add(ub, mul(ub, image, bands), bandIndex);
-    Value staleSlab = arith::CmpIOp::create(
-        ub, loc, arith::CmpIPredicate::ne,
-        memref::LoadOp::create(ub, loc, slabFor, ValueRange{idx(ub, 0)}), slabBand);
-    auto ifStaleSlab = scf::IfOp::create(ub, loc, staleSlab, /*withElseRegion=*/false);
-    OpBuilder sb = OpBuilder::atBlockBegin(&ifStaleSlab.getThenRegion().front());
-    memref::StoreOp::create(sb, loc, slabBand, slabFor, ValueRange{idx(sb, 0)});
+    OpBuilder sb = whenHeldChanges(ub, loc, slabFor, add(ub, mul(ub, image, bands), bandIndex));
     forRange(sb, idx(sb, 0), idx(sb, slabSize), VL, [&](OpBuilder &zb, Value at) {
       vector::StoreOp::create(zb, loc, floatConstant(zb, loc, vec, 0.0), slab, ValueRange{at});
     });

@@ -97,8 +97,7 @@ FailureOr<func::FuncOp> kiln::buildCpuGemmFunction(KernelOp kernel, Operation *r
                            .getResult()
                      : Value();
   // The (batch, panel) unit `packed` holds (none yet).
-  Value packedFor = memref::AllocaOp::create(b, loc, MemRefType::get({1}, b.getIndexType()));
-  memref::StoreOp::create(b, loc, idx(b, gemm.batch * panels), packedFor, ValueRange{idx(b, 0)});
+  Value packedFor = heldSlot(b, loc, gemm.batch * panels);
   bool failed = false;
   scf::ForOp::create(
       b, loc, idx(b, 0), idx(b, gemm.batch * panels * splits), idx(b, 1), ValueRange{},
@@ -384,12 +383,7 @@ FailureOr<func::FuncOp> kiln::buildCpuGemmFunction(KernelOp kernel, Operation *r
         // thread packs each panel once and its later splits reuse it (one
         // thread packed a 7x7 stage's panel once per split: 10 copies of
         // 320 x 64 for a 1x1 convolution to 1280 channels).
-        Value stale = arith::CmpIOp::create(
-            ob, loc, arith::CmpIPredicate::ne,
-            memref::LoadOp::create(ob, loc, packedFor, ValueRange{idx(ob, 0)}), unit);
-        auto ifStale = scf::IfOp::create(ob, loc, stale, /*withElseRegion=*/false);
-        OpBuilder sb = OpBuilder::atBlockBegin(&ifStale.getThenRegion().front());
-        memref::StoreOp::create(sb, loc, unit, packedFor, ValueRange{idx(sb, 0)});
+        OpBuilder sb = whenHeldChanges(ob, loc, packedFor, unit);
         // (Runs of under 16 columns cost more in loop overhead than the
         // per-column tables: 7x7 outputs keep those.)
         if (gemm.conv && gemm.conv->strideW == 1 && gemm.conv->outWidth >= 16) {

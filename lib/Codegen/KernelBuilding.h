@@ -29,6 +29,14 @@ Value widenToF32(OpBuilder &b, Location loc, Value v);
 /// value counts (padding otherwise).
 std::pair<Value, Value> clampedIndex(OpBuilder &b, Location loc, Value i, int64_t size);
 
+/// A per-thread buffer filled once per unit of work (a packed panel, a
+/// slab): `heldSlot` makes the index memref that remembers which unit it
+/// holds (`none` first, a key no unit has); `whenHeldChanges` returns the
+/// builder of a block that runs only when `key` is not the held one, the
+/// new key already stored.
+Value heldSlot(OpBuilder &b, Location loc, int64_t none);
+OpBuilder whenHeldChanges(OpBuilder &b, Location loc, Value slot, Value key);
+
 /// The computation of one kiln op on one element (lanes == 1) or on a
 /// vector of `lanes` elements; null when unsupported.
 Value emitScalar(OpBuilder &b, Operation *op, ValueRange args, int64_t lanes = 1);

@@ -6,6 +6,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "llvm/ADT/TypeSwitch.h"
 
@@ -16,6 +17,24 @@ using namespace mlir;
 using namespace kiln;
 
 /// A float constant of `type`, a scalar or a splat vector.
+Value kiln::heldSlot(OpBuilder &b, Location loc, int64_t none) {
+  Value slot = memref::AllocaOp::create(b, loc, MemRefType::get({1}, b.getIndexType()));
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  memref::StoreOp::create(b, loc, arith::ConstantIndexOp::create(b, loc, none), slot,
+                          ValueRange{zero});
+  return slot;
+}
+
+OpBuilder kiln::whenHeldChanges(OpBuilder &b, Location loc, Value slot, Value key) {
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value stale = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
+                                      memref::LoadOp::create(b, loc, slot, ValueRange{zero}), key);
+  auto ifStale = scf::IfOp::create(b, loc, stale, /*withElseRegion=*/false);
+  OpBuilder then = OpBuilder::atBlockBegin(&ifStale.getThenRegion().front());
+  memref::StoreOp::create(then, loc, key, slot, ValueRange{zero});
+  return then;
+}
+
 Value kiln::floatConstant(OpBuilder &b, Location loc, Type type, double value) {
   if (auto vector = dyn_cast<VectorType>(type))
     return arith::ConstantOp::create(

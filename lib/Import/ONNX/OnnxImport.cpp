@@ -58,6 +58,10 @@ const Value &NodeContext::input(size_t i) const {
 
 Tensor NodeContext::tensor(size_t i) const {
   const Value &v = input(i);
+  // An f32 scalar known at import (Clip's bounds, an Add's constant) is a
+  // scalar of the graph, which a CPU program compiles as a literal.
+  if (v.constant && v.tensor && v.tensor->dtype() == DType::f32 && v.shape.empty())
+    return Tensor::scalar(v.tensor->to_vector<float>()[0]);
   if (v.tensor)
     return *v.tensor;
   std::vector<float> data(v.ints->begin(), v.ints->end());

@@ -771,18 +771,10 @@ Values clip(const NodeContext &ctx) {
     y = maximum(y, Tensor::scalar(ctx.attrFloat("min", -std::numeric_limits<float>::infinity())));
     return one(minimum(y, Tensor::scalar(ctx.attrFloat("max", std::numeric_limits<float>::infinity()))));
   }
-  // A bound known at import (an initializer, a Constant: ReLU6's 0 and 6)
-  // is a scalar of the graph, which a CPU program compiles as a literal.
-  auto bound = [&](size_t i) {
-    const Value &v = ctx.input(i);
-    if (v.constant && v.tensor && v.tensor->dtype() == DType::f32 && v.shape.empty())
-      return Tensor::scalar(v.tensor->to_vector<float>()[0]);
-    return ctx.tensor(i);
-  };
   if (ctx.has(1))
-    y = maximum(y, bound(1));
+    y = maximum(y, ctx.tensor(1));
   if (ctx.has(2))
-    y = minimum(y, bound(2));
+    y = minimum(y, ctx.tensor(2));
   return one(y);
 }
 
