@@ -26,6 +26,12 @@
 using namespace mlir;
 using namespace kiln;
 
+// At k = 2048 (a transformer's MLP down projection) a block of 8 rows of A
+// is 64 KB and a strip of the panel 256 KB, both streamed per block.
+int64_t kiln::cpuGemmSliceDepth(const Gemm &gemm) {
+  return !gemm.conv && gemm.k > 1024 ? 512 : gemm.k;
+}
+
 FailureOr<func::FuncOp> kiln::buildCpuGemmFunction(KernelOp kernel, Operation *root,
                                                     OpBuilder &builder, StringRef name,
                                                     const CpuMatmulConfig &config) {
@@ -81,6 +87,18 @@ FailureOr<func::FuncOp> kiln::buildCpuGemmFunction(KernelOp kernel, Operation *r
       b, loc, MemRefType::get({gemm.k * NC}, f32),
       gemm.plainB ? b.getI64IntegerAttr(64) : IntegerAttr());
   Value block = memref::AllocaOp::create(b, loc, MemRefType::get({MR * NR}, f32));
+  // A long k in slices of KC: each slice's strip of the panel (KC x NR) and
+  // each block's rows of A (MR x KC) stay in L1 while every block of rows
+  // passes over them; the sums wait in `sliceSums` (the split's rows x the
+  // panel) between slices, added in the same order. Matmuls only: a
+  // convolution's im2col panel measured slower in slices (session 10).
+  const int64_t KC = cpuGemmSliceDepth(gemm);
+  const int64_t slices = (gemm.k + KC - 1) / KC;
+  Value sliceSums =
+      slices > 1 ? memref::AllocOp::create(b, loc, MemRefType::get({splitRows * NC}, f32),
+                                           b.getI64IntegerAttr(64))
+                       .getResult()
+                 : Value();
   // A convolution's per-column tables (packConv below), allocated once:
   // an alloca inside the loop would grow the stack every iteration.
   auto table = [&] {
@@ -404,16 +422,33 @@ FailureOr<func::FuncOp> kiln::buildCpuGemmFunction(KernelOp kernel, Operation *r
           OpBuilder gb = OpBuilder::atBlockBegin(&choice.getElseRegion().front());
           pack(gb, true);
         }
-        // Sweep A in blocks of MR rows, the panel in blocks of NR columns.
+        // Sweep A in blocks of MR rows, the panel in blocks of NR columns,
+        // over k in [kLo, kHi): sums start at zero or from `sliceSums`
+        // (`resume`), and end in the epilogue or back in `sliceSums`
+        // (`finish` false).
+        // The last panel's register blocks past N hold only zeros: not
+        // swept (a [128, 2048] x [2048, 512] product's panels of 96 computed
+        // 576 columns for 512).
+        Value panelEnd = idx(ob, NC);
+        if (gemm.n % NC != 0)
+          panelEnd = arith::MinUIOp::create(
+              ob, loc, panelEnd,
+              arith::MulIOp::create(
+                  ob, loc,
+                  arith::DivUIOp::create(
+                      ob, loc, arith::SubIOp::create(ob, loc, idx(ob, gemm.n + NR - 1), j0),
+                      idx(ob, NR)),
+                  idx(ob, NR)));
+        auto sweep = [&](OpBuilder &sw, Value kLo, Value kHi, bool resume, bool finish) {
         scf::ForOp::create(
-            ob, loc, firstRow, lastRow, idx(ob, MR), ValueRange{},
+            sw, loc, firstRow, lastRow, idx(sw, MR), ValueRange{},
             [&](OpBuilder &ib, Location, Value i0, ValueRange) {
               SmallVector<Value> rows;
               for (int64_t r = 0; r < MR; ++r) // past M: read row M - 1, never stored
                 rows.push_back(arith::MinUIOp::create(
                     ib, loc, arith::AddIOp::create(ib, loc, i0, idx(ib, r)), idx(ib, gemm.m - 1)));
               std::optional<GemmRowValues> rowValues;
-              if (vectorEpilogue) {
+              if (vectorEpilogue && finish) {
                 SmallVector<SmallVector<Value>> rowCoords;
                 for (Value row : rows)
                   rowCoords.push_back({batch, row, idx(ib, 0)});
@@ -422,13 +457,29 @@ FailureOr<func::FuncOp> kiln::buildCpuGemmFunction(KernelOp kernel, Operation *r
                     gemm.resultIndex, W, rowValueBuffer, kRowValues, failed);
               }
               scf::ForOp::create(
-                  ib, loc, idx(ib, 0), idx(ib, NC), idx(ib, NR), ValueRange{},
+                  ib, loc, idx(ib, 0), panelEnd, idx(ib, NR), ValueRange{},
                   [&](OpBuilder &cb, Location, Value jj, ValueRange) {
-                    SmallVector<Value> zeros(MR * V, arith::ConstantOp::create(
-                                                         cb, loc, DenseElementsAttr::get(
-                                                                      vec, cb.getF32FloatAttr(0))));
+                    // This block's place in `sliceSums`: its row in the split,
+                    // its column in the panel.
+                    auto sliceAt = [&](OpBuilder &sb2, int64_t r, int64_t v) -> Value {
+                      Value row = arith::AddIOp::create(
+                          sb2, loc, arith::SubIOp::create(sb2, loc, i0, firstRow), idx(sb2, r));
+                      return arith::AddIOp::create(
+                          sb2, loc, arith::MulIOp::create(sb2, loc, row, idx(sb2, NC)),
+                          arith::AddIOp::create(sb2, loc, jj, idx(sb2, v * W)));
+                    };
+                    SmallVector<Value> init;
+                    for (int64_t r = 0; r < MR; ++r)
+                      for (int64_t v = 0; v < V; ++v)
+                        init.push_back(
+                            resume ? vector::LoadOp::create(cb, loc, vec, sliceSums,
+                                                            ValueRange{sliceAt(cb, r, v)})
+                                         .getResult()
+                                   : arith::ConstantOp::create(
+                                         cb, loc, DenseElementsAttr::get(vec, cb.getF32FloatAttr(0)))
+                                         .getResult());
                     auto sums = scf::ForOp::create(
-                        cb, loc, idx(cb, 0), idx(cb, gemm.k), idx(cb, 1), zeros,
+                        cb, loc, kLo, kHi, idx(cb, 1), init,
                         [&](OpBuilder &fb, Location, Value k, ValueRange acc) {
                           Value base = arith::AddIOp::create(
                               fb, loc, arith::MulIOp::create(fb, loc, k, idx(fb, NC)), jj);
@@ -447,6 +498,14 @@ FailureOr<func::FuncOp> kiln::buildCpuGemmFunction(KernelOp kernel, Operation *r
                           }
                           scf::YieldOp::create(fb, loc, next);
                         });
+                    if (!finish) {
+                      for (int64_t r = 0; r < MR; ++r)
+                        for (int64_t v = 0; v < V; ++v)
+                          vector::StoreOp::create(cb, loc, sums.getResult(r * V + v), sliceSums,
+                                                  ValueRange{sliceAt(cb, r, v)});
+                      scf::YieldOp::create(cb, loc);
+                      return;
+                    }
                     for (int64_t r = 0; r < MR; ++r)
                       for (int64_t v = 0; v < V; ++v)
                         vector::StoreOp::create(cb, loc, sums.getResult(r * V + v), block,
@@ -508,8 +567,26 @@ FailureOr<func::FuncOp> kiln::buildCpuGemmFunction(KernelOp kernel, Operation *r
                   });
               scf::YieldOp::create(ib, loc);
             });
+        };
+        if (slices == 1) {
+          sweep(ob, idx(ob, 0), idx(ob, gemm.k), /*resume=*/false, /*finish=*/true);
+        } else {
+          sweep(ob, idx(ob, 0), idx(ob, KC), /*resume=*/false, /*finish=*/false);
+          if (slices > 2)
+            scf::ForOp::create(ob, loc, idx(ob, KC), idx(ob, (slices - 1) * KC), idx(ob, KC),
+                               ValueRange{},
+                               [&](OpBuilder &mb, Location, Value kLo, ValueRange) {
+                                 sweep(mb, kLo, arith::AddIOp::create(mb, loc, kLo, idx(mb, KC)),
+                                       /*resume=*/true, /*finish=*/false);
+                                 scf::YieldOp::create(mb, loc);
+                               });
+          sweep(ob, idx(ob, (slices - 1) * KC), idx(ob, gemm.k), /*resume=*/true,
+                /*finish=*/true);
+        }
         scf::YieldOp::create(ob, loc);
       });
+  if (sliceSums)
+    memref::DeallocOp::create(b, loc, sliceSums);
   memref::DeallocOp::create(b, loc, packed);
   func::ReturnOp::create(b, loc);
   if (failed) {

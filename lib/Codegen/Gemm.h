@@ -93,6 +93,12 @@ std::optional<std::pair<unsigned, AffineExpr>>
 operandAccess(KernelOp kernel, Value operand, ArrayRef<int64_t> resultBatch,
               bool allowBool = false);
 
+/// The depth of the k slices the CPU GEMM form runs a matmul in (k itself
+/// when it runs unsliced): matmuls with k past 1024 run slices of 512, so a
+/// block's rows of A and a slice of the panel stay in L1 and L2 while every
+/// block of rows passes over them.
+int64_t cpuGemmSliceDepth(const Gemm &gemm);
+
 /// Whether `root` is a convolution the direct form takes with `config`: one
 /// group, f32, a window larger than 1x1, output channels in whole blocks of
 /// config.blockChannels(), rows of at least config.pixels pixels, plain

@@ -64,8 +64,9 @@ KernelConfig kiln::defaultKernelConfig(KernelOp kernel, const DeviceLimits *gpu)
       // streams it from L3 (a 3x3 conv over 512 channels, k = 4608: 1.2 MB
       // at 64 columns). Narrower panels for long k, down to one register
       // block.
+      // (k in slices: the slice's part of the panel is what is swept.)
       while (config.cpuGemm.panelColumns > config.cpuGemm.blockColumns() &&
-             gemm->k * config.cpuGemm.panelColumns * 4 > (512 << 10))
+             cpuGemmSliceDepth(*gemm) * config.cpuGemm.panelColumns * 4 > (512 << 10))
         config.cpuGemm.panelColumns /= 2;
       // A convolution's GEMM, swept by 12 rows at a time with AVX-512 (24
       // accumulators) where that pads no more rows than 8. Its panel: one register block where the result fits

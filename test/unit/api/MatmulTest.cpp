@@ -47,7 +47,11 @@ TEST_P(MatmulOnEveryDevice, ExactOnSmallIntegers) {
                          // long k: split over work items where the device
                          // has many compute units (api.SmallestGemmTiles),
                          // 13 and 33 slices of 16 over 2 and 8 groups
-                         {40, 200, 36}, {48, 520, 64}}) {
+                         {40, 200, 36}, {48, 520, 64},
+                         // k past 1024: the CPU's GEMM form in slices of 512
+                         // (four and a ragged one; three with a last panel
+                         // past N), rows split in two per panel
+                         {37, 2100, 130}, {20, 1536, 520}}) {
     std::vector<float> as = smallIntegers(m * k, rng), bs = smallIntegers(k * n, rng);
     Tensor a = Tensor::from(as, {m, k}, *device), b = Tensor::from(bs, {k, n});
     std::vector<float> got = matmul(a, b).to_vector<float>();
