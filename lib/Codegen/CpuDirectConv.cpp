@@ -121,17 +121,21 @@ std::optional<CpuDirectConvConfig> kiln::defaultCpuDirectConv(Operation *root) {
     if (fitsCpuDirectConv(root, wide))
       return wide;
   }
-  // Rows of 7, 14 and 28 (ResNet's 3x3 stages) in blocks of 7: blocks of
-  // 8 (or 4) would recompute pixels of every row (14 x 14, 256 channels:
-  // 1.6-1.7 ms -> 1.46-1.61 at one thread). With AVX-512 only: AVX2's 16
-  // registers do not hold 7 x 2 accumulators, 2 filter vectors and a
-  // broadcast.
-  if (config.lanes == 16 && !isPointwise(conv) && outShape[3] % config.pixels != 0 &&
-      outShape[3] % 7 == 0) {
-    CpuDirectConvConfig seven = config;
-    seven.pixels = 7;
-    if (fitsCpuDirectConv(root, seven))
-      return seven;
+  // Rows in blocks of 7, 8 or 9 pixels, whichever recomputes the fewest
+  // (a row's last block overlaps the one before it): rows of 7, 14 and 28
+  // (ResNet's 3x3 stages) and 13 (SqueezeNet's last stages) in blocks of 7,
+  // 27 in blocks of 9; blocks of 8 recomputed 2 of every 16 pixels at
+  // 14 x 14 (256 channels: 1.6-1.7 ms -> 1.46-1.61 at one thread), 3 of 16
+  // at 13 and 5 of 32 at 27. With AVX-512 only: AVX2's 16 registers do not
+  // hold 7 x 2 accumulators, 2 filter vectors and a broadcast.
+  if (config.lanes == 16 && !isPointwise(conv) && outShape[3] % config.pixels != 0) {
+    auto computed = [&](int64_t p) { return (outShape[3] + p - 1) / p * p; };
+    CpuDirectConvConfig best = config;
+    for (int64_t p : {7, 9})
+      if (computed(p) < computed(best.pixels))
+        best.pixels = p;
+    if (best.pixels != config.pixels && fitsCpuDirectConv(root, best))
+      return best;
   }
   // Two vectors of output channels where they divide, else one.
   if (fitsCpuDirectConv(root, config))

@@ -59,15 +59,8 @@ KernelConfig kiln::defaultKernelConfig(KernelOp kernel, const DeviceLimits *gpu)
         config.cpuGemm.vectors = 3;
         config.cpuGemm.panelColumns = 2 * config.cpuGemm.blockColumns();
       }
-      // The packed panel (k x panel columns) is swept once per block of
-      // rows: past about half a megabyte it falls out of L2 and the sweep
-      // streams it from L3 (a 3x3 conv over 512 channels, k = 4608: 1.2 MB
-      // at 64 columns). Narrower panels for long k, down to one register
-      // block.
-      // (k in slices: the slice's part of the panel is what is swept.)
-      while (config.cpuGemm.panelColumns > config.cpuGemm.blockColumns() &&
-             cpuGemmSliceDepth(*gemm) * config.cpuGemm.panelColumns * 4 > (512 << 10))
-        config.cpuGemm.panelColumns /= 2;
+      // (A long k no longer narrows the panel: matmuls sweep k in slices
+      // whose part of the panel stays in L2, cpuGemmSliceDepth.)
       // A convolution's GEMM, swept by 12 rows at a time with AVX-512 (24
       // accumulators) where that pads no more rows than 8. Its panel: one register block where the result fits
       // in L2 and has 64 rows or more (it stays in L1 across the row

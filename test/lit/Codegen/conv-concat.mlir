@@ -19,10 +19,10 @@ func.func @conv(%x: tensor<1x4x6x6xf32>, %y: tensor<1x12x6x6xf32>, %w: tensor<16
 // The CPU packs B's rows source by source: k in [0, 36) are the first
 // input's 4 channels x 9 taps, k in [36, 144) the second's 12.
 // CPU-LABEL: func.func @conv_kernel0
-// CPU: scf.for %{{.*}} = %c0{{.*}} to %c36 step
+// CPU: scf.for %{{.*}} = %c0{{.*}} to %c36{{.*}} step
 // CPU: memref.load %arg0[{{.*}}] : memref<144xf32>
 // CPU-NOT: memref.load %arg1
-// CPU: scf.for %{{.*}} = %c36{{.*}} to %c144 step
+// CPU: scf.for %{{.*}} = %c36{{.*}} to %c144{{.*}} step
 // CPU: memref.load %arg1[{{.*}}] : memref<432xf32>
 
 // The GPU gathers a slot's 4 columns from the source its channel lies in,

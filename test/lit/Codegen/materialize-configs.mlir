@@ -32,11 +32,12 @@ func.func @odd(%a: tensor<5x3xf32>) -> tensor<5x3xf32> {
 
 // -----
 
-// On the CPU a long k narrows the panel toward half a megabyte (L2), down
-// to one register block: 4608 x 48 floats with AVX-512 (3 vectors of 16),
-// 4608 x 16 with AVX2.
+// On the CPU a long k keeps the default panel: 96 columns with AVX-512 (two
+// blocks of 3 vectors of 16), 64 with AVX2 (four blocks of 2 vectors of 8).
+// The GEMM form sweeps k in slices of 512, whose part of the panel stays in
+// L2.
 // CPU-LABEL: func.func @long_k
-// CPU: config {form = "cpu_gemm", lanes = {{8|16}} : i64, panel = {{16|48}} : i64
+// CPU: config {form = "cpu_gemm", lanes = {{8|16}} : i64, panel = {{64|96}} : i64
 func.func @long_k(%a: tensor<64x4608xf32>, %b: tensor<4608x64xf32>) -> tensor<64x64xf32> {
   %0 = kiln.kernel on "cpu:0" (%a, %b) : (tensor<64x4608xf32>, tensor<4608x64xf32>) -> tensor<64x64xf32> {
   ^bb0(%x: tensor<64x4608xf32>, %y: tensor<4608x64xf32>):

@@ -89,6 +89,10 @@ TEST_P(ConvOnEveryDevice, ExactOnSmallIntegers) {
       {1, 16, 20, 21, 64, 3, 3, {2, 2}, {1, 1}, {1, 1}, 1},
       {2, 5, 12, 19, 16, 3, 3, {1, 1}, {2, 1}, {2, 1}, 1},
       {1, 7, 15, 17, 32, 5, 3, {2, 1}, {2, 1}, {1, 1}, 1},
+      // Rows in the blocks that recompute fewest pixels with AVX-512:
+      // 13 in two of 7 (the second overlapping), 27 in three of 9.
+      {1, 8, 13, 13, 32, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1},
+      {1, 6, 5, 27, 64, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1},
       // Its pointwise case (1x1, to a third of the channels or fewer, the
       // plane swept flat): two images in blocks of 7 pixels, 99 pixels
       // whose last block of 8 overlaps, and a plane of exactly 64.
