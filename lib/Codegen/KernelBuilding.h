@@ -59,6 +59,12 @@ SmallVector<Value> buildCascadeLoop(
 /// The coordinates of flat index `flat` over `shape`.
 SmallVector<AffineExpr> delinearize(AffineExpr flat, ArrayRef<int64_t> shape);
 
+/// `e` simplified knowing 0 <= dim `dim` < `bound` (InnerRuns.cpp); none
+/// unless `dim` then appears only in sums and products by constants (an
+/// index contiguous, strided or constant along a run of that dim).
+std::optional<AffineExpr> simplifyWithinRun(AffineExpr e, unsigned dim, int64_t bound,
+                                            unsigned numDims);
+
 /// The flat index of coordinates `coords` in `shape`.
 AffineExpr linearizeExpr(ArrayRef<int64_t> shape, ArrayRef<AffineExpr> coords, MLIRContext *ctx);
 

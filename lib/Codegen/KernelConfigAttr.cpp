@@ -79,7 +79,9 @@ KernelConfig kiln::defaultKernelConfig(KernelOp kernel, const DeviceLimits *gpu)
         if (c.lanes >= 16 && padded(12) <= padded(8))
           c.rows = 12;
         int64_t resultBytes = gemm->batch * gemm->m * gemm->n * 4;
-        if (gemm->m >= 64 && resultBytes <= (1 << 20)) {
+        if (getenv("KILN_EXP_CP")) {
+          c.panelColumns = atoi(getenv("KILN_EXP_CP"));
+        } else if (gemm->m >= 64 && resultBytes <= (1 << 20)) {
           c.panelColumns = c.blockColumns();
         } else {
           c.panelColumns = c.blockColumns();

@@ -32,6 +32,42 @@ TEST_P(ViewOnEveryDevice, TransposeAndPermute) {
   EXPECT_TRUE(allClose(y.permute({-1, 0, 1}).to_vector<float>(), permuted));
 }
 
+// Views that regroup dimensions, read along rows of 8 or more (the CPU's
+// row form, InnerRuns.cpp): an attention head's k sliced from a fused
+// projection, split into heads and transposed; a permutation whose rows
+// read with a stride; rows of 13 read from a [26, 13]-shaped regrouping
+// of a 338-element input (ragged against 8 and 16 lanes).
+TEST_P(ViewOnEveryDevice, RegroupedViewsReadAlongRows) {
+  Tensor qkv = Tensor::randn({24, 1, 3 * 40}, *device);
+  std::vector<float> xs = qkv.to_vector<float>();
+  std::vector<double> want; // [5 heads, 24 tokens, 8] of columns 40..79
+  for (int h = 0; h < 5; ++h)
+    for (int t = 0; t < 24; ++t)
+      for (int e = 0; e < 8; ++e)
+        want.push_back(2.0 * xs[t * 120 + 40 + h * 8 + e] + 1.0);
+  Tensor k = qkv.slice(2, 40, 80).reshape({24, 5, 8}).transpose(0, 1);
+  EXPECT_TRUE(allClose((k * Tensor::scalar(2.0f) + Tensor::scalar(1.0f)).to_vector<float>(), want,
+                       1e-6));
+
+  Tensor y = Tensor::randn({9, 12, 10}, *device);
+  std::vector<float> ys = y.to_vector<float>();
+  std::vector<double> permuted; // [10, 9, 12]
+  for (int c = 0; c < 10; ++c)
+    for (int a = 0; a < 9; ++a)
+      for (int b = 0; b < 12; ++b)
+        permuted.push_back(-ys[(a * 12 + b) * 10 + c]);
+  EXPECT_TRUE(allClose((-y.permute({2, 0, 1})).to_vector<float>(), permuted));
+
+  Tensor z = Tensor::randn({2, 13, 13}, *device);
+  std::vector<float> zs = z.to_vector<float>();
+  std::vector<double> regrouped; // [13, 26]: transpose of the [26, 13] reshape
+  for (int c = 0; c < 13; ++c)
+    for (int r = 0; r < 26; ++r)
+      regrouped.push_back(zs[r * 13 + c]);
+  Tensor zt = z.reshape({26, 13}).transpose(0, 1);
+  EXPECT_TRUE(allClose((zt + Tensor::scalar(0.0f)).to_vector<float>(), regrouped));
+}
+
 TEST_P(ViewOnEveryDevice, ReshapeAndBroadcastTo) {
   Tensor x = Tensor::randn({6, 4}, *device);
   std::vector<float> xs = x.to_vector<float>();
