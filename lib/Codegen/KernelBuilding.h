@@ -121,6 +121,12 @@ public:
   /// wherever the broadcast puts it (RowKernel.cpp checks the structure).
   void bindRow(Value v) { rowBound.insert(v); }
   void setRowValue(Value v, Value computed) { rowValues[v] = computed; }
+  /// Divisions by a row value (softmax's sum, layer norm's deviation) as
+  /// products with its reciprocal, computed once per row (loop-invariant,
+  /// hoisted): as PyTorch's and ONNX Runtime's CPU kernels do, one rounding
+  /// more; a vector division per element cost more than the rest of a
+  /// softmax together.
+  void multiplyByRowReciprocals() { rowReciprocals = true; }
 
   ArrayRef<std::pair<unsigned, AffineExpr>> getAccesses() const { return accesses; }
 
@@ -170,6 +176,7 @@ private:
   AffineExpr boundIndex() const { return boundAt ? boundAt : getAffineDimExpr(0, ctx); }
   DenseSet<Value> rowBound;
   DenseMap<Value, Value> rowValues;
+  bool rowReciprocals = false;
   bool misused = false;
   SmallVector<Uniform> uniforms;
   SmallVector<std::pair<unsigned, AffineExpr>> accesses;

@@ -138,6 +138,8 @@ public:
   FlatEvaluator &evaluator(unsigned dims, bool persistent = false) {
     owned.push_back(std::make_unique<FlatEvaluator>(kernel, dims));
     FlatEvaluator &e = *owned.back();
+    if (rowReciprocals)
+      e.multiplyByRowReciprocals();
     for (auto &[v, computed] : rowValues) {
       e.bindRow(v);
       e.setRowValue(v, computed);
@@ -153,8 +155,16 @@ public:
     e.collect(v, index);
     ArrayRef<std::pair<unsigned, AffineExpr>> accesses = e.getAccesses();
     for (size_t i = loads.size(); i < accesses.size(); ++i) {
-      Value at = affine::AffineApplyOp::create(
-          b, loc, AffineMap::get(dims.size(), 0, accesses[i].second), dims);
+      AffineExpr index = accesses[i].second;
+      // Along a row's columns (dim 1, each in [0, columnBound)) views that
+      // regroup dimensions (a residual read through a transpose) read at
+      // indices linear in the column once simplified under that bound: no
+      // division per element, and LLVM vectorizes the column loops.
+      if (columnBound > 0 && dims.size() == 2)
+        if (std::optional<AffineExpr> run = simplifyWithinRun(index, 1, columnBound, 2))
+          index = *run;
+      Value at = affine::AffineApplyOp::create(b, loc, AffineMap::get(dims.size(), 0, index),
+                                               dims);
       loads.push_back(memref::LoadOp::create(b, loc, entry->getArgument(accesses[i].first), at));
     }
     return e.emit(b, v, index, loads, failed);
@@ -234,6 +244,11 @@ public:
   Location loc;
   AffineExpr fullIndex;
 
+  /// Columns run over [0, columnBound) where set (one loop iteration or
+  /// work item per row).
+  int64_t columnBound = 0;
+  /// Divisions by row values as products with reciprocals (the CPU).
+  bool rowReciprocals = false;
 private:
   void record(Value v, Value computed) {
     rowValues[v] = computed;
@@ -534,6 +549,8 @@ FailureOr<func::FuncOp> kiln::buildRowKernelFunction(KernelOp kernel, OpBuilder 
     func->setAttr("kiln.outer_size", builder.getI64IntegerAttr(info.rows));
     buildRowWorkgroups(b, emitter, *gpu, chosen);
   } else {
+    emitter.columnBound = info.columns;
+    emitter.rowReciprocals = !gpu;
     buildRowLoops(b, emitter, /*reassociate=*/!gpu, gpu ? kGpuCascadeBlock : kCpuCascadeBlock);
   }
   func::ReturnOp::create(b, kernel.getLoc());
