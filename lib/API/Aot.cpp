@@ -124,6 +124,23 @@ std::vector<uint8_t> packFilter(const std::vector<uint8_t> &bytes,
   return packed;
 }
 
+/// An f32 matrix B the CPU GEMM form reads packed (CpuMatmulConfig::
+/// packedB): its panels, [N / panel][K][panel], from the weight holding
+/// B[k, n] at offset + k strideK + n strideN.
+std::vector<uint8_t> packMatrix(const std::vector<uint8_t> &bytes, const PackedMatrix &m,
+                                int64_t panel) {
+  if (m.n % panel || bytes.size() != static_cast<size_t>(m.k * m.n) * sizeof(float))
+    throw CompileError("internal error: a packed matrix of an unexpected shape");
+  std::vector<uint8_t> packed(bytes.size());
+  const auto *from = reinterpret_cast<const float *>(bytes.data());
+  auto *to = reinterpret_cast<float *>(packed.data());
+  for (int64_t n = 0; n < m.n; ++n)
+    for (int64_t k = 0; k < m.k; ++k)
+      to[((n / panel) * m.k + k) * panel + n % panel] =
+          from[m.offset + k * m.strideK + n * m.strideN];
+  return packed;
+}
+
 /// A program's scalar constants never change: its CPU kernels take them as
 /// literals (kInlineScalarAttr), not as operands a later realize may
 /// refill. (x86 has no NaN-propagating max: ReLU6's bounds as operands cost
@@ -186,8 +203,8 @@ Program kiln::compile(const std::vector<Tensor> &outputs, const std::vector<Tens
                   "(Tensor::from, randn, ...)");
     artifact->inputs.push_back({nameAt(options.input_names, i, "input"), typeOf(node)});
   }
-  // A weight by node and the block its bytes are packed in (0: as is).
-  std::vector<std::pair<std::pair<const Node *, int64_t>, uint32_t>> weightOf;
+  // A weight by node and how its bytes are packed ("": as is).
+  std::vector<std::pair<std::pair<const Node *, std::string>, uint32_t>> weightOf;
   for (const std::string &target : targets) {
     Device device = deviceFor(target);
     GraphBuilder graph(&s.contextForGraph());
@@ -203,11 +220,11 @@ Program kiln::compile(const std::vector<Tensor> &outputs, const std::vector<Tens
                          [&](const Tensor &t) { return t.node().get() == node; });
     };
     ProgramTarget how;
-    std::vector<std::pair<uint32_t, int64_t>> packedFilters;
+    std::vector<PackedWeight> packedWeights;
     how.isWeight = [&](uint32_t index) {
       return index < graph.inputs.size() && !isModelInput(graph.inputs[index]);
     };
-    how.packedFilters = &packedFilters;
+    how.packedWeights = &packedWeights;
     program.program = compileFor(s, graph, target, options, how);
     for (uint32_t index = 0; index < graph.inputs.size(); ++index) {
       Node *node = graph.inputs[index];
@@ -217,12 +234,21 @@ Program kiln::compile(const std::vector<Tensor> &outputs, const std::vector<Tens
         program.sources.push_back({false, static_cast<uint32_t>(input - inputs.begin())});
         continue;
       }
-      int64_t block = 0;
-      for (const auto &[packedInput, packedBlock] : packedFilters)
-        if (packedInput == index)
-          block = packedBlock;
+      const PackedWeight *packing = nullptr;
+      for (const PackedWeight &packed : packedWeights)
+        if (packed.input == index)
+          packing = &packed;
+      // Two programs (targets) share a weight's bytes when packed alike.
+      std::string how;
+      if (packing && packing->matrix) {
+        const PackedMatrix &m = *packing->matrix;
+        how = "matrix " + std::to_string(packing->block) + " " + std::to_string(m.offset) + " " +
+              std::to_string(m.strideK) + " " + std::to_string(m.strideN);
+      } else if (packing) {
+        how = "filter " + std::to_string(packing->block);
+      }
       auto known = std::find_if(weightOf.begin(), weightOf.end(), [&](const auto &entry) {
-        return entry.first.first == node && entry.first.second == block;
+        return entry.first.first == node && entry.first.second == how;
       });
       if (known == weightOf.end()) {
         // An importer's label (an ONNX initializer's name), else where the
@@ -231,12 +257,17 @@ Program kiln::compile(const std::vector<Tensor> &outputs, const std::vector<Tens
                                        : std::string(node->loc.file_name()) + ":" +
                                              std::to_string(node->loc.line());
         std::vector<uint8_t> bytes = bytesOf(*node);
-        if (block) {
-          bytes = packFilter(bytes, node->shape, block);
-          name += " (packed by " + std::to_string(block) + " output channels for the cpu)";
+        if (packing && packing->matrix) {
+          bytes = packMatrix(bytes, *packing->matrix, packing->block);
+          name += " (packed in panels of " + std::to_string(packing->block) +
+                  " columns for the cpu)";
+        } else if (packing) {
+          bytes = packFilter(bytes, node->shape, packing->block);
+          name += " (packed by " + std::to_string(packing->block) +
+                  " output channels for the cpu)";
         }
         artifact->weights.push_back({name, typeOf(*node), std::move(bytes)});
-        weightOf.push_back({{node, block}, static_cast<uint32_t>(artifact->weights.size() - 1)});
+        weightOf.push_back({{node, how}, static_cast<uint32_t>(artifact->weights.size() - 1)});
         known = weightOf.end() - 1;
       }
       program.sources.push_back({true, known->second});

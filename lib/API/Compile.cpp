@@ -190,13 +190,13 @@ public:
                  std::vector<uint32_t> *constantNodes, const ProgramTarget &target)
       : session(session), func(func), constantNodes(constantNodes),
         cpuObjects(target.cpuObjects), gpuProfile(target.gpuProfile), isWeight(target.isWeight),
-        packedFilters(target.packedFilters) {
+        packedWeights(target.packedWeights) {
     program->inputs = std::move(inputs);
   }
 
   std::shared_ptr<const rt::Program> build() {
-    if (cpuObjects && isWeight && packedFilters)
-      markWeightFilters();
+    if (cpuObjects && isWeight && packedWeights)
+      markWeights();
     for (Operation &op : func.getBody().front()) {
       if (auto input = dyn_cast<InputOp>(op))
         addStep(rt::ProgramStep::Kind::input, op, input.getIndex(), {});
@@ -255,7 +255,9 @@ private:
   /// A CPU kernel whose convolution filter is a weight used nowhere else
   /// gets kWeightFilterAttr: its direct form reads the filter packed once
   /// when the program is compiled instead of repacking it per inference.
-  void markWeightFilters() {
+  /// Likewise a matmul's B (kWeightMatrixAttr): the GEMM form reads its
+  /// panels in place instead of packing them per inference.
+  void markWeights() {
     func.walk([&](InputOp input) {
       if (!isWeight(static_cast<uint32_t>(input.getIndex())) || !input->hasOneUse())
         return;
@@ -267,14 +269,27 @@ private:
       for (Operation *user : arg.getUsers())
         if (auto conv = dyn_cast<Conv2dOp>(user); conv && conv.getFilter() == arg)
           kernel->setAttr(kWeightFilterAttr, UnitAttr::get(kernel.getContext()));
+      if (std::optional<PackedMatrix> matrix = packedMatrixOf(kernel);
+          matrix && matrix->arg == use.getOperandNumber())
+        kernel->setAttr(kWeightMatrixAttr, UnitAttr::get(kernel.getContext()));
     });
   }
 
-  /// After `kernel` was built: its filter, when its config reads it packed.
-  void notePackedFilter(KernelOp kernel) {
+  /// After `kernel` was built: its filter or B, when its config reads it
+  /// packed.
+  void notePackedWeight(KernelOp kernel) {
     FailureOr<std::optional<KernelConfig>> config = readKernelConfig(kernel);
     if (failed(config) || !*config)
       throw CompileError("internal error: a CPU kernel built without its config");
+    if ((*config)->form == KernelConfig::Form::CpuGemm && (*config)->cpuGemm.packedB) {
+      std::optional<PackedMatrix> matrix = packedMatrixOf(kernel);
+      auto input = matrix ? kernel.getInputs()[matrix->arg].getDefiningOp<InputOp>() : nullptr;
+      if (!input)
+        throw CompileError("internal error: a packed matrix that is not a program input");
+      packedWeights->push_back({static_cast<uint32_t>(input.getIndex()),
+                                (*config)->cpuGemm.panelColumns, matrix});
+      return;
+    }
     if ((*config)->form != KernelConfig::Form::CpuDirectConv ||
         !(*config)->cpuDirectConv.packedFilter)
       return;
@@ -285,8 +300,8 @@ private:
       auto input = kernel.getInputs()[arg.getArgNumber()].getDefiningOp<InputOp>();
       if (!input)
         throw CompileError("internal error: a packed filter that is not a program input");
-      packedFilters->push_back({static_cast<uint32_t>(input.getIndex()),
-                                (*config)->cpuDirectConv.blockChannels()});
+      packedWeights->push_back({static_cast<uint32_t>(input.getIndex()),
+                                (*config)->cpuDirectConv.blockChannels(), std::nullopt});
     });
   }
 
@@ -315,8 +330,9 @@ private:
         code->innerIterations = object.innerIterations;
         objects.push_back(std::move(object.bytes));
         entry.cpu = std::move(code);
-        if (packedFilters && kernel->hasAttr(kWeightFilterAttr))
-          notePackedFilter(kernel);
+        if (packedWeights &&
+            (kernel->hasAttr(kWeightFilterAttr) || kernel->hasAttr(kWeightMatrixAttr)))
+          notePackedWeight(kernel);
       } else if (device.api() == "cpu") {
         entry.cpu = cpuCodeOf(compileCpuKernel(session, kernel, &runtimeDevice(device)));
       } else {
@@ -364,7 +380,7 @@ private:
   CpuObjectEmitter *cpuObjects;
   const rt::AdapterInfo *gpuProfile;
   std::function<bool(uint32_t)> isWeight;
-  std::vector<std::pair<uint32_t, int64_t>> *packedFilters;
+  std::vector<PackedWeight> *packedWeights;
   std::vector<std::vector<uint8_t>> objects;
   std::shared_ptr<rt::Program> program = std::make_shared<rt::Program>();
   llvm::DenseMap<Value, uint32_t> ids;

@@ -12,6 +12,7 @@
 #include "GraphBuilder.h"
 #include "Session.h"
 
+#include "kiln/Codegen/KernelConfigAttr.h"
 #include "kiln/Transforms/Placement.h"
 #include "kiln/runtime/Program.h"
 
@@ -37,6 +38,16 @@ void placeAndFuse(Session &session, GraphBuilder &graph, const RealizeOptions &r
 /// session's caches when it can), intermediates planned into shared
 /// buffers. Its inputs are graph.inputs; its outputs the graph's results.
 /// How kernels are made for an ahead-of-time target (the JIT: none set).
+/// A weight a program stores packed for its CPU kernels: a convolution
+/// filter in blocks of `block` output channels (CpuDirectConvConfig::
+/// packedFilter), or a matmul's B in panels of `block` columns
+/// (CpuMatmulConfig::packedB, `matrix` set).
+struct PackedWeight {
+  uint32_t input = 0;
+  int64_t block = 0;
+  std::optional<PackedMatrix> matrix;
+};
+
 struct ProgramTarget {
   /// CPU kernels become objects linked into Program::cpuLibrary (what a
   /// .kiln file stores), else the JIT's code.
@@ -45,11 +56,11 @@ struct ProgramTarget {
   /// they were placed on (the metal target's metalProfile()).
   const rt::AdapterInfo *gpuProfile = nullptr;
   /// Which Program inputs are weights (compile()); a CPU convolution whose
-  /// filter is one, and its only use, may take it packed, and
-  /// `packedFilters` receives (input, block of output channels) for each
-  /// filter the caller must store packed (CpuDirectConvConfig::packedFilter).
+  /// filter is one, or a matmul whose B is one, and its only use, may take
+  /// it packed, and `packedWeights` receives each weight the caller must
+  /// store packed.
   std::function<bool(uint32_t input)> isWeight;
-  std::vector<std::pair<uint32_t, int64_t>> *packedFilters = nullptr;
+  std::vector<PackedWeight> *packedWeights = nullptr;
 };
 
 /// A Program constant a pass made: its value is the compiled one.

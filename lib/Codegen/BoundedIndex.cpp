@@ -3,9 +3,10 @@
 // MLIR's affine simplification knows nothing of a dimension's range, so
 // `(c * HW + p) floordiv HW` stays a division although p < HW makes it c.
 // Builders that know their loop ranges (the CPU GEMM and depthwise
-// epilogues) use this to turn the broadcast indices of bias and residual
-// reads back into plain coordinates: no division per element, and a column
-// loop LLVM can vectorize.
+// epilogues, flat and row kernels read as rows) use this to turn the
+// broadcast indices of bias and residual reads, and the indices of views
+// that regroup dimensions, back into plain coordinates: no division per
+// element, and a column loop LLVM can vectorize.
 //
 //===----------------------------------------------------------------------===//
 
@@ -113,6 +114,27 @@ AffineExpr rewrite(AffineExpr e, ArrayRef<int64_t> upper) {
     std::optional<Range> r = rangeOf(rest, upper);
     if (r && r->first >= 0 && r->second < c)
       return e.getKind() == AffineExprKind::Mod ? rest : multiple.floorDiv(c);
+    // lhs = g B + rest with g dividing c and rest in [0, g): lhs floordiv c
+    // = B floordiv (c / g) and lhs mod c = g (B mod (c / g)) + rest (a row
+    // of 64 in a flat index: (64 r + i) floordiv 8192 = r floordiv 128).
+    for (AffineExpr candidate : terms) {
+      int64_t g = factorOf(candidate);
+      if (g <= 1 || c % g != 0 || isa<AffineConstantExpr>(candidate))
+        continue;
+      AffineExpr scaled = zero, small = zero;
+      for (AffineExpr t : terms) {
+        int64_t f = factorOf(t);
+        if (f % g == 0 && !isa<AffineConstantExpr>(t))
+          scaled = scaled + (f == 1 ? t : cast<AffineBinaryOpExpr>(t).getLHS() * (f / g));
+        else
+          small = small + t;
+      }
+      std::optional<Range> s = rangeOf(small, upper);
+      if (!s || s->first < 0 || s->second >= g)
+        continue;
+      return e.getKind() == AffineExprKind::Mod ? (scaled % (c / g)) * g + small
+                                                : scaled.floorDiv(c / g);
+    }
   }
   switch (e.getKind()) {
   case AffineExprKind::Add: return lhs + rhs;
@@ -124,6 +146,25 @@ AffineExpr rewrite(AffineExpr e, ArrayRef<int64_t> upper) {
   }
 }
 } // namespace
+
+/// Whether dim `dim` appears in `e` only in sums and products by constants.
+static bool linearIn(AffineExpr e, unsigned dim) {
+  auto binary = dyn_cast<AffineBinaryOpExpr>(e);
+  if (!binary)
+    return true;
+  if (e.getKind() == AffineExprKind::Add ||
+      (e.getKind() == AffineExprKind::Mul && isa<AffineConstantExpr>(binary.getRHS())))
+    return linearIn(binary.getLHS(), dim) && linearIn(binary.getRHS(), dim);
+  return !binary.getLHS().isFunctionOfDim(dim) && !binary.getRHS().isFunctionOfDim(dim);
+}
+
+std::optional<AffineExpr> kiln::simplifyWithinRun(AffineExpr e, unsigned dim,
+                                                  ArrayRef<int64_t> upper) {
+  AffineExpr simplified = simplifyWithBounds(e, upper);
+  if (!linearIn(simplified, dim))
+    return std::nullopt;
+  return simplified;
+}
 
 AffineExpr kiln::simplifyWithBounds(AffineExpr e, ArrayRef<int64_t> upper) {
   unsigned dims = static_cast<unsigned>(upper.size());

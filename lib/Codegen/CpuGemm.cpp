@@ -15,6 +15,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Gemm.h"
+#include "kiln/Codegen/KernelConfigAttr.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -28,6 +29,45 @@ using namespace kiln;
 
 // At k = 2048 (a transformer's MLP down projection) a block of 8 rows of A
 // is 64 KB and a strip of the panel 256 KB, both streamed per block.
+std::optional<PackedMatrix> kiln::packedMatrixOf(KernelOp kernel) {
+  Operation *root = nullptr;
+  kernel.getBody().walk([&](MatmulOp matmul) { root = matmul; });
+  std::optional<Gemm> gemm = root ? describeGemm(kernel, root, /*minRowsPerGroup=*/4)
+                                  : std::nullopt;
+  if (!gemm || !gemm->bAccess || gemm->conv)
+    return std::nullopt;
+  auto [arg, index] = *gemm->bAccess;
+  Value b = kernel.getBody().front().getArgument(arg);
+  auto type = cast<RankedTensorType>(b.getType());
+  if (!type.getElementType().isF32() || type.getNumElements() != gemm->k * gemm->n)
+    return std::nullopt;
+  // Read by the matmul alone, through views (a transposed W): packing the
+  // weight changes what any other reader would see.
+  Value v = b;
+  while (v.hasOneUse() && v.getUsers().begin()->hasTrait<View>())
+    v = v.getUsers().begin()->getResult(0);
+  auto matmul = cast<MatmulOp>(root);
+  if (!v.hasOneUse() || *v.getUsers().begin() != root || matmul.getRhs() != v ||
+      matmul.getLhs() == v)
+    return std::nullopt;
+  bool divides = false;
+  index.walk([&](AffineExpr e) {
+    divides |= e.getKind() == AffineExprKind::FloorDiv || e.getKind() == AffineExprKind::Mod ||
+               e.getKind() == AffineExprKind::CeilDiv;
+  });
+  std::optional<int64_t> o = elementAt(index, 0, 0, 0), sb = elementAt(index, 1, 0, 0),
+                         sk = elementAt(index, 0, 1, 0), sn = elementAt(index, 0, 0, 1);
+  if (divides || !o || !sb || !sk || !sn || (gemm->batch > 1 && *sb != *o))
+    return std::nullopt;
+  return PackedMatrix{arg, gemm->k, gemm->n, *o, *sk - *o, *sn - *o};
+}
+
+bool kiln::fitsPackedB(KernelOp kernel, Operation *root, const CpuMatmulConfig &config) {
+  std::optional<PackedMatrix> matrix = packedMatrixOf(kernel);
+  return matrix && isa_and_nonnull<MatmulOp>(root) && config.check().empty() &&
+         matrix->n % config.panelColumns == 0;
+}
+
 int64_t kiln::cpuGemmSliceDepth(const Gemm &gemm) {
   return !gemm.conv && gemm.k > 1024 ? 512 : gemm.k;
 }
@@ -41,10 +81,18 @@ FailureOr<func::FuncOp> kiln::buildCpuGemmFunction(KernelOp kernel, Operation *r
   if (!described)
     return func::FuncOp();
   const Gemm &gemm = *described;
-  FailureOr<func::FuncOp> gemv =
-      buildCpuGemvFunction(kernel, root, gemm, builder, name, config.lanes);
-  if (failed(gemv) || *gemv)
-    return gemv;
+  // B stored as the panels (packed when the program was compiled): read in
+  // place, nothing packed per inference.
+  const bool packedB = config.packedB;
+  if (packedB && !fitsPackedB(kernel, root, config))
+    return root->emitOpError("does not fit the cpu gemm form with a packed right operand"),
+           failure();
+  if (!packedB) {
+    FailureOr<func::FuncOp> gemv =
+        buildCpuGemvFunction(kernel, root, gemm, builder, name, config.lanes);
+    if (failed(gemv) || *gemv)
+      return gemv;
+  }
   Location loc = kernel.getLoc();
   MLIRContext *ctx = builder.getContext();
   Type f32 = Float32Type::get(ctx);
@@ -83,9 +131,11 @@ FailureOr<func::FuncOp> kiln::buildCpuGemmFunction(KernelOp kernel, Operation *r
   // 64-byte aligned: every 16-lane load of the panel is one cache line
   // (+13% for matmul here). Not for a convolution: knowing the alignment,
   // LLVM vectorized its im2col packing into gathers, which halved its speed.
-  Value packed = memref::AllocOp::create(
-      b, loc, MemRefType::get({gemm.k * NC}, f32),
-      gemm.plainB ? b.getI64IntegerAttr(64) : IntegerAttr());
+  Value packed = packedB ? Value(entry->getArgument(gemm.bAccess->first))
+                         : memref::AllocOp::create(b, loc, MemRefType::get({gemm.k * NC}, f32),
+                                                   gemm.plainB ? b.getI64IntegerAttr(64)
+                                                               : IntegerAttr())
+                               .getResult();
   Value block = memref::AllocaOp::create(b, loc, MemRefType::get({MR * NR}, f32));
   // A long k in slices of KC: each slice's strip of the panel (KC x NR) and
   // each block's rows of A (MR x KC) stay in L1 while every block of rows
@@ -401,31 +451,36 @@ FailureOr<func::FuncOp> kiln::buildCpuGemmFunction(KernelOp kernel, Operation *r
         // thread packs each panel once and its later splits reuse it (one
         // thread packed a 7x7 stage's panel once per split: 10 copies of
         // 320 x 64 for a 1x1 convolution to 1280 channels).
-        OpBuilder sb = whenHeldChanges(ob, loc, packedFor, unit);
-        // (Runs of under 16 columns cost more in loop overhead than the
-        // per-column tables: 7x7 outputs keep those.)
-        if (gemm.conv && gemm.conv->strideW == 1 && gemm.conv->outWidth >= 16) {
-          packConvRuns(sb, *gemm.conv);
-        } else if (gemm.conv) {
-          packConv(sb, *gemm.conv);
-        } else if (!gemm.plainB) {
-          pack(sb, true);
-        } else if (gemm.n % NC == 0) {
-          pack(sb, false);
-        } else {
-          Value full = arith::CmpIOp::create(
-              sb, loc, arith::CmpIPredicate::ule,
-              arith::AddIOp::create(sb, loc, j0, idx(sb, NC)), idx(sb, gemm.n));
-          auto choice = scf::IfOp::create(sb, loc, full, /*withElseRegion=*/true);
-          OpBuilder fb = OpBuilder::atBlockBegin(&choice.getThenRegion().front());
-          pack(fb, false);
-          OpBuilder gb = OpBuilder::atBlockBegin(&choice.getElseRegion().front());
-          pack(gb, true);
+        if (!packedB) {
+          OpBuilder sb = whenHeldChanges(ob, loc, packedFor, unit);
+          // (Runs of under 16 columns cost more in loop overhead than the
+          // per-column tables: 7x7 outputs keep those.)
+          if (gemm.conv && gemm.conv->strideW == 1 && gemm.conv->outWidth >= 16) {
+            packConvRuns(sb, *gemm.conv);
+          } else if (gemm.conv) {
+            packConv(sb, *gemm.conv);
+          } else if (!gemm.plainB) {
+            pack(sb, true);
+          } else if (gemm.n % NC == 0) {
+            pack(sb, false);
+          } else {
+            Value full = arith::CmpIOp::create(
+                sb, loc, arith::CmpIPredicate::ule,
+                arith::AddIOp::create(sb, loc, j0, idx(sb, NC)), idx(sb, gemm.n));
+            auto choice = scf::IfOp::create(sb, loc, full, /*withElseRegion=*/true);
+            OpBuilder fb = OpBuilder::atBlockBegin(&choice.getThenRegion().front());
+            pack(fb, false);
+            OpBuilder gb = OpBuilder::atBlockBegin(&choice.getElseRegion().front());
+            pack(gb, true);
+          }
         }
         // Sweep A in blocks of MR rows, the panel in blocks of NR columns,
         // over k in [kLo, kHi): sums start at zero or from `sliceSums`
         // (`resume`), and end in the epilogue or back in `sliceSums`
         // (`finish` false).
+        // Packed B: panel j0 / NC starts at j0 * K.
+        Value panelBase = packedB ? arith::MulIOp::create(ob, loc, j0, idx(ob, gemm.k)).getResult()
+                                  : idx(ob, 0);
         // The last panel's register blocks past N hold only zeros: not
         // swept (a [128, 2048] x [2048, 512] product's panels of 96 computed
         // 576 columns for 512).
@@ -482,7 +537,8 @@ FailureOr<func::FuncOp> kiln::buildCpuGemmFunction(KernelOp kernel, Operation *r
                         cb, loc, kLo, kHi, idx(cb, 1), init,
                         [&](OpBuilder &fb, Location, Value k, ValueRange acc) {
                           Value base = arith::AddIOp::create(
-                              fb, loc, arith::MulIOp::create(fb, loc, k, idx(fb, NC)), jj);
+                              fb, loc, arith::MulIOp::create(fb, loc, k, idx(fb, NC)),
+                              arith::AddIOp::create(fb, loc, jj, panelBase));
                           SmallVector<Value> bv;
                           for (int64_t v = 0; v < V; ++v)
                             bv.push_back(vector::LoadOp::create(
@@ -587,7 +643,8 @@ FailureOr<func::FuncOp> kiln::buildCpuGemmFunction(KernelOp kernel, Operation *r
       });
   if (sliceSums)
     memref::DeallocOp::create(b, loc, sliceSums);
-  memref::DeallocOp::create(b, loc, packed);
+  if (!packedB)
+    memref::DeallocOp::create(b, loc, packed);
   func::ReturnOp::create(b, loc);
   if (failed) {
     func.erase();

@@ -93,6 +93,11 @@ std::optional<std::pair<unsigned, AffineExpr>>
 operandAccess(KernelOp kernel, Value operand, ArrayRef<int64_t> resultBatch,
               bool allowBool = false);
 
+/// Whether `config` (packedB) can read `root`'s B as stored packed: B is a
+/// packedMatrixOf the kernel, N a whole number of panels, and the form the
+/// GEMM's (not the matrix-vector one).
+bool fitsPackedB(KernelOp kernel, Operation *root, const CpuMatmulConfig &config);
+
 /// The depth of the k slices the CPU GEMM form runs a matmul in (k itself
 /// when it runs unsliced): matmuls with k past 1024 run slices of 512, so a
 /// block's rows of A and a slice of the panel stay in L1 and L2 while every

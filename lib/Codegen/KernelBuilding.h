@@ -59,11 +59,6 @@ SmallVector<Value> buildCascadeLoop(
 /// The coordinates of flat index `flat` over `shape`.
 SmallVector<AffineExpr> delinearize(AffineExpr flat, ArrayRef<int64_t> shape);
 
-/// `e` simplified knowing 0 <= dim `dim` < `bound` (InnerRuns.cpp); none
-/// unless `dim` then appears only in sums and products by constants (an
-/// index contiguous, strided or constant along a run of that dim).
-std::optional<AffineExpr> simplifyWithinRun(AffineExpr e, unsigned dim, int64_t bound,
-                                            unsigned numDims);
 
 /// The flat index of coordinates `coords` in `shape`.
 AffineExpr linearizeExpr(ArrayRef<int64_t> shape, ArrayRef<AffineExpr> coords, MLIRContext *ctx);
@@ -77,6 +72,12 @@ AffineExpr reductionInputIndex(ArrayRef<int64_t> shape, ArrayRef<int64_t> axes,
 /// removed: dimension i lies in [0, upper[i]). (MLIR's own simplification
 /// knows no ranges.)
 AffineExpr simplifyWithBounds(AffineExpr e, ArrayRef<int64_t> upper);
+
+/// `e` simplified with dim d in [0, upper[d]); none unless dim `dim` then
+/// appears only in sums and products by constants (an index contiguous,
+/// strided or constant along a run of that dim: a loop LLVM vectorizes).
+std::optional<AffineExpr> simplifyWithinRun(AffineExpr e, unsigned dim,
+                                            ArrayRef<int64_t> upper);
 
 /// `func.func @name(inputs..., outputs...)`, every argument a flat 1-D
 /// memref over its tensor's buffer (i1 stored as i8), carrying the element

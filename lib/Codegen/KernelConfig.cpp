@@ -285,7 +285,12 @@ std::optional<MatmulConfig> MatmulConfig::fromSizes(const std::vector<int64_t> &
 std::optional<CpuMatmulConfig> CpuMatmulConfig::fromSizes(const std::vector<int64_t> &sizes) {
   if (sizes.size() != 4 || !plausibleSizes(sizes))
     return std::nullopt;
-  return CpuMatmulConfig{int(sizes[0]), int(sizes[1]), int(sizes[2]), int(sizes[3])};
+  CpuMatmulConfig config;
+  config.rows = int(sizes[0]);
+  config.lanes = int(sizes[1]);
+  config.vectors = int(sizes[2]);
+  config.panelColumns = int(sizes[3]);
+  return config;
 }
 
 int LoopKernelConfig::defaultWorkgroupSize(const DeviceLimits &limits, int64_t iterations) {
@@ -357,6 +362,8 @@ std::string KernelConfig::str() const {
     add("lanes", cpuGemm.lanes);
     add("vectors", cpuGemm.vectors);
     add("panel", cpuGemm.panelColumns);
+    if (cpuGemm.packedB)
+      add("packed_b", 1);
     break;
   case Form::CpuDirectConv:
     add("pixels", cpuDirectConv.pixels);

@@ -121,7 +121,7 @@ bool readsPrefixAtLoopIndex(KernelOp kernel, int64_t iterations) {
 
 /// A CPU flat kernel whose views divide the flat index (transposes, slices
 /// of regrouped dimensions) as rows of the result's last dimension: with
-/// o = row * D + i, inputs read at indices linear in i (InnerRuns.cpp), so
+/// o = row * D + i, inputs read at indices linear in i (BoundedIndex.cpp), so
 /// LLVM vectorizes the loop over i; the flat loop's divisions per element
 /// kept it scalar (an attention head's q, sliced from a fused projection
 /// and transposed: 205 us for 64K elements). None where an index stays
@@ -153,7 +153,7 @@ func::FuncOp buildRowRunsFunction(KernelOp kernel, OpBuilder &builder, StringRef
     evaluator.collect(result, index);
   SmallVector<AffineMap> maps;
   for (auto [arg, at] : evaluator.getAccesses()) {
-    std::optional<AffineExpr> run = simplifyWithinRun(at, 1, D, 2);
+    std::optional<AffineExpr> run = simplifyWithinRun(at, 1, {rows, D});
     if (!run)
       return func::FuncOp();
     maps.push_back(AffineMap::get(2, 0, *run));

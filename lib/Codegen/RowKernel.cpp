@@ -161,7 +161,7 @@ public:
       // indices linear in the column once simplified under that bound: no
       // division per element, and LLVM vectorizes the column loops.
       if (columnBound > 0 && dims.size() == 2)
-        if (std::optional<AffineExpr> run = simplifyWithinRun(index, 1, columnBound, 2))
+        if (std::optional<AffineExpr> run = simplifyWithinRun(index, 1, {info.rows, columnBound}))
           index = *run;
       Value at = affine::AffineApplyOp::create(b, loc, AffineMap::get(dims.size(), 0, index),
                                                dims);

@@ -100,11 +100,20 @@ struct MatmulConfig {
 /// thread's share) packs a panelColumns-wide slice of B, then sweeps A in
 /// blocks of `rows` rows; a block of rows x (vectors x lanes) results lives
 /// in vector registers across the whole k loop.
+/// On a kernel whose matmul's right operand B is a weight of a program
+/// compiled ahead of time: the program may store B as the CPU GEMM form's
+/// panels (CpuMatmulConfig::packedB).
+inline constexpr char kWeightMatrixAttr[] = "kiln.weight_matrix";
+
 struct CpuMatmulConfig {
   int rows = 8;
   int lanes = 16;  // the host's f32 vector width (AVX-512: 16, AVX2: 8)
   int vectors = 2; // vectors per row of the register block
   int panelColumns = 64;
+  /// B arrives as its panels, [N / panelColumns][K][panelColumns], packed
+  /// when the program was compiled: only for a B that is a weight
+  /// (`kiln.weight_matrix` on the kernel), never packed per inference.
+  bool packedB = false;
 
   int blockColumns() const { return lanes * vectors; }
   /// From "rows, lanes, vectors, panelColumns"; none unless 4 sizes.

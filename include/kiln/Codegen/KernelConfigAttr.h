@@ -33,6 +33,18 @@ KernelConfig defaultKernelConfig(KernelOp kernel, const DeviceLimits *gpu);
 /// default first: what the tuner searches.
 std::vector<KernelConfig> candidateKernelConfigs(KernelOp kernel, const DeviceLimits *gpu);
 
+/// A matmul's right operand B as a weight the CPU GEMM form may read
+/// packed (CpuMatmulConfig::packedB): kernel argument `arg` holds B[k, n]
+/// at offset + k * strideK + n * strideN (a plain or transposed matrix).
+struct PackedMatrix {
+  unsigned arg = 0;
+  int64_t k = 0, n = 0, offset = 0, strideK = 0, strideN = 0;
+};
+/// B of `kernel`'s matmul where it can be stored packed: one f32 weight
+/// argument read by the matmul alone, the same for every batch, linear in
+/// (k, n), of exactly K x N elements. None otherwise.
+std::optional<PackedMatrix> packedMatrixOf(KernelOp kernel);
+
 mlir::DictionaryAttr kernelConfigAttr(mlir::MLIRContext *ctx, const KernelConfig &config);
 
 /// The kernel's `config`; none when it has none. A malformed one is an

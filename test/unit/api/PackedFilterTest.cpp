@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <cstdio>
 #include <cstring>
 #include <limits>
@@ -146,6 +147,102 @@ TEST(ScalarLiterals, CpuProgramsFoldTheirScalarsAndKeepIeeeMinMax) {
   EXPECT_EQ(relu6[8], 0.0f);
   EXPECT_TRUE(std::signbit(negZero[2])) << "min(+0, -0) is -0";
   EXPECT_TRUE(std::isnan(negZero[0]));
+}
+
+} // namespace
+
+namespace {
+
+/// [m, k] x B with B[k, n] = b(k, n), in float64, plus a bias, then ReLU.
+std::vector<double> productReference(const std::vector<float> &x, int64_t m, int64_t k,
+                                     int64_t n, const std::function<double(int64_t, int64_t)> &b,
+                                     const std::vector<float> &bias) {
+  std::vector<double> y(m * n);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double acc = bias[j];
+      for (int64_t p = 0; p < k; ++p)
+        acc += double(x[i * k + p]) * b(p, j);
+      y[i * n + j] = std::max(acc, 0.0);
+    }
+  return y;
+}
+
+// A matmul whose right operand is a weight is stored as the GEMM form's
+// panels ([N / panel][K][panel]), so no inference packs it: a plain [K, N]
+// weight (k sliced: 1536), a linear layer's W read through a transpose,
+// and N not a whole number of panels of 64 (kept as written), a weight
+// shared by two products (kept as written), a single row (the matrix-vector
+// form reads W in place). Bit for bit the JIT's results (the same order of
+// adds), and a float64 reference, from memory and from the file.
+TEST(PackedMatrices, CpuProgramsReadWeightMatricesAsPanels) {
+  Device cpu = Device::cpu();
+  manual_seed(13);
+  Tensor x = Tensor::randn({40, 1536}, cpu), h = Tensor::randn({33, 256}, cpu);
+  Tensor b = Tensor::randn({1536, 256}, cpu), bb = Tensor::randn({256}, cpu);
+  Tensor w = Tensor::randn({384, 256}, cpu), wb = Tensor::randn({384}, cpu);
+  Tensor r = Tensor::randn({256, 100}, cpu), rb = Tensor::randn({100}, cpu);
+  Tensor s = Tensor::randn({256, 128}, cpu), sb = Tensor::randn({128}, cpu);
+  Tensor v = Tensor::randn({384, 256}, cpu), row = Tensor::randn({1, 256}, cpu);
+  auto model = [&](const Tensor &xi, const Tensor &hi, const Tensor &rowi) {
+    return std::vector<Tensor>{relu(matmul(xi, b) + bb), relu(linear(hi, w, wb)),
+                               relu(matmul(hi, r) + rb), relu(matmul(hi, s) + sb),
+                               relu(matmul(hi * 2.0f, s) + sb), relu(linear(rowi, v, wb))};
+  };
+  Program program = compile(model(x, h, row), {x, h, row}, {{"cpu"}, {"x", "h", "row"}});
+  std::string described = program.describe("cpu");
+  // b and w are packed; r (100 columns), s (two uses) and v (a single row)
+  // are not.
+  size_t packed = 0;
+  for (size_t at = described.find("(packed in panels of "); at != std::string::npos;
+       at = described.find("(packed in panels of ", at + 1))
+    ++packed;
+  EXPECT_EQ(packed, 2u) << described;
+
+  std::string path = tempPath("matrices.kiln");
+  program.save(path);
+  Program loaded = load(path, cpu);
+  Tensor xi = Tensor::randn({40, 1536}, cpu), hi = Tensor::randn({33, 256}, cpu),
+         rowi = Tensor::randn({1, 256}, cpu);
+  std::vector<Tensor> out = loaded.run({xi, hi, rowi});
+  ASSERT_EQ(out.size(), 6u);
+  std::vector<float> bv = b.to_vector(), wv = w.to_vector(), vv = v.to_vector(), rv = r.to_vector(),
+                     sv = s.to_vector(), xv = xi.to_vector(), hv = hi.to_vector();
+  std::vector<float> h2(hv.size());
+  for (size_t i = 0; i < hv.size(); ++i)
+    h2[i] = 2.0f * hv[i];
+  auto plain = [](const std::vector<float> &m, int64_t n) {
+    return [&m, n](int64_t p, int64_t j) { return double(m[p * n + j]); };
+  };
+  auto transposed = [&](int64_t p, int64_t j) { return double(wv[j * 256 + p]); };
+  using kiln::test::allClose;
+  EXPECT_TRUE(allClose(out[0].to_vector(),
+                       productReference(xv, 40, 1536, 256, plain(bv, 256), bb.to_vector()), 1e-4,
+                       1e-4));
+  EXPECT_TRUE(allClose(out[1].to_vector(),
+                       productReference(hv, 33, 256, 384, transposed, wb.to_vector()), 1e-4, 1e-4));
+  EXPECT_TRUE(allClose(out[2].to_vector(),
+                       productReference(hv, 33, 256, 100, plain(rv, 100), rb.to_vector()), 1e-4,
+                       1e-4));
+  EXPECT_TRUE(allClose(out[3].to_vector(),
+                       productReference(hv, 33, 256, 128, plain(sv, 128), sb.to_vector()), 1e-4,
+                       1e-4));
+  EXPECT_TRUE(allClose(out[4].to_vector(),
+                       productReference(h2, 33, 256, 128, plain(sv, 128), sb.to_vector()), 1e-4,
+                       1e-4));
+  EXPECT_TRUE(allClose(out[5].to_vector(),
+                       productReference(rowi.to_vector(), 1, 256, 384,
+                                        [&](int64_t p, int64_t j) { return double(vv[j * 256 + p]); },
+                                        wb.to_vector()),
+                       1e-4, 1e-4));
+  // The JIT packs per inference, in the same order of adds.
+  std::vector<Tensor> jit = model(xi, hi, rowi);
+  for (size_t i = 0; i < out.size(); ++i)
+    EXPECT_EQ(out[i].to_vector(), jit[i].to_vector()) << "output " << i;
+  std::vector<Tensor> again = program.run({xi, hi, rowi});
+  for (size_t i = 0; i < out.size(); ++i)
+    EXPECT_EQ(again[i].to_vector(), out[i].to_vector()) << "output " << i;
+  std::remove(path.c_str());
 }
 
 } // namespace

@@ -33,7 +33,7 @@ TEST_P(ViewOnEveryDevice, TransposeAndPermute) {
 }
 
 // Views that regroup dimensions, read along rows of 8 or more (the CPU's
-// row form, InnerRuns.cpp): an attention head's k sliced from a fused
+// row form, BoundedIndex.cpp): an attention head's k sliced from a fused
 // projection, split into heads and transposed; a permutation whose rows
 // read with a stride; rows of 13 read from a [26, 13]-shaped regrouping
 // of a 338-element input (ragged against 8 and 16 lanes).
