@@ -119,6 +119,29 @@ bool readsPrefixAtLoopIndex(KernelOp kernel, int64_t iterations) {
   });
 }
 
+/// A linalg.generic over `outputs` whose body is the kernel's results as
+/// `evaluator` builds them at `index`, reading the generic's inputs (one per
+/// access, in the evaluator's order).
+void buildEvaluatedGeneric(OpBuilder &b, Location loc, KernelOp kernel, FlatEvaluator &evaluator,
+                           ValueRange inputs, ValueRange outputs, ArrayRef<AffineMap> maps,
+                           ArrayRef<utils::IteratorType> iterators, AffineExpr index,
+                           bool &failedOp) {
+  linalg::GenericOp::create(
+      b, loc, TypeRange{}, inputs, outputs, maps, iterators,
+      [&](OpBuilder &nb, Location nloc, ValueRange scalars) {
+        ValueRange loads = scalars.take_front(inputs.size());
+        SmallVector<Value> yielded;
+        for (auto [value, out] : llvm::zip(kernel.getBody().front().getTerminator()->getOperands(),
+                                           scalars.drop_front(inputs.size()))) {
+          Value v = evaluator.emit(nb, value, index, loads, failedOp);
+          if (v && v.getType() != out.getType())
+            v = arith::ExtUIOp::create(nb, nloc, out.getType(), v);
+          yielded.push_back(v ? v : out);
+        }
+        linalg::YieldOp::create(nb, nloc, yielded);
+      });
+}
+
 /// A CPU flat kernel whose views divide the flat index (transposes, slices
 /// of regrouped dimensions) as rows of the result's last dimension: with
 /// o = row * D + i, inputs read at indices linear in i (BoundedIndex.cpp), so
@@ -173,21 +196,9 @@ func::FuncOp buildRowRunsFunction(KernelOp kernel, OpBuilder &builder, StringRef
         ArrayRef<ReassociationIndices>{{0, 1}}));
     maps.push_back(AffineMap::getMultiDimIdentityMap(2, ctx));
   }
-  linalg::GenericOp::create(
-      b, loc, TypeRange{}, inputs, outputs, maps,
-      {utils::IteratorType::parallel, utils::IteratorType::parallel},
-      [&](OpBuilder &nb, Location nloc, ValueRange scalars) {
-        ValueRange loads = scalars.take_front(inputs.size());
-        SmallVector<Value> yielded;
-        for (auto [value, out] : llvm::zip(kernel.getBody().front().getTerminator()->getOperands(),
-                                           scalars.drop_front(inputs.size()))) {
-          Value v = evaluator.emit(nb, value, index, loads, failedOp);
-          if (v && v.getType() != out.getType())
-            v = arith::ExtUIOp::create(nb, nloc, out.getType(), v);
-          yielded.push_back(v ? v : out);
-        }
-        linalg::YieldOp::create(nb, nloc, yielded);
-      });
+  buildEvaluatedGeneric(b, loc, kernel, evaluator, inputs, outputs, maps,
+                        {utils::IteratorType::parallel, utils::IteratorType::parallel}, index,
+                        failedOp);
   func::ReturnOp::create(b, loc);
   return func;
 }
@@ -212,21 +223,9 @@ func::FuncOp buildFlatFunction(KernelOp kernel, OpBuilder &builder, StringRef na
   }
   for (size_t i = 0; i < kernel.getNumResults(); ++i)
     maps.push_back(AffineMap::getMultiDimIdentityMap(1, ctx));
-  linalg::GenericOp::create(
-      b, loc, TypeRange{}, inputs, entry->getArguments().drop_front(numInputs), maps,
-      {utils::IteratorType::parallel},
-      [&](OpBuilder &nb, Location nloc, ValueRange scalars) {
-        ValueRange loads = scalars.take_front(inputs.size());
-        SmallVector<Value> yielded;
-        for (auto [value, out] : llvm::zip(kernel.getBody().front().getTerminator()->getOperands(),
-                                           scalars.drop_front(inputs.size()))) {
-          Value v = evaluator.emit(nb, value, getAffineDimExpr(0, ctx), loads, failedOp);
-          if (v && v.getType() != out.getType())
-            v = arith::ExtUIOp::create(nb, nloc, out.getType(), v);
-          yielded.push_back(v ? v : out);
-        }
-        linalg::YieldOp::create(nb, nloc, yielded);
-      });
+  buildEvaluatedGeneric(b, loc, kernel, evaluator, inputs,
+                        entry->getArguments().drop_front(numInputs), maps,
+                        {utils::IteratorType::parallel}, getAffineDimExpr(0, ctx), failedOp);
   func::ReturnOp::create(b, loc);
   return func;
 }

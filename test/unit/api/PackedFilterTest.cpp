@@ -36,6 +36,13 @@ std::vector<double> reference(const Tensor &x, const Tensor &w, const Tensor &bi
   return y.v;
 }
 
+size_t occurrences(const std::string &text, const std::string &what) {
+  size_t count = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1))
+    ++count;
+  return count;
+}
+
 std::string tempPath(const std::string &name) {
   const char *dir = std::getenv("TMPDIR");
   return std::string(dir && *dir ? dir : "/tmp") + "/kiln-packed-" + std::to_string(::getpid()) +
@@ -76,11 +83,7 @@ TEST(PackedFilters, CpuProgramsReadWeightFiltersPackedOnce) {
   std::string described = program.describe("cpu");
   // Three filters packed: w14, w7 and we (wc * 1.0 is computed by the
   // program, and ws has two uses).
-  size_t packed = 0;
-  for (size_t at = described.find("(packed by "); at != std::string::npos;
-       at = described.find("(packed by ", at + 1))
-    ++packed;
-  EXPECT_EQ(packed, 3u) << described;
+  EXPECT_EQ(occurrences(described, "(packed by "), 3u) << described;
   EXPECT_NE(described.find("model input 'x14'"), std::string::npos) << described;
 
   std::string path = tempPath("convs.kiln");
@@ -193,11 +196,7 @@ TEST(PackedMatrices, CpuProgramsReadWeightMatricesAsPanels) {
   std::string described = program.describe("cpu");
   // b and w are packed; r (100 columns), s (two uses) and v (a single row)
   // are not.
-  size_t packed = 0;
-  for (size_t at = described.find("(packed in panels of "); at != std::string::npos;
-       at = described.find("(packed in panels of ", at + 1))
-    ++packed;
-  EXPECT_EQ(packed, 2u) << described;
+  EXPECT_EQ(occurrences(described, "(packed in panels of "), 2u) << described;
 
   std::string path = tempPath("matrices.kiln");
   program.save(path);
