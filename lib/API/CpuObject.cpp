@@ -118,6 +118,8 @@ CpuObjectEmitter::Object CpuObjectEmitter::emit(KernelOp kernel, const std::stri
 CpuObjectEmitter::Object CpuObjectEmitter::emitConfigured(KernelOp kernel,
                                                           const std::string &symbol,
                                                           std::string *optimizedIR) {
+  // Configs sized for the ISA compiled for, not the host's.
+  CpuTargetLanes lanes(machine_->getTargetFeatureString().contains("+avx512f") ? 16 : 8);
   KernelModule km = buildKernelModule(kernel, KernelLayout::Coalesced);
   Object object;
   object.numBindings = km.fn.getNumArguments();

@@ -226,10 +226,21 @@ std::string MatmulConfig::check(const DeviceLimits &limits) const {
   return "";
 }
 
+static thread_local int targetLanes = 0;
+
+int kiln::cpuDefaultLanes() {
+  if (targetLanes)
+    return targetLanes;
+  static const int host = llvm::sys::getHostCPUFeatures().lookup("avx512f") ? 16 : 8;
+  return host;
+}
+
+CpuTargetLanes::CpuTargetLanes(int lanes) : previous(targetLanes) { targetLanes = lanes; }
+CpuTargetLanes::~CpuTargetLanes() { targetLanes = previous; }
+
 CpuMatmulConfig CpuMatmulConfig::defaultForHost() {
   CpuMatmulConfig config;
-  auto features = llvm::sys::getHostCPUFeatures();
-  if (!features.lookup("avx512f")) {
+  if (cpuDefaultLanes() < 16) {
     // 16 vector registers: 6 x 2 accumulators, 2 for B, 1 broadcast.
     config.lanes = 8;
     config.rows = 6;
@@ -239,7 +250,7 @@ CpuMatmulConfig CpuMatmulConfig::defaultForHost() {
 
 CpuDirectConvConfig CpuDirectConvConfig::defaultForHost() {
   CpuDirectConvConfig config;
-  if (!llvm::sys::getHostCPUFeatures().lookup("avx512f")) {
+  if (cpuDefaultLanes() < 16) {
     // 16 vector registers: 6 x 2 accumulators, 2 filter vectors, 1 input.
     config.lanes = 8;
     config.pixels = 6;

@@ -100,6 +100,23 @@ struct MatmulConfig {
 /// thread's share) packs a panelColumns-wide slice of B, then sweeps A in
 /// blocks of `rows` rows; a block of rows x (vectors x lanes) results lives
 /// in vector registers across the whole k loop.
+/// The f32 vector width CPU configs default to: the host's (16 lanes with
+/// AVX-512, else 8), or, while a CpuTargetLanes lives on this thread, the
+/// width of the ISA level being compiled for (`kiln-compile --cpu-isa
+/// x86-64-v3` on an AVX-512 host: 8; 16-lane blocks there were split into
+/// pairs of 8 and spilled, 4.5x slower).
+int cpuDefaultLanes();
+class CpuTargetLanes {
+public:
+  explicit CpuTargetLanes(int lanes);
+  ~CpuTargetLanes();
+  CpuTargetLanes(const CpuTargetLanes &) = delete;
+  CpuTargetLanes &operator=(const CpuTargetLanes &) = delete;
+
+private:
+  int previous;
+};
+
 /// On a kernel whose matmul's right operand B is a weight of a program
 /// compiled ahead of time: the program may store B as the CPU GEMM form's
 /// panels (CpuMatmulConfig::packedB).
