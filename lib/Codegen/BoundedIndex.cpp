@@ -147,6 +147,15 @@ AffineExpr rewrite(AffineExpr e, ArrayRef<int64_t> upper) {
 }
 } // namespace
 
+bool kiln::dividesIndex(AffineExpr e) {
+  bool found = false;
+  e.walk([&](AffineExpr sub) {
+    found |= sub.getKind() == AffineExprKind::FloorDiv || sub.getKind() == AffineExprKind::Mod ||
+             sub.getKind() == AffineExprKind::CeilDiv;
+  });
+  return found;
+}
+
 /// Whether dim `dim` appears in `e` only in sums and products by constants.
 static bool linearIn(AffineExpr e, unsigned dim) {
   auto binary = dyn_cast<AffineBinaryOpExpr>(e);

@@ -27,8 +27,6 @@
 using namespace mlir;
 using namespace kiln;
 
-// At k = 2048 (a transformer's MLP down projection) a block of 8 rows of A
-// is 64 KB and a strip of the panel 256 KB, both streamed per block.
 std::optional<PackedMatrix> kiln::packedMatrixOf(KernelOp kernel) {
   Operation *root = nullptr;
   kernel.getBody().walk([&](MatmulOp matmul) { root = matmul; });
@@ -50,14 +48,9 @@ std::optional<PackedMatrix> kiln::packedMatrixOf(KernelOp kernel) {
   if (!v.hasOneUse() || *v.getUsers().begin() != root || matmul.getRhs() != v ||
       matmul.getLhs() == v)
     return std::nullopt;
-  bool divides = false;
-  index.walk([&](AffineExpr e) {
-    divides |= e.getKind() == AffineExprKind::FloorDiv || e.getKind() == AffineExprKind::Mod ||
-               e.getKind() == AffineExprKind::CeilDiv;
-  });
   std::optional<int64_t> o = elementAt(index, 0, 0, 0), sb = elementAt(index, 1, 0, 0),
                          sk = elementAt(index, 0, 1, 0), sn = elementAt(index, 0, 0, 1);
-  if (divides || !o || !sb || !sk || !sn || (gemm->batch > 1 && *sb != *o))
+  if (dividesIndex(index) || !o || !sb || !sk || !sn || (gemm->batch > 1 && *sb != *o))
     return std::nullopt;
   return PackedMatrix{arg, gemm->k, gemm->n, *o, *sk - *o, *sn - *o};
 }
@@ -68,6 +61,8 @@ bool kiln::fitsPackedB(KernelOp kernel, Operation *root, const CpuMatmulConfig &
          matrix->n % config.panelColumns == 0;
 }
 
+// At k = 2048 (a transformer's MLP down projection) a block of 8 rows of A
+// is 64 KB and a strip of the panel 256 KB, both streamed per block.
 int64_t kiln::cpuGemmSliceDepth(const Gemm &gemm) {
   return !gemm.conv && gemm.k > 1024 ? 512 : gemm.k;
 }
@@ -165,7 +160,7 @@ FailureOr<func::FuncOp> kiln::buildCpuGemmFunction(KernelOp kernel, Operation *r
                            .getResult()
                      : Value();
   // The (batch, panel) unit `packed` holds (none yet).
-  Value packedFor = heldSlot(b, loc, gemm.batch * panels);
+  Value packedFor = packedB ? Value() : heldSlot(b, loc, gemm.batch * panels);
   bool failed = false;
   scf::ForOp::create(
       b, loc, idx(b, 0), idx(b, gemm.batch * panels * splits), idx(b, 1), ValueRange{},
@@ -495,134 +490,140 @@ FailureOr<func::FuncOp> kiln::buildCpuGemmFunction(KernelOp kernel, Operation *r
                       idx(ob, NR)),
                   idx(ob, NR)));
         auto sweep = [&](OpBuilder &sw, Value kLo, Value kHi, bool resume, bool finish) {
-        scf::ForOp::create(
-            sw, loc, firstRow, lastRow, idx(sw, MR), ValueRange{},
-            [&](OpBuilder &ib, Location, Value i0, ValueRange) {
-              SmallVector<Value> rows;
-              for (int64_t r = 0; r < MR; ++r) // past M: read row M - 1, never stored
-                rows.push_back(arith::MinUIOp::create(
-                    ib, loc, arith::AddIOp::create(ib, loc, i0, idx(ib, r)), idx(ib, gemm.m - 1)));
-              std::optional<GemmRowValues> rowValues;
-              if (vectorEpilogue && finish) {
-                SmallVector<SmallVector<Value>> rowCoords;
-                for (Value row : rows)
-                  rowCoords.push_back({batch, row, idx(ib, 0)});
-                rowValues = precomputeGemmRowValues(
-                    ib, loc, kernel, root, entry, rowCoords, {gemm.batch, gemm.m, gemm.n},
-                    gemm.resultIndex, W, rowValueBuffer, kRowValues, failed);
-              }
-              scf::ForOp::create(
-                  ib, loc, idx(ib, 0), panelEnd, idx(ib, NR), ValueRange{},
-                  [&](OpBuilder &cb, Location, Value jj, ValueRange) {
-                    // This block's place in `sliceSums`: its row in the split,
-                    // its column in the panel.
-                    auto sliceAt = [&](OpBuilder &sb2, int64_t r, int64_t v) -> Value {
-                      Value row = arith::AddIOp::create(
-                          sb2, loc, arith::SubIOp::create(sb2, loc, i0, firstRow), idx(sb2, r));
-                      return arith::AddIOp::create(
-                          sb2, loc, arith::MulIOp::create(sb2, loc, row, idx(sb2, NC)),
-                          arith::AddIOp::create(sb2, loc, jj, idx(sb2, v * W)));
-                    };
-                    SmallVector<Value> init;
-                    for (int64_t r = 0; r < MR; ++r)
-                      for (int64_t v = 0; v < V; ++v)
-                        init.push_back(
-                            resume ? vector::LoadOp::create(cb, loc, vec, sliceSums,
-                                                            ValueRange{sliceAt(cb, r, v)})
-                                         .getResult()
-                                   : arith::ConstantOp::create(
-                                         cb, loc, DenseElementsAttr::get(vec, cb.getF32FloatAttr(0)))
-                                         .getResult());
-                    auto sums = scf::ForOp::create(
-                        cb, loc, kLo, kHi, idx(cb, 1), init,
-                        [&](OpBuilder &fb, Location, Value k, ValueRange acc) {
-                          Value base = arith::AddIOp::create(
-                              fb, loc, arith::MulIOp::create(fb, loc, k, idx(fb, NC)),
-                              arith::AddIOp::create(fb, loc, jj, panelBase));
-                          SmallVector<Value> bv;
-                          for (int64_t v = 0; v < V; ++v)
-                            bv.push_back(vector::LoadOp::create(
-                                fb, loc, vec, packed,
-                                ValueRange{arith::AddIOp::create(fb, loc, base, idx(fb, v * W))}));
-                          SmallVector<Value> next(acc.begin(), acc.end());
-                          for (int64_t r = 0; r < MR; ++r) {
-                            Value a = vector::BroadcastOp::create(
-                                fb, loc, vec, widen(fb, gemm.readA(fb, loc, batch, rows[r], k)));
-                            for (int64_t v = 0; v < V; ++v)
-                              next[r * V + v] =
-                                  vector::FMAOp::create(fb, loc, a, bv[v], next[r * V + v]);
-                          }
-                          scf::YieldOp::create(fb, loc, next);
-                        });
-                    if (!finish) {
+          scf::ForOp::create(
+              sw, loc, firstRow, lastRow, idx(sw, MR), ValueRange{},
+              [&](OpBuilder &ib, Location, Value i0, ValueRange) {
+                SmallVector<Value> rows;
+                for (int64_t r = 0; r < MR; ++r) // past M: read row M - 1, never stored
+                  rows.push_back(arith::MinUIOp::create(
+                      ib, loc, arith::AddIOp::create(ib, loc, i0, idx(ib, r)),
+                      idx(ib, gemm.m - 1)));
+                std::optional<GemmRowValues> rowValues;
+                if (vectorEpilogue && finish) {
+                  SmallVector<SmallVector<Value>> rowCoords;
+                  for (Value row : rows)
+                    rowCoords.push_back({batch, row, idx(ib, 0)});
+                  rowValues = precomputeGemmRowValues(
+                      ib, loc, kernel, root, entry, rowCoords, {gemm.batch, gemm.m, gemm.n},
+                      gemm.resultIndex, W, rowValueBuffer, kRowValues, failed);
+                }
+                scf::ForOp::create(
+                    ib, loc, idx(ib, 0), panelEnd, idx(ib, NR), ValueRange{},
+                    [&](OpBuilder &cb, Location, Value jj, ValueRange) {
+                      // This block's place in `sliceSums`: its row in the split,
+                      // its column in the panel.
+                      auto sliceAt = [&](OpBuilder &sb2, int64_t r, int64_t v) -> Value {
+                        Value row = arith::AddIOp::create(
+                            sb2, loc, arith::SubIOp::create(sb2, loc, i0, firstRow), idx(sb2, r));
+                        return arith::AddIOp::create(
+                            sb2, loc, arith::MulIOp::create(sb2, loc, row, idx(sb2, NC)),
+                            arith::AddIOp::create(sb2, loc, jj, idx(sb2, v * W)));
+                      };
+                      SmallVector<Value> init;
                       for (int64_t r = 0; r < MR; ++r)
                         for (int64_t v = 0; v < V; ++v)
-                          vector::StoreOp::create(cb, loc, sums.getResult(r * V + v), sliceSums,
-                                                  ValueRange{sliceAt(cb, r, v)});
-                      scf::YieldOp::create(cb, loc);
-                      return;
-                    }
-                    for (int64_t r = 0; r < MR; ++r)
-                      for (int64_t v = 0; v < V; ++v)
-                        vector::StoreOp::create(cb, loc, sums.getResult(r * V + v), block,
-                                                ValueRange{idx(cb, r * NR + v * W)});
-                    // The epilogue, once per result inside [M) x [N): loop
-                    // bounds clipped to the edges (no per-element branch, so
-                    // LLVM can vectorize the column loop).
-                    Value col0 = arith::AddIOp::create(cb, loc, j0, jj);
-                    Value rowsHere = arith::MinSIOp::create(
-                        cb, loc, idx(cb, MR), arith::SubIOp::create(cb, loc, idx(cb, gemm.m), i0));
-                    Value colsHere = arith::MaxSIOp::create(
-                        cb, loc, idx(cb, 0),
-                        arith::MinSIOp::create(cb, loc, idx(cb, NR),
-                                               arith::SubIOp::create(cb, loc, idx(cb, gemm.n), col0)));
-                    scf::ForOp::create(
-                        cb, loc, idx(cb, 0), rowsHere, idx(cb, 1), ValueRange{},
-                        [&](OpBuilder &rb, Location, Value r, ValueRange) {
-                          Value i = arith::AddIOp::create(rb, loc, i0, r);
-                          // Whole vectors of columns on vectors where the
-                          // epilogue allows, the rest per element.
-                          Value scalarFrom = idx(rb, 0);
-                          if (vectorEpilogue) {
-                            scalarFrom = arith::MulIOp::create(
-                                rb, loc, arith::DivUIOp::create(rb, loc, colsHere, idx(rb, W)),
-                                idx(rb, W));
+                          init.push_back(
+                              resume
+                                  ? vector::LoadOp::create(cb, loc, vec, sliceSums,
+                                                           ValueRange{sliceAt(cb, r, v)})
+                                        .getResult()
+                                  : arith::ConstantOp::create(
+                                        cb, loc, DenseElementsAttr::get(vec, cb.getF32FloatAttr(0)))
+                                        .getResult());
+                      auto sums = scf::ForOp::create(
+                          cb, loc, kLo, kHi, idx(cb, 1), init,
+                          [&](OpBuilder &fb, Location, Value k, ValueRange acc) {
+                            Value base = arith::AddIOp::create(
+                                fb, loc, arith::MulIOp::create(fb, loc, k, idx(fb, NC)),
+                                arith::AddIOp::create(fb, loc, jj, panelBase));
+                            SmallVector<Value> bv;
+                            for (int64_t v = 0; v < V; ++v)
+                              bv.push_back(
+                                  vector::LoadOp::create(fb, loc, vec, packed,
+                                                         ValueRange{arith::AddIOp::create(
+                                                             fb, loc, base, idx(fb, v * W))}));
+                            SmallVector<Value> next(acc.begin(), acc.end());
+                            for (int64_t r = 0; r < MR; ++r) {
+                              Value a = vector::BroadcastOp::create(
+                                  fb, loc, vec, widen(fb, gemm.readA(fb, loc, batch, rows[r], k)));
+                              for (int64_t v = 0; v < V; ++v)
+                                next[r * V + v] =
+                                    vector::FMAOp::create(fb, loc, a, bv[v], next[r * V + v]);
+                            }
+                            scf::YieldOp::create(fb, loc, next);
+                          });
+                      if (!finish) {
+                        for (int64_t r = 0; r < MR; ++r)
+                          for (int64_t v = 0; v < V; ++v)
+                            vector::StoreOp::create(cb, loc, sums.getResult(r * V + v), sliceSums,
+                                                    ValueRange{sliceAt(cb, r, v)});
+                        scf::YieldOp::create(cb, loc);
+                        return;
+                      }
+                      for (int64_t r = 0; r < MR; ++r)
+                        for (int64_t v = 0; v < V; ++v)
+                          vector::StoreOp::create(cb, loc, sums.getResult(r * V + v), block,
+                                                  ValueRange{idx(cb, r * NR + v * W)});
+                      // The epilogue, once per result inside [M) x [N): loop
+                      // bounds clipped to the edges (no per-element branch, so
+                      // LLVM can vectorize the column loop).
+                      Value col0 = arith::AddIOp::create(cb, loc, j0, jj);
+                      Value rowsHere = arith::MinSIOp::create(
+                          cb, loc, idx(cb, MR),
+                          arith::SubIOp::create(cb, loc, idx(cb, gemm.m), i0));
+                      Value colsHere = arith::MaxSIOp::create(
+                          cb, loc, idx(cb, 0),
+                          arith::MinSIOp::create(
+                              cb, loc, idx(cb, NR),
+                              arith::SubIOp::create(cb, loc, idx(cb, gemm.n), col0)));
+                      scf::ForOp::create(
+                          cb, loc, idx(cb, 0), rowsHere, idx(cb, 1), ValueRange{},
+                          [&](OpBuilder &rb, Location, Value r, ValueRange) {
+                            Value i = arith::AddIOp::create(rb, loc, i0, r);
+                            // Whole vectors of columns on vectors where the
+                            // epilogue allows, the rest per element.
+                            Value scalarFrom = idx(rb, 0);
+                            if (vectorEpilogue) {
+                              scalarFrom = arith::MulIOp::create(
+                                  rb, loc, arith::DivUIOp::create(rb, loc, colsHere, idx(rb, W)),
+                                  idx(rb, W));
+                              scf::ForOp::create(
+                                  rb, loc, idx(rb, 0), scalarFrom, idx(rb, W), ValueRange{},
+                                  [&](OpBuilder &eb, Location, Value c, ValueRange) {
+                                    Value sums = vector::LoadOp::create(
+                                        eb, loc, vec, block,
+                                        ValueRange{arith::AddIOp::create(
+                                            eb, loc, arith::MulIOp::create(eb, loc, r, idx(eb, NR)),
+                                            c)});
+                                    emitGemmEpilogueVector(
+                                        eb, loc, kernel, root, entry, sums,
+                                        ValueRange{batch, i,
+                                                   arith::AddIOp::create(eb, loc, col0, c)},
+                                        {gemm.batch, gemm.m, gemm.n}, gemm.resultIndex, failed,
+                                        rowValues ? &*rowValues : nullptr, r);
+                                    scf::YieldOp::create(eb, loc);
+                                  });
+                            }
                             scf::ForOp::create(
-                                rb, loc, idx(rb, 0), scalarFrom, idx(rb, W), ValueRange{},
+                                rb, loc, scalarFrom, colsHere, idx(rb, 1), ValueRange{},
                                 [&](OpBuilder &eb, Location, Value c, ValueRange) {
-                                  Value sums = vector::LoadOp::create(
-                                      eb, loc, vec, block,
+                                  Value j = arith::AddIOp::create(eb, loc, col0, c);
+                                  Value sum = memref::LoadOp::create(
+                                      eb, loc, block,
                                       ValueRange{arith::AddIOp::create(
                                           eb, loc, arith::MulIOp::create(eb, loc, r, idx(eb, NR)),
                                           c)});
-                                  emitGemmEpilogueVector(
-                                      eb, loc, kernel, root, entry, sums,
-                                      ValueRange{batch, i, arith::AddIOp::create(eb, loc, col0, c)},
-                                      {gemm.batch, gemm.m, gemm.n}, gemm.resultIndex, failed,
-                                      rowValues ? &*rowValues : nullptr, r);
+                                  emitGemmEpilogueAt(
+                                      eb, loc, kernel, root, entry, sum, ValueRange{batch, i, j},
+                                      {gemm.batch, gemm.m, gemm.n}, gemm.resultIndex, failed);
                                   scf::YieldOp::create(eb, loc);
                                 });
-                          }
-                          scf::ForOp::create(
-                              rb, loc, scalarFrom, colsHere, idx(rb, 1), ValueRange{},
-                              [&](OpBuilder &eb, Location, Value c, ValueRange) {
-                                Value j = arith::AddIOp::create(eb, loc, col0, c);
-                                Value sum = memref::LoadOp::create(
-                                    eb, loc, block,
-                                    ValueRange{arith::AddIOp::create(
-                                        eb, loc, arith::MulIOp::create(eb, loc, r, idx(eb, NR)), c)});
-                                emitGemmEpilogueAt(eb, loc, kernel, root, entry, sum,
-                                                   ValueRange{batch, i, j},
-                                                   {gemm.batch, gemm.m, gemm.n},
-                                                   gemm.resultIndex, failed);
-                                scf::YieldOp::create(eb, loc);
-                              });
-                          scf::YieldOp::create(rb, loc);
-                        });
-                    scf::YieldOp::create(cb, loc);
-                  });
-              scf::YieldOp::create(ib, loc);
-            });
+                            scf::YieldOp::create(rb, loc);
+                          });
+                      scf::YieldOp::create(cb, loc);
+                    });
+                scf::YieldOp::create(ib, loc);
+              });
         };
         if (slices == 1) {
           sweep(ob, idx(ob, 0), idx(ob, gemm.k), /*resume=*/false, /*finish=*/true);

@@ -254,21 +254,7 @@ Value FlatEvaluator::visit(Value v, AffineExpr index, OpBuilder *b) {
             }
           }
         }
-        if (rowReciprocals && isa<DivOp>(op) && rowBound.contains(op->getOperand(1)) &&
-            isa<FloatType>(getElementTypeOrSelf(args[1].getType()))) {
-          Value one = arith::ConstantOp::create(
-              *b, op->getLoc(), args[1].getType(),
-              isa<VectorType>(args[1].getType())
-                  ? TypedAttr(DenseElementsAttr::get(cast<ShapedType>(args[1].getType()),
-                                                     b->getFloatAttr(getElementTypeOrSelf(
-                                                                         args[1].getType()),
-                                                                     1.0)))
-                  : TypedAttr(b->getFloatAttr(args[1].getType(), 1.0)));
-          result = arith::MulFOp::create(*b, op->getLoc(), args[0],
-                                         arith::DivFOp::create(*b, op->getLoc(), one, args[1]));
-        } else {
-          result = emitScalar(*b, op, args, lanes);
-        }
+        result = emitScalar(*b, op, args, lanes);
         if (!result) {
           op->emitOpError("has no scalar lowering inside a kernel");
           *emitState.failed = true;

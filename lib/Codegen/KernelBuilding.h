@@ -59,7 +59,6 @@ SmallVector<Value> buildCascadeLoop(
 /// The coordinates of flat index `flat` over `shape`.
 SmallVector<AffineExpr> delinearize(AffineExpr flat, ArrayRef<int64_t> shape);
 
-
 /// The flat index of coordinates `coords` in `shape`.
 AffineExpr linearizeExpr(ArrayRef<int64_t> shape, ArrayRef<AffineExpr> coords, MLIRContext *ctx);
 
@@ -78,6 +77,9 @@ AffineExpr simplifyWithBounds(AffineExpr e, ArrayRef<int64_t> upper);
 /// strided or constant along a run of that dim: a loop LLVM vectorizes).
 std::optional<AffineExpr> simplifyWithinRun(AffineExpr e, unsigned dim,
                                             ArrayRef<int64_t> upper);
+
+/// Whether `e` divides (floordiv, ceildiv or mod) anywhere.
+bool dividesIndex(AffineExpr e);
 
 /// `func.func @name(inputs..., outputs...)`, every argument a flat 1-D
 /// memref over its tensor's buffer (i1 stored as i8), carrying the element
@@ -122,12 +124,6 @@ public:
   /// wherever the broadcast puts it (RowKernel.cpp checks the structure).
   void bindRow(Value v) { rowBound.insert(v); }
   void setRowValue(Value v, Value computed) { rowValues[v] = computed; }
-  /// Divisions by a row value (softmax's sum, layer norm's deviation) as
-  /// products with its reciprocal, computed once per row (loop-invariant,
-  /// hoisted): as PyTorch's and ONNX Runtime's CPU kernels do, one rounding
-  /// more; a vector division per element cost more than the rest of a
-  /// softmax together.
-  void multiplyByRowReciprocals() { rowReciprocals = true; }
 
   ArrayRef<std::pair<unsigned, AffineExpr>> getAccesses() const { return accesses; }
 
@@ -177,7 +173,6 @@ private:
   AffineExpr boundIndex() const { return boundAt ? boundAt : getAffineDimExpr(0, ctx); }
   DenseSet<Value> rowBound;
   DenseMap<Value, Value> rowValues;
-  bool rowReciprocals = false;
   bool misused = false;
   SmallVector<Uniform> uniforms;
   SmallVector<std::pair<unsigned, AffineExpr>> accesses;

@@ -70,18 +70,21 @@ KernelConfig kiln::defaultKernelConfig(KernelOp kernel, const DeviceLimits *gpu)
       // output projection 0.72x, the MLP's down projection 0.83x), 8 x 2
       // 0.9-1.15x, 12 x 2 1.3-1.7x. Not for a single row (the
       // matrix-vector form reads B in place).
-      if (kernel->hasAttr(kWeightMatrixAttr) && gemm->m > 1 && isa<MatmulOp>(root)) {
+      std::optional<PackedMatrix> matrix =
+          kernel->hasAttr(kWeightMatrixAttr) && gemm->m > 1 && isa<MatmulOp>(root)
+              ? packedMatrixOf(kernel)
+              : std::nullopt;
+      if (matrix) {
         CpuMatmulConfig packed = CpuMatmulConfig::defaultForHost();
         packed.rows = 6;
         packed.vectors = packed.lanes >= 16 ? 4 : 2;
         packed.packedB = true;
-        for (int64_t panel = 128; panel >= packed.blockColumns(); panel /= 2) {
-          packed.panelColumns = static_cast<int>(panel);
-          if (panel % packed.blockColumns() == 0 && fitsPackedB(kernel, root, packed)) {
+        for (int64_t panel = 128; panel >= packed.blockColumns(); panel /= 2)
+          if (panel % packed.blockColumns() == 0 && matrix->n % panel == 0) {
+            packed.panelColumns = static_cast<int>(panel);
             config.cpuGemm = packed;
             return config;
           }
-        }
       }
       // A convolution's GEMM, swept by 12 rows at a time with AVX-512 (24
       // accumulators) where that pads no more rows than 8. Its panel: one register block where the result fits

@@ -159,15 +159,8 @@ func::FuncOp buildRowRunsFunction(KernelOp kernel, OpBuilder &builder, StringRef
   FlatEvaluator flat(kernel);
   for (Value result : kernel.getBody().front().getTerminator()->getOperands())
     flat.collect(result, getAffineDimExpr(0, ctx));
-  auto divides = [](AffineExpr e) {
-    bool found = false;
-    e.walk([&](AffineExpr sub) {
-      found |= sub.getKind() == AffineExprKind::FloorDiv || sub.getKind() == AffineExprKind::Mod ||
-               sub.getKind() == AffineExprKind::CeilDiv;
-    });
-    return found;
-  };
-  if (llvm::none_of(flat.getAccesses(), [&](const auto &access) { return divides(access.second); }))
+  if (llvm::none_of(flat.getAccesses(),
+                    [](const auto &access) { return dividesIndex(access.second); }))
     return func::FuncOp();
   AffineExpr d0 = getAffineDimExpr(0, ctx), d1 = getAffineDimExpr(1, ctx);
   AffineExpr index = d0 * D + d1;

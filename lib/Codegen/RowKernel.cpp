@@ -138,8 +138,6 @@ public:
   FlatEvaluator &evaluator(unsigned dims, bool persistent = false) {
     owned.push_back(std::make_unique<FlatEvaluator>(kernel, dims));
     FlatEvaluator &e = *owned.back();
-    if (rowReciprocals)
-      e.multiplyByRowReciprocals();
     for (auto &[v, computed] : rowValues) {
       e.bindRow(v);
       e.setRowValue(v, computed);
@@ -155,15 +153,16 @@ public:
     e.collect(v, index);
     ArrayRef<std::pair<unsigned, AffineExpr>> accesses = e.getAccesses();
     for (size_t i = loads.size(); i < accesses.size(); ++i) {
-      AffineExpr index = accesses[i].second;
-      // Along a row's columns (dim 1, each in [0, columnBound)) views that
-      // regroup dimensions (a residual read through a transpose) read at
-      // indices linear in the column once simplified under that bound: no
-      // division per element, and LLVM vectorizes the column loops.
-      if (columnBound > 0 && dims.size() == 2)
-        if (std::optional<AffineExpr> run = simplifyWithinRun(index, 1, {info.rows, columnBound}))
-          index = *run;
-      Value at = affine::AffineApplyOp::create(b, loc, AffineMap::get(dims.size(), 0, index),
+      AffineExpr access = accesses[i].second;
+      // Along a row's columns (dim 1, in [0, columns) in the row loops)
+      // views that regroup dimensions (a residual read through a transpose)
+      // read at indices linear in the column once simplified under that
+      // bound: no division per element, and LLVM vectorizes the column loops.
+      if (rowLoops && dims.size() == 2)
+        if (std::optional<AffineExpr> run =
+                simplifyWithinRun(access, 1, {info.rows, info.columns}))
+          access = *run;
+      Value at = affine::AffineApplyOp::create(b, loc, AffineMap::get(dims.size(), 0, access),
                                                dims);
       loads.push_back(memref::LoadOp::create(b, loc, entry->getArgument(accesses[i].first), at));
     }
@@ -244,11 +243,10 @@ public:
   Location loc;
   AffineExpr fullIndex;
 
-  /// Columns run over [0, columnBound) where set (one loop iteration or
-  /// work item per row).
-  int64_t columnBound = 0;
-  /// Divisions by row values as products with reciprocals (the CPU).
-  bool rowReciprocals = false;
+  /// One loop iteration or work item per row, its columns a loop over
+  /// [0, columns) (buildRowLoops).
+  bool rowLoops = false;
+
 private:
   void record(Value v, Value computed) {
     rowValues[v] = computed;
@@ -549,8 +547,7 @@ FailureOr<func::FuncOp> kiln::buildRowKernelFunction(KernelOp kernel, OpBuilder 
     func->setAttr("kiln.outer_size", builder.getI64IntegerAttr(info.rows));
     buildRowWorkgroups(b, emitter, *gpu, chosen);
   } else {
-    emitter.columnBound = info.columns;
-    emitter.rowReciprocals = !gpu;
+    emitter.rowLoops = true;
     buildRowLoops(b, emitter, /*reassociate=*/!gpu, gpu ? kGpuCascadeBlock : kCpuCascadeBlock);
   }
   func::ReturnOp::create(b, kernel.getLoc());
