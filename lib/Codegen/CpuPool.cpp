@@ -1,11 +1,14 @@
 //===- CpuPool.cpp - max and average pooling on the CPU -------------------===//
 //
 // The pooling form of CpuDepthwise.cpp: each outer iteration is one output
-// plane (image, channel); each output row is swept in vectors of 8 (or 4)
-// outputs, every window tap one vector of inputs (strided: evaluated wide
-// and shuffled) folded into the accumulator. The pool's prologue (the bias
-// and ReLU of the convolution before it) is evaluated on those vectors:
-// every read it makes must be contiguous or constant along the row. Window
+// plane (image, channel); each output row is swept in vectors of 16, 8 or
+// 4 outputs (the widest the row's interior fills). Each window row is
+// reduced over its taps on wide loads first and the strided lanes picked
+// once per vector (ResNet-18's 3x3/2 pool: three loads and two max per row,
+// one shuffle in all, where a shuffle per tap cost twice the time). The
+// pool's prologue (the bias and ReLU of the convolution before it) is
+// evaluated on those vectors: every read it makes must be contiguous or
+// constant along the row. Window
 // rows outside the image read a clamped row and take the padding value;
 // the edge columns take a scalar loop with per-tap checks. Average pooling
 // counts the padding, as kiln.pool2d defines it.
@@ -121,14 +124,17 @@ FailureOr<func::FuncOp> kiln::buildCpuPoolFunction(KernelOp kernel, Operation *r
   const int64_t interiorBegin = std::clamp<int64_t>(ceilDiv(pw, sw), 0, OW);
   const int64_t interiorEnd = std::clamp<int64_t>(
       floorDiv(W - 1 - (sw - 1) + pw - (KW - 1), sw) + 1, interiorBegin, OW);
-  const int64_t lanes = interiorEnd - interiorBegin >= 8 ? 8 : 4;
+  // The widest vector the interior fills (16 lanes with AVX-512).
+  int64_t lanes = 4;
+  while (lanes < cpuDefaultLanes() && interiorEnd - interiorBegin >= 2 * lanes)
+    lanes *= 2;
   const int64_t vectors = (interiorEnd - interiorBegin) / lanes;
   const int64_t vectorEnd = interiorBegin + vectors * lanes;
 
   Location loc = kernel.getLoc();
   MLIRContext *ctx = builder.getContext();
   Type f32 = Float32Type::get(ctx);
-  VectorType vec = VectorType::get({lanes}, f32);
+  VectorType wideVec = VectorType::get({lanes * sw}, f32);
   SmallVector<int64_t> pick;
   for (int64_t l = 0; l < lanes; ++l)
     pick.push_back(l * sw);
@@ -175,22 +181,29 @@ FailureOr<func::FuncOp> kiln::buildCpuPoolFunction(KernelOp kernel, Operation *r
                                     ctx),
                       ValueRange{image, channel, oh, ow});
                 };
+                // A vector of outputs reduces each window row over its taps
+                // on the wide loads first (lane j of the load at tap kw is
+                // input column left + kw + j), then over the rows, and picks
+                // every sw-th lane once: the pick commutes with max and add.
                 auto vectorAt = [&](OpBuilder &vb, Value ow) {
                   Value left = arith::SubIOp::create(
                       vb, loc, arith::MulIOp::create(vb, loc, ow, idx(vb, sw)), idx(vb, pw));
-                  Value acc = floatConstant(vb, loc, vec, padding);
-                  Value pad = floatConstant(vb, loc, vec, padding);
-                  for (int64_t kh = 0; kh < KH; ++kh)
+                  Value pad = floatConstant(vb, loc, wideVec, padding);
+                  Value acc;
+                  for (int64_t kh = 0; kh < KH; ++kh) {
+                    Value rowAcc;
                     for (int64_t kw = 0; kw < KW; ++kw) {
                       Value iw = arith::AddIOp::create(vb, loc, left, idx(vb, kw));
                       Value v = inputAt(vb, loc, kernel, entry, part.value, px,
                                         ValueRange{image, local, rows[kh], iw}, lanes * sw,
                                         failed);
-                      if (sw > 1)
-                        v = vector::ShuffleOp::create(vb, loc, v, v, pick);
-                      v = arith::SelectOp::create(vb, loc, rowInside[kh], v, pad);
-                      acc = reductionStep(vb, loc, pool.getKind(), acc, v);
+                      rowAcc = rowAcc ? reductionStep(vb, loc, pool.getKind(), rowAcc, v) : v;
                     }
+                    rowAcc = arith::SelectOp::create(vb, loc, rowInside[kh], rowAcc, pad);
+                    acc = acc ? reductionStep(vb, loc, pool.getKind(), acc, rowAcc) : rowAcc;
+                  }
+                  if (sw > 1)
+                    acc = vector::ShuffleOp::create(vb, loc, acc, acc, pick);
                   vector::StoreOp::create(vb, loc, finish(vb, acc), output,
                                           ValueRange{resultAt(vb, ow)});
                 };

@@ -47,6 +47,8 @@ func.func @conv(%x: tensor<1x64x56x56xf32>, %w: tensor<64x64x3x3xf32>, %b: tenso
 // CHECK: scf.for
 // CHECK-COUNT-16: vector.load %{{.*}} : memref<12544xf32>, vector<16xf32>
 // CHECK: scf.for %{{.*}} = %[[C0]] to %[[C1]] step %c1{{.*}} iter_args({{.*}}) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
+// Filters repacked per inference are in cache: no prefetch.
+// CHECK-NOT: memref.prefetch
 // CHECK-COUNT-144: vector.fma
 // CHECK: scf.yield
 // CHECK-COUNT-16: vector.store %{{.*}} : memref<12544xf32>, vector<16xf32>
@@ -68,6 +70,8 @@ func.func @conv(%x: tensor<1x64x56x56xf32>, %w: tensor<64x64x3x3xf32>, %b: tenso
 // repack buffer, the filter vectors read from the operand at the channel
 // block's offset (block x 32 x 64 x 9), and units run block after block of
 // one band (the slab copied once per band). Rows of 14 in blocks of 7.
+// Weights come from memory in a network: the filters read next are
+// prefetched under the FMAs.
 func.func @packed(%x: tensor<1x64x14x14xf32>, %w: tensor<64x64x3x3xf32>) -> tensor<1x64x14x14xf32> {
   %0 = kiln.kernel on "cpu:0" config {form = "cpu_direct_conv", lanes = 16, pixels = 7, vectors = 2, packed_filter = true} (%x, %w) {kiln.weight_filter} : (tensor<1x64x14x14xf32>, tensor<64x64x3x3xf32>) -> tensor<1x64x14x14xf32> {
   ^bb0(%a: tensor<1x64x14x14xf32>, %f: tensor<64x64x3x3xf32>):
@@ -82,6 +86,12 @@ func.func @packed(%x: tensor<1x64x14x14xf32>, %w: tensor<64x64x3x3xf32>) -> tens
 // PACKED: %[[BLOCK:.*]] = arith.remui %{{.*}}, %c2{{(_[0-9]+)?}} :
 // PACKED: %c18432 = arith.constant 18432
 // PACKED-NEXT: arith.muli %[[BLOCK]], %c18432
+// Each channel of each of the band's two blocks fetches 9 of the 18 cache
+// lines of the next chunk's filters into L2 (the next block of output
+// channels' after the last chunk), clamped to the filter's end.
+// PACKED: scf.for %{{.*}} iter_args
+// PACKED-COUNT-9: memref.prefetch %[[W]][%{{.*}}], read, locality<2>, data : memref<36864xf32>
+// PACKED-NOT: memref.prefetch
 // PACKED: vector.load %[[W]][%{{.*}}] : memref<36864xf32>, vector<16xf32>
 // By default: packed, blocks of 7 with AVX-512 (of 6 with AVX2).
 // DEFAULT-LABEL: func.func @packed

@@ -2,10 +2,12 @@
 // RUN: kiln-opt %s --kiln-kernel-to-linalg=coalesce=true --kiln-linalg-to-llvm | FileCheck %s --check-prefix=LLVM
 // A 3x3 max pool (stride 2, padding 1) behind a bias and ReLU (the
 // convolution's epilogue, recomputed per window tap) on the CPU: the outer
-// loop runs over planes; each output row is swept in vectors of 8 outputs,
-// each tap evaluating the prologue on 16 consecutive inputs (the bias
-// broadcast, the input a vector load) and keeping every second; window rows
-// outside the image take -inf. The edge columns take a checked scalar loop.
+// loop runs over planes; each output row is swept in vectors of 8 outputs
+// (16 with AVX-512), each tap evaluating the prologue on 16 (32)
+// consecutive inputs (the bias broadcast, the input a vector load); each
+// window row is reduced over its taps and takes -inf outside the image, and
+// one shuffle per vector keeps every second lane. The edge columns take a
+// checked scalar loop.
 
 func.func @bias_relu_pool(%x: tensor<1x4x20x40xf32>, %b: tensor<1x4x1x1xf32>) -> tensor<1x4x10x20xf32> {
   %0 = kiln.kernel on "cpu:0" (%x, %b) : (tensor<1x4x20x40xf32>, tensor<1x4x1x1xf32>) -> tensor<1x4x10x20xf32> {
@@ -21,16 +23,23 @@ func.func @bias_relu_pool(%x: tensor<1x4x20x40xf32>, %b: tensor<1x4x1x1xf32>) ->
 // CHECK: func.func @bias_relu_pool_kernel0({{.*}}) attributes {kiln.iteration_size = 7200 : i64, kiln.outer_size = 4 : i64}
 // CHECK: scf.for
 // CHECK: scf.for
-// CHECK: scf.for %{{.*}} = %c1{{(_[0-9]+)?}} to %c17 step %c8{{(_[0-9]+)?}}
-// CHECK: vector.load {{.*}} : memref<3200xf32>, vector<16xf32>
-// CHECK: vector.broadcast {{.*}} : f32 to vector<16xf32>
-// CHECK: arith.addf {{.*}} : vector<16xf32>
-// CHECK: arith.maximumf {{.*}} : vector<16xf32>
-// CHECK: vector.shuffle {{.*}} [0, 2, 4, 6, 8, 10, 12, 14]
-// CHECK: arith.select {{.*}} : vector<8xf32>
-// CHECK: arith.maximumf {{.*}} : vector<8xf32>
-// CHECK: vector.store {{.*}} : memref<800xf32>, vector<8xf32>
-// CHECK: arith.constant 11 : index
+// CHECK: scf.for %{{.*}} = %c1{{(_[0-9]+)?}} to %c17 step %c{{8|16}}
+// CHECK: vector.load {{.*}} : memref<3200xf32>, vector<[[WIDE:16|32]]xf32>
+// CHECK: vector.broadcast {{.*}} : f32 to vector<[[WIDE]]xf32>
+// CHECK: arith.addf {{.*}} : vector<[[WIDE]]xf32>
+// CHECK: arith.maximumf {{.*}} : vector<[[WIDE]]xf32>
+// CHECK: vector.load {{.*}} : memref<3200xf32>, vector<[[WIDE]]xf32>
+// CHECK: arith.maximumf {{.*}} : vector<[[WIDE]]xf32>
+// CHECK: arith.select {{.*}} : vector<[[WIDE]]xf32>
+// CHECK-NOT: vector.shuffle
+// CHECK: arith.select {{.*}} : vector<[[WIDE]]xf32>
+// CHECK-NOT: vector.shuffle
+// CHECK: arith.select {{.*}} : vector<[[WIDE]]xf32>
+// CHECK-NEXT: arith.maximumf {{.*}} : vector<[[WIDE]]xf32>
+// CHECK-NEXT: vector.shuffle {{.*}} [0, 2, 4, 6, 8, 10, 12, 14{{(, 16, 18, 20, 22, 24, 26, 28, 30)?}}]
+// CHECK-NOT: vector.shuffle
+// CHECK: vector.store {{.*}} : memref<800xf32>, vector<{{8|16}}xf32>
+// CHECK: arith.constant {{11|3}} : index
 // CHECK: vector.store
 // CHECK: scf.for %{{.*}} = %c0{{(_[0-9]+)?}} to %c1{{(_[0-9]+)?}} step
 // CHECK: scf.for %{{.*}} = %c19{{(_[0-9]+)?}} to %c20{{(_[0-9]+)?}} step
@@ -39,5 +48,5 @@ func.func @bias_relu_pool(%x: tensor<1x4x20x40xf32>, %b: tensor<1x4x1x1xf32>) ->
 // has no NaN-propagating vector max, and llvm.maximum's own expansion is
 // about twice as long); no vector llvm.intr.maximum is left.
 // LLVM-NOT: llvm.intr.maximum({{.*}}) : (vector
-// LLVM: llvm.fcmp "ugt" {{.*}} : vector<{{8|16}}xf32>
-// LLVM: llvm.fcmp "uno" {{.*}} : vector<{{8|16}}xf32>
+// LLVM: llvm.fcmp "ugt" {{.*}} : vector<{{16|32}}xf32>
+// LLVM: llvm.fcmp "uno" {{.*}} : vector<{{16|32}}xf32>
