@@ -63,6 +63,9 @@ bool kiln::fitsPackedB(KernelOp kernel, Operation *root, const CpuMatmulConfig &
 
 // At k = 2048 (a transformer's MLP down projection) a block of 8 rows of A
 // is 64 KB and a strip of the panel 256 KB, both streamed per block.
+// f32 values per cache line.
+static constexpr int64_t kLineFloats = 16;
+
 int64_t kiln::cpuGemmSliceDepth(const Gemm &gemm) {
   return !gemm.conv && gemm.k > 1024 ? 512 : gemm.k;
 }
@@ -530,9 +533,60 @@ FailureOr<func::FuncOp> kiln::buildCpuGemmFunction(KernelOp kernel, Operation *r
                                   : arith::ConstantOp::create(
                                         cb, loc, DenseElementsAttr::get(vec, cb.getF32FloatAttr(0)))
                                         .getResult());
+                      // Packed B comes from memory in a network: this
+                      // block (pass `pass` of the split's passes over the
+                      // panel's rows [kLo, kHi)) fetches its share of the
+                      // rows read next into L2 (the next slice, or the next
+                      // panel: they follow in memory), so the stream runs
+                      // under the FMAs.
+                      const int64_t passes = splitRows / MR * (NC / NR);
+                      const int64_t lines = (NC / kLineFloats + passes - 1) / passes;
+                      Value pass, nextStart, nextEnd;
+                      if (packedB) {
+                        pass = arith::AddIOp::create(
+                            cb, loc,
+                            arith::MulIOp::create(
+                                cb, loc,
+                                arith::DivUIOp::create(
+                                    cb, loc, arith::SubIOp::create(cb, loc, i0, firstRow),
+                                    idx(cb, MR)),
+                                idx(cb, NC / NR)),
+                            arith::DivUIOp::create(cb, loc, jj, idx(cb, NR)));
+                        nextStart = arith::AddIOp::create(
+                            cb, loc, panelBase, arith::MulIOp::create(cb, loc, kHi, idx(cb, NC)));
+                        nextEnd = arith::MinUIOp::create(
+                            cb, loc,
+                            arith::AddIOp::create(
+                                cb, loc, nextStart,
+                                arith::MulIOp::create(cb, loc,
+                                                      arith::SubIOp::create(cb, loc, kHi, kLo),
+                                                      idx(cb, NC))),
+                            idx(cb, panels * NC * gemm.k));
+                        nextEnd = arith::SubIOp::create(cb, loc, nextEnd, idx(cb, 1));
+                      }
                       auto sums = scf::ForOp::create(
                           cb, loc, kLo, kHi, idx(cb, 1), init,
                           [&](OpBuilder &fb, Location, Value k, ValueRange acc) {
+                            if (packedB) {
+                              Value step = arith::AddIOp::create(
+                                  fb, loc,
+                                  arith::MulIOp::create(fb, loc, pass,
+                                                        arith::SubIOp::create(fb, loc, kHi, kLo)),
+                                  arith::SubIOp::create(fb, loc, k, kLo));
+                              Value first = arith::AddIOp::create(
+                                  fb, loc, nextStart,
+                                  arith::MulIOp::create(fb, loc, step,
+                                                        idx(fb, lines * kLineFloats)));
+                              for (int64_t l = 0; l < lines; ++l)
+                                memref::PrefetchOp::create(
+                                    fb, loc, packed,
+                                    ValueRange{arith::MinUIOp::create(
+                                        fb, loc,
+                                        arith::AddIOp::create(fb, loc, first,
+                                                              idx(fb, l * kLineFloats)),
+                                        nextEnd)},
+                                    /*isWrite=*/false, /*localityHint=*/2, /*isDataCache=*/true);
+                            }
                             Value base = arith::AddIOp::create(
                                 fb, loc, arith::MulIOp::create(fb, loc, k, idx(fb, NC)),
                                 arith::AddIOp::create(fb, loc, jj, panelBase));

@@ -22,7 +22,13 @@ func.func @packed(%x: tensor<40x256xf32>, %w: tensor<256x384xf32>) -> tensor<40x
 // CHECK-NOT: memref.alloc()
 // Panel j0 / panel starts at j0 * K.
 // CHECK: %[[BASE:.*]] = arith.muli %{{.*}}, %c256{{.*}} : index
+// Each k step of a block fetches a line of the rows read next (the next
+// panel's) into L2, clamped to B's end; then reads the panel.
 // CHECK: scf.for
+// CHECK: scf.for %{{.*}} iter_args
+// CHECK: arith.minui %{{.*}}, %{{.*}} : index
+// CHECK-NEXT: memref.prefetch %[[W]][%{{.*}}], read, locality<2>, data : memref<98304xf32>
+// CHECK-NOT: memref.prefetch
 // CHECK: vector.load %[[W]][%{{.*}}] : memref<98304xf32>, vector<{{8|16}}xf32>
 // CHECK: vector.fma
 // CHECK-NOT: memref.dealloc %[[W]]
@@ -44,6 +50,8 @@ func.func @unmarked(%x: tensor<40x256xf32>, %w: tensor<256x384xf32>) -> tensor<4
 // CONFIG: return
 // CHECK-LABEL: func.func @unmarked_kernel0
 // CHECK: memref.alloc() {alignment = 64 : i64}
+// CHECK-NOT: memref.prefetch
+// CHECK: return
 
 // -----
 
