@@ -26,6 +26,7 @@
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 
+#include <algorithm>
 #include <cstring>
 #include <type_traits>
 
@@ -108,19 +109,24 @@ std::shared_ptr<const rt::Program> compileFor(Session &s, Graph &graph,
 }
 
 /// An f32 filter [Cout, C, Kh, Kw] as the CPU direct convolution reads it
-/// packed (CpuDirectConvConfig::packedFilter): [Cout / block][C][Kh Kw][block].
+/// packed (CpuDirectConvConfig::packedFilter): [Cout / block][C][Kh Kw][block],
+/// and where block does not divide Cout the last, narrower block after them
+/// as [C][Kh Kw][Cout % block].
 std::vector<uint8_t> packFilter(const std::vector<uint8_t> &bytes,
                                 const std::vector<int64_t> &shape, int64_t block) {
-  const int64_t outs = shape[0], rest = shape[1] * shape[2] * shape[3];
-  if (shape.size() != 4 || outs % block ||
-      bytes.size() != static_cast<size_t>(outs * rest) * sizeof(float))
+  if (shape.size() != 4 || block <= 0)
     throw CompileError("internal error: a packed filter of an unexpected shape");
+  const int64_t outs = shape[0], rest = shape[1] * shape[2] * shape[3];
+  if (bytes.size() != static_cast<size_t>(outs * rest) * sizeof(float))
+    throw CompileError("internal error: a packed filter of an unexpected size");
   std::vector<uint8_t> packed(bytes.size());
   const auto *from = reinterpret_cast<const float *>(bytes.data());
   auto *to = reinterpret_cast<float *>(packed.data());
-  for (int64_t o = 0; o < outs; ++o)
+  for (int64_t o = 0; o < outs; ++o) {
+    const int64_t first = o / block * block, width = std::min(block, outs - first);
     for (int64_t r = 0; r < rest; ++r)
-      to[((o / block) * rest + r) * block + o % block] = from[o * rest + r];
+      to[first * rest + r * width + (o - first)] = from[o * rest + r];
+  }
   return packed;
 }
 

@@ -61,15 +61,24 @@ bool kiln::fitsCpuDirectConv(Operation *root, const CpuDirectConvConfig &config)
   ArrayRef<int64_t> x = shapeOf(conv.getInput()), w = shapeOf(conv.getFilter()),
                     y = shapeOf(conv.getResult());
   auto isF32 = [](Value v) { return getElementTypeOrSelf(v.getType()).isF32(); };
+  // The input is a kernel input, or (pointwise) a concat of them along the
+  // channels (a SqueezeNet fire module's output): each channel range is
+  // read from its own input.
+  std::optional<SmallVector<ConvSource, 2>> sources = convSources(conv.getInput());
   // Rows under `pixels` (ResNet's 7x7 stage at 8) stay with the GEMM form:
   // each unit would repack a 512-channel filter block for only 7 x 7
   // outputs (94 GFLOP/s against the GEMM's 100).
   bool windowed = w[2] * w[3] >= 2 && w[2] * w[3] <= 49 && y[3] >= config.pixels;
   bool pointwise = isPointwise(conv) && x[1] >= kMinPointwiseChannels &&
                    y[2] * y[3] >= config.pixels;
-  return isa<BlockArgument>(conv.getInput()) && isa<BlockArgument>(conv.getFilter()) &&
+  // A last block of fewer output channels (1000 classes) only where the
+  // filter is packed: its block is stored [C][tap][rest] and read with
+  // masked loads; a repacked one would read past the filter.
+  bool ragged = y[1] % config.blockChannels() != 0;
+  return sources && (sources->size() == 1 || pointwise) && isa<BlockArgument>(conv.getFilter()) &&
          isF32(conv.getInput()) && isF32(conv.getFilter()) && isF32(conv.getResult()) &&
-         (windowed || pointwise) && y[1] % config.blockChannels() == 0 && y[2] > 0 && x[1] > 0;
+         (windowed || pointwise) && (!ragged || (pointwise && config.packedFilter)) &&
+         y[2] > 0 && x[1] > 0;
 }
 
 std::optional<CpuDirectConvConfig> kiln::defaultCpuDirectConv(Operation *root) {
@@ -96,13 +105,17 @@ std::optional<CpuDirectConvConfig> kiln::defaultCpuDirectConv(Operation *root) {
   // Expansions on 8 x 8 or more stay with the GEMM form (no faster in the
   // direct form, 14 x 14 and 28 x 28); with packed filters on a plane of
   // 7 x 7, where the GEMM form's 64-column blocks hold 49 pixels, the
-  // direct form is faster (160 -> 960: 112-122 -> 99-104 us).
+  // direct form is faster (160 -> 960: 112-122 -> 99-104 us). So is a
+  // packed filter of a megabyte or more, which comes from memory in a
+  // network and which the direct form prefetches (SqueezeNet's classifier,
+  // 512 -> 1000 on 13 x 13: 1585 -> 1354 us inside the network).
   // Blocks of 7 pixels where they tile the plane (14 x 14: a block of 8
   // would recompute pixels).
   if (isPointwise(conv)) {
     ArrayRef<int64_t> x = conv.getInput().getType().getShape();
     ArrayRef<int64_t> y = outShape;
-    if (x[1] < 3 * y[1] && !(config.packedFilter && y[2] * y[3] < 64) &&
+    const bool streamed = config.packedFilter && x[1] * y[1] * 4 >= (1 << 20);
+    if (x[1] < 3 * y[1] && !(config.packedFilter && y[2] * y[3] < 64) && !streamed &&
         y[1] > 16)
       return std::nullopt;
     if ((y[2] * y[3]) % 7 == 0 && (y[2] * y[3]) % config.pixels != 0)
@@ -137,10 +150,16 @@ std::optional<CpuDirectConvConfig> kiln::defaultCpuDirectConv(Operation *root) {
     if (best.pixels != config.pixels && fitsCpuDirectConv(root, best))
       return best;
   }
-  // Two vectors of output channels where they divide, else one.
-  if (fitsCpuDirectConv(root, config))
-    return config;
-  config.vectors = 1;
+  // Two vectors of output channels where they divide, else one; else
+  // (pointwise, packed) two with a narrower last block.
+  auto divides = [&](const CpuDirectConvConfig &c) {
+    return outShape[1] % c.blockChannels() == 0;
+  };
+  CpuDirectConvConfig one = config;
+  one.vectors = 1;
+  for (const CpuDirectConvConfig &c : {config, one})
+    if (divides(c) && fitsCpuDirectConv(root, c))
+      return c;
   if (fitsCpuDirectConv(root, config))
     return config;
   return std::nullopt;
@@ -202,7 +221,7 @@ FailureOr<func::FuncOp> kiln::buildCpuDirectConvFunction(KernelOp kernel, Operat
                << KernelConfig{KernelConfig::Form::CpuDirectConv, {}, {}, {}, {}, config}.str(),
            failure();
   auto conv = cast<Conv2dOp>(root);
-  auto input = cast<BlockArgument>(conv.getInput());
+  SmallVector<ConvSource, 2> sources = *convSources(conv.getInput());
   auto filter = cast<BlockArgument>(conv.getFilter());
   auto shapeOf = [](Value v) { return cast<RankedTensorType>(v.getType()).getShape(); };
   ArrayRef<int64_t> x = shapeOf(conv.getInput()), w = shapeOf(conv.getFilter()),
@@ -214,7 +233,8 @@ FailureOr<func::FuncOp> kiln::buildCpuDirectConvFunction(KernelOp kernel, Operat
   const int64_t ph = conv.getPadding()[0], pw = conv.getPadding()[1];
   const int64_t dh = conv.getDilation()[0], dw = conv.getDilation()[1];
   const int64_t V = config.vectors, CB = V * VL;
-  const int64_t coBlocks = CO / CB;
+  // A last block of `lastWidth` < CB channels where CB does not divide CO.
+  const int64_t coBlocks = (CO + CB - 1) / CB, lastWidth = CO - (coBlocks - 1) * CB;
   const int64_t taps = KH * KW;
   const bool pointwise = isPointwise(conv);
   // (The last block of a row starts at OW - P, recomputing a few pixels;
@@ -277,7 +297,6 @@ FailureOr<func::FuncOp> kiln::buildCpuDirectConvFunction(KernelOp kernel, Operat
   Value packedFor = heldSlot(b, loc, coBlocks);
   // The (image, band) the slab holds (none yet).
   Value slabFor = heldSlot(b, loc, images * bands);
-  Value in = entry->getArgument(input.getArgNumber());
   Value weights = entry->getArgument(filter.getArgNumber());
 
   // The epilogue sees the result as the GEMM does: [images, CO, OH * OW].
@@ -307,35 +326,41 @@ FailureOr<func::FuncOp> kiln::buildCpuDirectConvFunction(KernelOp kernel, Operat
             packedFilter, ValueRange{add(ob, to, idx(ob, o))});
     });
   };
-  // P x V accumulators over the input channels and taps; `xAt(fb, c, tap,
-  // p)` is where pixel p reads input channel c at the tap. The block's
+  // P x V accumulators over the input channels [cFrom, cTo) and taps for
+  // a block of `width` output channels (CB, or the last block's lastWidth:
+  // its last vector read with a mask, zero past the filter); `xAt(fb, c,
+  // tap, p)` is where pixel p reads input channel c at the tap. The block's
   // filters, [c][tap][o], start at `filterBase` of `filters`.
   Value filters = packed ? weights : packedFilter;
-  // With packed filters, pass `pass` of `passes` over the same channels
-  // [cFrom, cTo) also fetches its share of the filters read after them
-  // into L2, a few cache lines per channel (they follow in memory: the next
-  // chunk, or the next block of output channels), so that the stream from
-  // memory runs under the FMAs. Without it a network's late convolutions,
-  // whose weights come from memory, ran 1.3-1.5x their time alone.
+  // With packed filters, pass `pass` of `passes` over the channels [from,
+  // to) also fetches its share of the filters read after them into L2, a
+  // few cache lines per channel (they follow in memory: the next chunk, or
+  // the next block of output channels), so that the stream from memory runs
+  // under the FMAs. Without it a network's late convolutions, whose
+  // weights come from memory, ran 1.3-1.5x their time alone.
   struct Prefetch {
     Value pass;
     int64_t passes;
+    Value from, to;
   };
   const int64_t lineFloats = 16;
-  auto accumulate = [&](OpBuilder &pb, Value filterBase, Value cFrom, Value cTo, ValueRange init,
+  auto vectorsOf = [&](int64_t width) { return (width + VL - 1) / VL; };
+  auto accumulate = [&](OpBuilder &pb, int64_t width, Value filterBase, Value cFrom, Value cTo,
+                        ValueRange init,
                         function_ref<Value(OpBuilder &, Value, int64_t, int64_t)> xAt,
                         std::optional<Prefetch> prefetch) {
+    const int64_t vectors = vectorsOf(width);
     return scf::ForOp::create(
         pb, loc, cFrom, cTo, idx(pb, 1), init,
         [&](OpBuilder &fb, Location, Value c, ValueRange a) {
           if (prefetch && packed) {
             const int64_t lines =
-                std::max<int64_t>(1, (taps * CB / lineFloats + prefetch->passes - 1) /
+                std::max<int64_t>(1, (taps * width / lineFloats + prefetch->passes - 1) /
                                          prefetch->passes);
-            Value channels = arith::SubIOp::create(fb, loc, cTo, cFrom);
+            Value channels = arith::SubIOp::create(fb, loc, prefetch->to, prefetch->from);
             Value step = add(fb, arith::MulIOp::create(fb, loc, prefetch->pass, channels),
-                             arith::SubIOp::create(fb, loc, c, cFrom));
-            Value first = add(fb, add(fb, filterBase, mul(fb, cTo, taps * CB)),
+                             arith::SubIOp::create(fb, loc, c, prefetch->from));
+            Value first = add(fb, add(fb, filterBase, mul(fb, prefetch->to, taps * width)),
                               mul(fb, step, lines * lineFloats));
             for (int64_t l = 0; l < lines; ++l) {
               Value at = arith::MinUIOp::create(fb, loc, add(fb, first, idx(fb, l * lineFloats)),
@@ -345,17 +370,26 @@ FailureOr<func::FuncOp> kiln::buildCpuDirectConvFunction(KernelOp kernel, Operat
             }
           }
           SmallVector<Value> next(a.begin(), a.end());
-          Value filterRow = add(fb, filterBase, mul(fb, c, taps * CB));
+          Value filterRow = add(fb, filterBase, mul(fb, c, taps * width));
           for (int64_t tap = 0; tap < taps; ++tap) {
             SmallVector<Value> wv;
-            for (int64_t v = 0; v < V; ++v)
-              wv.push_back(vector::LoadOp::create(
-                  fb, loc, vec, filters,
-                  ValueRange{add(fb, filterRow, idx(fb, tap * CB + v * VL))}));
+            for (int64_t v = 0; v < vectors; ++v) {
+              Value at = add(fb, filterRow, idx(fb, tap * width + v * VL));
+              if ((v + 1) * VL <= width) {
+                wv.push_back(vector::LoadOp::create(fb, loc, vec, filters, ValueRange{at}));
+                continue;
+              }
+              Value mask = vector::CreateMaskOp::create(
+                  fb, loc, VectorType::get({VL}, fb.getI1Type()),
+                  ValueRange{idx(fb, width - v * VL)});
+              wv.push_back(vector::MaskedLoadOp::create(fb, loc, vec, filters, ValueRange{at},
+                                                        mask, floatConstant(fb, loc, vec, 0.0)));
+            }
             for (int64_t p = 0; p < P; ++p) {
               Value xv = vector::BroadcastOp::create(fb, loc, vec, xAt(fb, c, tap, p));
-              for (int64_t v = 0; v < V; ++v)
-                next[p * V + v] = vector::FMAOp::create(fb, loc, xv, wv[v], next[p * V + v]);
+              for (int64_t v = 0; v < vectors; ++v)
+                next[p * vectors + v] =
+                    vector::FMAOp::create(fb, loc, xv, wv[v], next[p * vectors + v]);
             }
           }
           scf::YieldOp::create(fb, loc, next);
@@ -363,10 +397,11 @@ FailureOr<func::FuncOp> kiln::buildCpuDirectConvFunction(KernelOp kernel, Operat
   };
   // A block's P x V accumulators stored at `at` of `buffer`, [p][o]; and
   // read back.
-  auto storeSums = [&](OpBuilder &pb, ValueRange acc, Value buffer, Value at) {
+  auto storeSums = [&](OpBuilder &pb, ValueRange acc, Value buffer, Value at,
+                       int64_t vectors) {
     for (int64_t p = 0; p < P; ++p)
-      for (int64_t v = 0; v < V; ++v)
-        vector::StoreOp::create(pb, loc, acc[p * V + v], buffer,
+      for (int64_t v = 0; v < vectors; ++v)
+        vector::StoreOp::create(pb, loc, acc[p * vectors + v], buffer,
                                 ValueRange{add(pb, at, idx(pb, p * CB + v * VL))});
   };
   auto loadSums = [&](OpBuilder &pb, Value buffer, Value at) {
@@ -387,23 +422,26 @@ FailureOr<func::FuncOp> kiln::buildCpuDirectConvFunction(KernelOp kernel, Operat
   while (paddedPixels < P)
     paddedPixels *= 2;
   const bool transposeInRegisters = vectorEpilogue && paddedPixels <= VL;
-  auto finish = [&](OpBuilder &pb, ValueRange acc, Value image, Value coBlock, Value j) {
+  // (A last block of `width` < CB channels stores only those.)
+  auto finish = [&](OpBuilder &pb, ValueRange acc, Value image, Value coBlock, Value j,
+                    int64_t width) {
+    const int64_t vectors = vectorsOf(width);
     if (transposeInRegisters) {
-      for (int64_t v = 0; v < V; ++v) {
+      for (int64_t v = 0; v < vectors; ++v) {
         SmallVector<Value> rows;
         for (int64_t p = 0; p < P; ++p)
-          rows.push_back(acc[p * V + v]);
+          rows.push_back(acc[p * vectors + v]);
         SmallVector<Value> columns = transposePixels(pb, loc, rows);
-        for (int64_t o = 0; o < VL; ++o)
+        for (int64_t o = 0; o < std::min(VL, width - v * VL); ++o)
           emitGemmEpilogueVector(pb, loc, kernel, root, entry, columns[o],
                                  ValueRange{image, add(pb, mul(pb, coBlock, CB), idx(pb, v * VL + o)), j},
                                  bounds, resultIndex, failed);
       }
       return;
     }
-    storeSums(pb, acc, sums, idx(pb, 0));
+    storeSums(pb, acc, sums, idx(pb, 0), vectors);
     Value buffer = sums, at = idx(pb, 0);
-    forRange(pb, idx(pb, 0), idx(pb, CB), 1, [&](OpBuilder &eb, Value o) {
+    forRange(pb, idx(pb, 0), idx(pb, width), 1, [&](OpBuilder &eb, Value o) {
       Value co = add(eb, mul(eb, coBlock, CB), o);
       SmallVector<Value> column;
       for (int64_t p = 0; p < P; ++p)
@@ -438,28 +476,50 @@ FailureOr<func::FuncOp> kiln::buildCpuDirectConvFunction(KernelOp kernel, Operat
     Value filterBase = packed ? mul(ub, coBlock, CB * C * taps) : idx(ub, 0);
     if (pointwise) {
       // The unit's run of blocks over the plane, read straight from the
-      // input (channel c of pixel q at (image * C + c) * OH * OW + q).
+      // input (channel c of pixel q at (image * C + c) * OH * OW + q; with
+      // a concat, channels [first, first + channels) from that part).
       Value first = mul(ub, bandIndex, band);
       Value last = arith::MinUIOp::create(ub, loc, add(ub, first, idx(ub, band)),
                                           idx(ub, rowBlocks));
-      Value imageBase = mul(ub, image, C * rowPixels);
-      forRange(ub, first, last, 1, [&](OpBuilder &pb, Value block) {
-        Value j = arith::MinUIOp::create(pb, loc, mul(pb, block, P), idx(pb, rowPixels - P));
-        Value origin = add(pb, imageBase, j);
-        SmallVector<Value> zeros(P * V, floatConstant(pb, loc, vec, 0.0));
-        auto acc = accumulate(pb, filterBase, idx(pb, 0), idx(pb, C), zeros,
-                              [&](OpBuilder &fb, Value c, int64_t, int64_t p) {
-                                return memref::LoadOp::create(
-                                           fb, loc, in,
-                                           ValueRange{add(fb, add(fb, mul(fb, c, rowPixels), origin),
-                                                          idx(fb, p))})
-                                    .getResult();
-                              },
-                              Prefetch{arith::SubIOp::create(pb, loc, block, first), band});
-        finish(pb, acc.getResults(), image, coBlock, j);
-      });
+      auto run = [&](OpBuilder &rb, int64_t width) {
+        forRange(rb, first, last, 1, [&](OpBuilder &pb, Value block) {
+          Value j = arith::MinUIOp::create(pb, loc, mul(pb, block, P), idx(pb, rowPixels - P));
+          Prefetch prefetch{arith::SubIOp::create(pb, loc, block, first), band, idx(pb, 0),
+                            idx(pb, C)};
+          SmallVector<Value> acc(P * vectorsOf(width), floatConstant(pb, loc, vec, 0.0));
+          for (const ConvSource &source : sources) {
+            Value in = entry->getArgument(source.arg);
+            Value origin = add(pb, mul(pb, image, source.channels * rowPixels), j);
+            Value local = add(pb, origin, idx(pb, -source.firstChannel * rowPixels));
+            auto sums = accumulate(
+                pb, width, filterBase, idx(pb, source.firstChannel),
+                idx(pb, source.firstChannel + source.channels), acc,
+                [&](OpBuilder &fb, Value c, int64_t, int64_t p) {
+                  return memref::LoadOp::create(
+                             fb, loc, in,
+                             ValueRange{add(fb, add(fb, mul(fb, c, rowPixels), local), idx(fb, p))})
+                      .getResult();
+                },
+                prefetch);
+            acc.assign(sums.getResults().begin(), sums.getResults().end());
+          }
+          finish(pb, acc, image, coBlock, j, width);
+        });
+      };
+      if (lastWidth == CB) {
+        run(ub, CB);
+        return;
+      }
+      Value isLast = arith::CmpIOp::create(ub, loc, arith::CmpIPredicate::eq, coBlock,
+                                           idx(ub, coBlocks - 1));
+      auto choice = scf::IfOp::create(ub, loc, TypeRange{}, isLast, /*withElseRegion=*/true);
+      OpBuilder lb = OpBuilder::atBlockBegin(&choice.getThenRegion().front());
+      run(lb, lastWidth);
+      OpBuilder fb = OpBuilder::atBlockBegin(&choice.getElseRegion().front());
+      run(fb, CB);
       return;
     }
+    Value in = entry->getArgument(sources.front().arg);
     Value firstRow = mul(ub, bandIndex, band);
     Value rows = arith::MinUIOp::create(ub, loc, idx(ub, band),
                                         arith::SubIOp::create(ub, loc, idx(ub, OH), firstRow));
@@ -509,14 +569,14 @@ FailureOr<func::FuncOp> kiln::buildCpuDirectConvFunction(KernelOp kernel, Operat
                                Value cTo, ValueRange init) {
       // Slab position of pixel 0's window at tap (0, 0).
       Value origin = add(pb, mul(pb, mul(pb, r, sh), slabW), mul(pb, wo, sw));
-      return accumulate(pb, filterBase, cFrom, cTo, init,
+      return accumulate(pb, CB, filterBase, cFrom, cTo, init,
                         [&](OpBuilder &fb, Value c, int64_t tap, int64_t p) {
                           int64_t kh = tap / KW, kw = tap % KW;
                           Value at = add(fb, add(fb, mul(fb, c, slabRows * slabW), origin),
                                          idx(fb, kh * dh * slabW + kw * dw + p * sw));
                           return memref::LoadOp::create(fb, loc, slab, ValueRange{at}).getResult();
                         },
-                        Prefetch{pass, band * rowBlocks});
+                        Prefetch{pass, band * rowBlocks, cFrom, cTo});
     };
     auto outputAt = [&](OpBuilder &pb, Value r, Value wo) {
       return add(pb, mul(pb, add(pb, firstRow, r), OW), wo);
@@ -525,7 +585,7 @@ FailureOr<func::FuncOp> kiln::buildCpuDirectConvFunction(KernelOp kernel, Operat
       eachBlock(ub, [&](OpBuilder &pb, Value r, Value wo, Value block, Value) {
         SmallVector<Value> zeros(P * V, floatConstant(pb, loc, vec, 0.0));
         auto acc = accumulateBlock(pb, r, wo, block, idx(pb, 0), idx(pb, C), zeros);
-        finish(pb, acc.getResults(), image, coBlock, outputAt(pb, r, wo));
+        finish(pb, acc.getResults(), image, coBlock, outputAt(pb, r, wo), CB);
       });
       return;
     }
@@ -537,11 +597,11 @@ FailureOr<func::FuncOp> kiln::buildCpuDirectConvFunction(KernelOp kernel, Operat
                                          idx(kb, C));
       eachBlock(kb, [&](OpBuilder &pb, Value r, Value wo, Value pass, Value at) {
         auto acc = accumulateBlock(pb, r, wo, pass, cFrom, cTo, loadSums(pb, partial, at));
-        storeSums(pb, acc.getResults(), partial, at);
+        storeSums(pb, acc.getResults(), partial, at, V);
       });
     });
     eachBlock(ub, [&](OpBuilder &pb, Value r, Value wo, Value, Value at) {
-      finish(pb, loadSums(pb, partial, at), image, coBlock, outputAt(pb, r, wo));
+      finish(pb, loadSums(pb, partial, at), image, coBlock, outputAt(pb, r, wo), CB);
     });
   });
   if (slab)
