@@ -333,7 +333,10 @@ bool kiln::vectorizableGemmEpilogue(KernelOp kernel, Operation *root, ArrayRef<i
                                     AffineExpr resultIndex) {
   auto f32 = [](Type t) { return getElementTypeOrSelf(t).isF32(); };
   for (Operation &op : kernel.getBody().front().without_terminator()) {
-    if (op.hasTrait<GuardedView>())
+    // (A guarded view read by the root alone, the concat in front of a
+    // convolution, is the form's to read, not the epilogue's.)
+    if (op.hasTrait<GuardedView>() &&
+        !llvm::all_of(op.getUsers(), [&](Operation *user) { return user == root; }))
       return false;
     for (Type t : op.getResultTypes())
       if (!f32(t) && !getElementTypeOrSelf(t).isInteger(1))
