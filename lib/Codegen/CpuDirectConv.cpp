@@ -110,7 +110,8 @@ std::optional<CpuDirectConvConfig> kiln::defaultCpuDirectConv(Operation *root) {
   // network and which the direct form prefetches (SqueezeNet's classifier,
   // 512 -> 1000 on 13 x 13: 1585 -> 1354 us inside the network).
   // Blocks of 7 pixels where they tile the plane (14 x 14: a block of 8
-  // would recompute pixels).
+  // would recompute pixels), with AVX-512 (AVX2's 16 registers do not hold
+  // 7 x 2 accumulators, the filters and a broadcast).
   if (isPointwise(conv)) {
     ArrayRef<int64_t> x = conv.getInput().getType().getShape();
     ArrayRef<int64_t> y = outShape;
@@ -118,7 +119,7 @@ std::optional<CpuDirectConvConfig> kiln::defaultCpuDirectConv(Operation *root) {
     if (x[1] < 3 * y[1] && !(config.packedFilter && y[2] * y[3] < 64) && !streamed &&
         y[1] > 16)
       return std::nullopt;
-    if ((y[2] * y[3]) % 7 == 0 && (y[2] * y[3]) % config.pixels != 0)
+    if (config.lanes == 16 && (y[2] * y[3]) % 7 == 0 && (y[2] * y[3]) % config.pixels != 0)
       config.pixels = 7;
     // Such a filter on a plane of 8 x 8 or more in blocks of 3 vectors (48
     // channels) with AVX-512, a narrower last block where 48 does not
