@@ -94,6 +94,14 @@ FailureOr<func::FuncOp> kiln::buildCpuGemmFunction(KernelOp kernel, Operation *r
   Location loc = kernel.getLoc();
   MLIRContext *ctx = builder.getContext();
   Type f32 = Float32Type::get(ctx);
+  // A convolution's A is its filter, [M][K] in memory: a network's weights
+  // come from memory, and each block of rows prefetches the next block's
+  // into L2 while its panel passes run (MobileNetV2's expansions).
+  std::optional<unsigned> filterArg;
+  if (auto conv = dyn_cast<Conv2dOp>(root);
+      conv && conv.getGroupsAttr().getInt() == 1 && isa<BlockArgument>(conv.getFilter()) &&
+      getElementTypeOrSelf(conv.getFilter().getType()).isF32())
+    filterArg = cast<BlockArgument>(conv.getFilter()).getArgNumber();
   const int64_t MR = config.rows, W = config.lanes, V = config.vectors;
   const int64_t NR = W * V, NC = config.panelColumns;
   const int64_t panels = (gemm.n + NC - 1) / NC;
@@ -564,9 +572,47 @@ FailureOr<func::FuncOp> kiln::buildCpuGemmFunction(KernelOp kernel, Operation *r
                             idx(cb, panels * NC * gemm.k));
                         nextEnd = arith::SubIOp::create(cb, loc, nextEnd, idx(cb, 1));
                       }
+                      // The filter's next block of rows, [i0 + MR, i0 + 2 MR) x K,
+                      // over the panel's passes.
+                      const int64_t aLines = (MR * gemm.k + kLineFloats - 1) / kLineFloats;
+                      const int64_t aPerStep =
+                          (aLines + (NC / NR) * gemm.k - 1) / ((NC / NR) * gemm.k);
+                      Value aNext, aEnd, aPass;
+                      if (filterArg) {
+                        Value next = arith::AddIOp::create(cb, loc, i0, idx(cb, MR));
+                        aNext = arith::MulIOp::create(cb, loc, next, idx(cb, gemm.k));
+                        aEnd = arith::SubIOp::create(
+                            cb, loc,
+                            arith::MinUIOp::create(
+                                cb, loc,
+                                arith::MulIOp::create(
+                                    cb, loc, arith::AddIOp::create(cb, loc, next, idx(cb, MR)),
+                                    idx(cb, gemm.k)),
+                                idx(cb, gemm.m * gemm.k)),
+                            idx(cb, 1));
+                        aPass = arith::DivUIOp::create(cb, loc, jj, idx(cb, NR));
+                      }
                       auto sums = scf::ForOp::create(
                           cb, loc, kLo, kHi, idx(cb, 1), init,
                           [&](OpBuilder &fb, Location, Value k, ValueRange acc) {
+                            if (filterArg) {
+                              Value step = arith::AddIOp::create(
+                                  fb, loc, arith::MulIOp::create(fb, loc, aPass, idx(fb, gemm.k)),
+                                  k);
+                              Value first = arith::AddIOp::create(
+                                  fb, loc, aNext,
+                                  arith::MulIOp::create(fb, loc, step,
+                                                        idx(fb, aPerStep * kLineFloats)));
+                              for (int64_t l = 0; l < aPerStep; ++l)
+                                memref::PrefetchOp::create(
+                                    fb, loc, entry->getArgument(*filterArg),
+                                    ValueRange{arith::MinUIOp::create(
+                                        fb, loc,
+                                        arith::AddIOp::create(fb, loc, first,
+                                                              idx(fb, l * kLineFloats)),
+                                        aEnd)},
+                                    /*isWrite=*/false, /*localityHint=*/2, /*isDataCache=*/true);
+                            }
                             if (packedB) {
                               Value step = arith::AddIOp::create(
                                   fb, loc,

@@ -26,6 +26,7 @@ func.func @conv_bn(%x: tensor<1x24x56x56xf32>, %w: tensor<144x24x1x1xf32>, %mean
   return %0 : tensor<1x144x56x56xf32>
 }
 // CHECK-LABEL: func.func @conv_bn_kernel0(
+// CHECK-SAME: %{{[^:]*}}: memref<75264xf32>, %[[F:[^:]*]]: memref<3456xf32>
 // The block of rows: scalar loads of the row's parameters, its rsqrt, and
 // three values stored per row into a buffer of 12 x 8 (6 x 8).
 // CHECK: math.rsqrt %{{.*}} : f32
@@ -36,7 +37,11 @@ func.func @conv_bn(%x: tensor<1x24x56x56xf32>, %w: tensor<144x24x1x1xf32>, %mean
 // CHECK: memref.store %{{.*}}, %[[ROWS]][%c{{88|40}}{{(_[0-9]+)?}}] : memref<[[SIZE]]xf32>
 // The panel's tiles: k steps of 12 x 2 vectors (6 x 2), then the epilogue per row
 // reads the three values and does no rsqrt.
-// CHECK: scf.for
+// Each k step also fetches a line of the filter's next block of rows
+// (the convolution's A, [144][24]) into L2.
+// CHECK: scf.for {{.*}} iter_args
+// CHECK: memref.prefetch %[[F]][%{{.*}}], read, locality<2>, data : memref<3456xf32>
+// CHECK-NOT: memref.prefetch
 // CHECK: vector.fma
 // CHECK: memref.load %[[ROWS]]
 // CHECK-NOT: math.rsqrt
