@@ -116,14 +116,17 @@ std::optional<CpuDirectConvConfig> kiln::defaultCpuDirectConv(Operation *root) {
     ArrayRef<int64_t> x = conv.getInput().getType().getShape();
     ArrayRef<int64_t> y = outShape;
     const bool streamed = config.packedFilter && x[1] * y[1] * 4 >= (1 << 20);
+    const bool wholeBlocksOf48 = config.packedFilter && config.lanes == 16 && y[1] % 48 == 0;
     if (x[1] < 3 * y[1] && !(config.packedFilter && y[2] * y[3] < 64) && !streamed &&
-        y[1] > 16)
+        !wholeBlocksOf48 && y[1] > 16)
       return std::nullopt;
     if (config.lanes == 16 && (y[2] * y[3]) % 7 == 0 && (y[2] * y[3]) % config.pixels != 0)
       config.pixels = 7;
     // On a plane of 8 x 8 or more, blocks of 3 vectors (48 channels) with
     // AVX-512 where 48 divides the outputs (MobileNetV2's 576 -> 96 on
-    // 14 x 14: 170 -> 159 us in the network), or the filter streams, with a
+    // 14 x 14: 170 -> 159 us in the network; its expansions to 192, 384
+    // and 576 channels, packed, take this form rather than the GEMM's:
+    // 89 -> 79, 85 -> 82, 176 -> 167 us), or the filter streams, with a
     // narrower last block (the classifier: 1360-1400 -> 1250 us); on 7 x 7
     // planes 3 vectors were 1.35x slower than 2.
     if ((streamed || y[1] % 48 == 0) && config.lanes == 16 && y[2] * y[3] >= 64) {

@@ -158,3 +158,17 @@ func.func @classifier_default(%a: tensor<1x256x13x13xf32>, %b: tensor<1x256x13x1
 }
 // DEFAULT-LABEL: func.func @classifier_default
 // DEFAULT: config {form = "cpu_direct_conv", lanes = {{16 : i64, packed_filter = true, pixels = 8 : i64, vectors = 3|8 : i64, packed_filter = true, pixels = 6 : i64, vectors = 1}} : i64}
+
+// A packed expansion whose outputs are whole blocks of 48 channels takes
+// the direct form in blocks of 3 vectors with AVX-512 (the GEMM form with
+// AVX2), where the same expansion unpacked (@expand above) stays GEMM.
+func.func @expand_packed(%x: tensor<1x64x14x14xf32>, %w: tensor<384x64x1x1xf32>) -> tensor<1x384x14x14xf32> {
+  %0 = kiln.kernel on "cpu:0" (%x, %w) {kiln.weight_filter} : (tensor<1x64x14x14xf32>, tensor<384x64x1x1xf32>) -> tensor<1x384x14x14xf32> {
+  ^bb0(%a: tensor<1x64x14x14xf32>, %f: tensor<384x64x1x1xf32>):
+    %y = kiln.conv2d %a, %f strides [1, 1] padding [0, 0] dilation [1, 1] groups 1 : tensor<1x64x14x14xf32>, tensor<384x64x1x1xf32> -> tensor<1x384x14x14xf32>
+    kiln.yield %y : tensor<1x384x14x14xf32>
+  }
+  return %0 : tensor<1x384x14x14xf32>
+}
+// DEFAULT-LABEL: func.func @expand_packed
+// DEFAULT: config {form = "{{cpu_direct_conv", lanes = 16 : i64, packed_filter = true, pixels = 7 : i64, vectors = 3|cpu_gemm", lanes = 8}} : i64
