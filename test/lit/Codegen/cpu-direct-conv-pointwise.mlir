@@ -101,46 +101,46 @@ func.func @project16(%x: tensor<1x32x112x112xf32>, %w: tensor<16x32x1x1xf32>) ->
 // DEFAULT-LABEL: func.func @project16
 // DEFAULT: config {form = "cpu_direct_conv", lanes = {{16 : i64, pixels = 8 : i64, vectors = 1|8 : i64, pixels = 6 : i64, vectors = 2}} : i64}
 
-// A classifier on a fire module's output (SqueezeNet's last convolution,
-// shrunk): the input a concat of two kernel inputs along the channels,
-// read part by part (channels [0, 48) from one, [48, 64) from the other,
-// into the same sums); 40 output channels, so with a packed filter the
-// last block holds 8 (stored [C][8] after the full block) and reads them
-// with masked loads into one vector per pixel, and only its 8 channels
-// reach the output.
-func.func @classifier(%a: tensor<1x48x5x5xf32>, %b: tensor<1x16x5x5xf32>, %w: tensor<40x64x1x1xf32>) -> tensor<1x40x5x5xf32> {
-  %0 = kiln.kernel on "cpu:0" config {form = "cpu_direct_conv", lanes = 16, pixels = 8, vectors = 2, packed_filter = true} (%a, %b, %w) {kiln.weight_filter} : (tensor<1x48x5x5xf32>, tensor<1x16x5x5xf32>, tensor<40x64x1x1xf32>) -> tensor<1x40x5x5xf32> {
-  ^bb0(%x: tensor<1x48x5x5xf32>, %y: tensor<1x16x5x5xf32>, %f: tensor<40x64x1x1xf32>):
-    %c = kiln.concat %x, %y axis 1 : (tensor<1x48x5x5xf32>, tensor<1x16x5x5xf32>) -> tensor<1x64x5x5xf32>
-    %r = kiln.conv2d %c, %f strides [1, 1] padding [0, 0] dilation [1, 1] groups 1 : tensor<1x64x5x5xf32>, tensor<40x64x1x1xf32> -> tensor<1x40x5x5xf32>
-    kiln.yield %r : tensor<1x40x5x5xf32>
+// A classifier on a fire module's output (SqueezeNet's last convolution):
+// the input a concat of two kernel inputs along the channels, read part by
+// part (channels [0, 448) from one, [448, 512) from the other, into the
+// same sums); 1000 output channels in blocks of 32, so with a packed filter
+// the last block holds 8 (stored [C][8] after the full blocks) and reads
+// them with masked loads into one vector per pixel, and only its 8
+// channels reach the output.
+func.func @classifier(%a: tensor<1x448x13x13xf32>, %b: tensor<1x64x13x13xf32>, %w: tensor<1000x512x1x1xf32>) -> tensor<1x1000x13x13xf32> {
+  %0 = kiln.kernel on "cpu:0" config {form = "cpu_direct_conv", lanes = 16, pixels = 8, vectors = 2, packed_filter = true} (%a, %b, %w) {kiln.weight_filter} : (tensor<1x448x13x13xf32>, tensor<1x64x13x13xf32>, tensor<1000x512x1x1xf32>) -> tensor<1x1000x13x13xf32> {
+  ^bb0(%x: tensor<1x448x13x13xf32>, %y: tensor<1x64x13x13xf32>, %f: tensor<1000x512x1x1xf32>):
+    %c = kiln.concat %x, %y axis 1 : (tensor<1x448x13x13xf32>, tensor<1x64x13x13xf32>) -> tensor<1x512x13x13xf32>
+    %r = kiln.conv2d %c, %f strides [1, 1] padding [0, 0] dilation [1, 1] groups 1 : tensor<1x512x13x13xf32>, tensor<1000x512x1x1xf32> -> tensor<1x1000x13x13xf32>
+    kiln.yield %r : tensor<1x1000x13x13xf32>
   }
-  return %0 : tensor<1x40x5x5xf32>
+  return %0 : tensor<1x1000x13x13xf32>
 }
 // CHECK-LABEL: func.func @classifier_kernel{{[0-9]+}}
-// CHECK-SAME: (%[[A:.*]]: memref<1200xf32>, %[[B:.*]]: memref<400xf32>, %[[W:.*]]: memref<2560xf32>, %[[OUT:.*]]: memref<1000xf32>)
+// CHECK-SAME: (%[[A:.*]]: memref<75712xf32>, %[[B:.*]]: memref<10816xf32>, %[[W:.*]]: memref<512000xf32>, %[[OUT:.*]]: memref<169000xf32>)
 // The last block (8 channels):
 // CHECK: scf.if
-// CHECK: %[[SUMS:.*]]:8 = scf.for %{{.*}} = %c0{{.*}} to %c48{{(_[0-9]+)?}} step %c1{{.*}} -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
+// CHECK: %[[SUMS:.*]]:8 = scf.for %{{.*}} = %c0{{.*}} to %c448{{(_[0-9]+)?}} step %c1{{.*}} -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
 // CHECK: %[[MASK:.*]] = vector.create_mask %c8{{.*}} : vector<16xi1>
 // CHECK: vector.maskedload %[[W]][%{{.*}}], %[[MASK]]
 // CHECK: memref.load %[[A]]
 // CHECK-COUNT-8: vector.fma
-// CHECK: scf.for %{{.*}} = %c48{{.*}} to %c64{{.*}} step %c1{{.*}} iter_args(%{{.*}} = %[[SUMS]]#0,
+// CHECK: scf.for %{{.*}} = %c448{{.*}} to %c512{{.*}} step %c1{{.*}} iter_args(%{{.*}} = %[[SUMS]]#0,
 // CHECK: vector.maskedload %[[W]]
 // CHECK: memref.load %[[B]]
 // The sums transposed in registers (the concat is read by the convolution
 // alone, so the epilogue is vectors of pixels), 8 channels stored:
 // CHECK: vector.shuffle
-// CHECK-COUNT-8: vector.store %{{.*}}, %[[OUT]][%{{.*}}] : memref<1000xf32>, vector<8xf32>
+// CHECK-COUNT-8: vector.store %{{.*}}, %[[OUT]][%{{.*}}] : memref<169000xf32>, vector<8xf32>
 // CHECK-NEXT: }
 // Full blocks: 16 accumulators from plain loads, 32 channels out.
 // CHECK-NEXT: } else {
-// CHECK: scf.for %{{.*}} = %c0{{.*}} to %c48{{(_[0-9]+)?}} step %c1{{.*}} -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
+// CHECK: scf.for %{{.*}} = %c0{{.*}} to %c448{{(_[0-9]+)?}} step %c1{{.*}} -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
 // CHECK-NOT: vector.maskedload
 // CHECK: vector.load %[[W]]
-// CHECK: scf.for %{{.*}} = %c48{{.*}} to %c64
-// CHECK-COUNT-32: vector.store %{{.*}}, %[[OUT]][%{{.*}}] : memref<1000xf32>, vector<8xf32>
+// CHECK: scf.for %{{.*}} = %c448{{.*}} to %c512
+// CHECK-COUNT-32: vector.store %{{.*}}, %[[OUT]][%{{.*}}] : memref<169000xf32>, vector<8xf32>
 // CHECK-NOT: vector.store
 // CHECK: return
 // By default a pointwise convolution with a packed filter of a megabyte or

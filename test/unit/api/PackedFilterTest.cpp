@@ -116,11 +116,10 @@ TEST(PackedFilters, CpuProgramsReadWeightFiltersPackedOnce) {
 
 // SqueezeNet's classifier: a 1x1 convolution of a fire module's
 // concatenated output to 1000 classes, whose 2 MB filter takes the direct
-// form packed (its GEMM form would stream it unprefetched). 1000 and 1004
+// form packed (its GEMM form would stream it unprefetched). 1000 and 1016
 // are no whole number of 48-channel blocks (AVX-512): the last holds 40
-// or 44 (two whole vectors and a masked one); with AVX2 1000 is whole
-// blocks of 8, 1004 blocks of 16 and a last one of 12 (a whole vector and
-// a masked one). Small
+// (two whole vectors and a masked one) or 8 (a masked one); with AVX2 both
+// are whole blocks of 8. Small
 // integers, so every sum is exact: a channel read from the wrong part or
 // block shows.
 TEST(PackedFilters, ConcatenatedInputsAndANarrowerLastBlock) {
@@ -133,11 +132,11 @@ TEST(PackedFilters, ConcatenatedInputsAndANarrowerLastBlock) {
   };
   Tensor a = integers({1, 256, 13, 13}, 1), b = integers({1, 256, 13, 13}, 2);
   Tensor w1000 = integers({1000, 512, 1, 1}, 3), bias = integers({1000, 1, 1, 1}, 4);
-  Tensor w1004 = integers({1004, 512, 1, 1}, 5);
+  Tensor w1016 = integers({1016, 512, 1, 1}, 5);
   auto model = [&](const Tensor &x, const Tensor &y) {
     Tensor cat = concat({relu(x), y}, 1);
     return std::vector<Tensor>{relu(conv2d(cat, w1000, {1, 1}, {0, 0}) + bias.reshape({1000, 1, 1})),
-                               conv2d(cat, w1004, {1, 1}, {0, 0})};
+                               conv2d(cat, w1016, {1, 1}, {0, 0})};
   };
   Program program = compile(model(a, b), {a, b}, {{"cpu"}, {"a", "b"}});
   std::string described = program.describe("cpu");
@@ -149,15 +148,15 @@ TEST(PackedFilters, ConcatenatedInputsAndANarrowerLastBlock) {
   Tensor cat = concat({relu(x), y}, 1);
   std::vector<double> want1000 = reference(cat, w1000, bias.reshape({1000}), 1, 0);
   kiln::test::RefOps ops;
-  std::vector<double> want1004 =
-      ops.conv2d(kiln::test::refOf(cat), kiln::test::refOf(w1004), 1, 0, 1).v;
-  std::vector<float> got1000 = out[0].to_vector(), got1004 = out[1].to_vector();
+  std::vector<double> want1016 =
+      ops.conv2d(kiln::test::refOf(cat), kiln::test::refOf(w1016), 1, 0, 1).v;
+  std::vector<float> got1000 = out[0].to_vector(), got1016 = out[1].to_vector();
   ASSERT_EQ(got1000.size(), want1000.size());
-  ASSERT_EQ(got1004.size(), want1004.size());
+  ASSERT_EQ(got1016.size(), want1016.size());
   for (size_t i = 0; i < want1000.size(); ++i)
     ASSERT_EQ(double(got1000[i]), want1000[i]) << "class " << i / 169 << " pixel " << i % 169;
-  for (size_t i = 0; i < want1004.size(); ++i)
-    ASSERT_EQ(double(got1004[i]), want1004[i]) << "channel " << i / 169 << " pixel " << i % 169;
+  for (size_t i = 0; i < want1016.size(); ++i)
+    ASSERT_EQ(double(got1016[i]), want1016[i]) << "channel " << i / 169 << " pixel " << i % 169;
   // The JIT (GEMM form, filters as written) agrees.
   EXPECT_EQ(model(x, y)[0].to_vector(), got1000);
 }
