@@ -178,7 +178,7 @@ std::optional<CpuDirectConvConfig> kiln::defaultCpuDirectConv(Operation *root) {
 }
 
 // `rows[p]` holds pixel p of L channels (L lanes); the result holds, per
-// channel, its pixels as one vector<P>. The rows, padded with zeros to R
+// channel, its pixels as one vector<R>, the first P lanes. The rows, padded with zeros to R
 // (a power of two, at most L), are interleaved pairwise log2(R) times: each
 // round doubles the pixels per channel group in a vector and halves the
 // channels, until each vector holds L / R channels of R pixels in a row.
@@ -218,7 +218,7 @@ static SmallVector<Value> transposePixels(OpBuilder &b, Location loc, ArrayRef<V
   for (auto &group : groups)
     for (int64_t i = 0; i < L / R; ++i)
       columns.push_back(vector::ExtractStridedSliceOp::create(
-          b, loc, group.front(), ArrayRef<int64_t>{i * R}, ArrayRef<int64_t>{P},
+          b, loc, group.front(), ArrayRef<int64_t>{i * R}, ArrayRef<int64_t>{R},
           ArrayRef<int64_t>{1}));
   return columns;
 }
@@ -447,7 +447,7 @@ FailureOr<func::FuncOp> kiln::buildCpuDirectConvFunction(KernelOp kernel, Operat
         for (int64_t o = 0; o < std::min(VL, width - v * VL); ++o)
           emitGemmEpilogueVector(pb, loc, kernel, root, entry, columns[o],
                                  ValueRange{image, add(pb, mul(pb, coBlock, CB), idx(pb, v * VL + o)), j},
-                                 bounds, resultIndex, failed);
+                                 bounds, resultIndex, failed, nullptr, {}, P);
       }
       return;
     }

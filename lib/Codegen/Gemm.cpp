@@ -411,8 +411,14 @@ kiln::precomputeGemmRowValues(OpBuilder &b, Location loc, KernelOp kernel, Opera
 void kiln::emitGemmEpilogueVector(OpBuilder &sb, Location loc, KernelOp kernel, Operation *root,
                                   Block *entry, Value sums, ValueRange coords,
                                   ArrayRef<int64_t> bounds, AffineExpr resultIndex,
-                                  bool &failed, const GemmRowValues *rowValues, Value row) {
+                                  bool &failed, const GemmRowValues *rowValues, Value row,
+                                  int64_t validLanes) {
   auto vec = cast<VectorType>(sums.getType());
+  Value mask;
+  if (validLanes > 0 && validLanes < vec.getNumElements())
+    mask = vector::CreateMaskOp::create(
+        sb, loc, VectorType::get(vec.getShape(), sb.getI1Type()),
+        ValueRange{constantIndex(sb, loc, validLanes)});
   unsigned dims = static_cast<unsigned>(coords.size());
   AffineExpr index = simplifyWithBounds(resultIndex, bounds);
   FlatEvaluator epilogue(kernel, dims);
@@ -437,7 +443,11 @@ void kiln::emitGemmEpilogueVector(OpBuilder &sb, Location loc, KernelOp kernel, 
     Value at = applyExpr(sb, loc, simplifyWithBounds(expr, bounds), coords);
     // A value the same in every lane stays a scalar: what depends on such
     // values alone is computed once, not per lane (or read from rowValues).
-    if (lastStride(expr, bounds) == 1)
+    if (lastStride(expr, bounds) == 1 && mask)
+      loads.push_back(vector::MaskedLoadOp::create(
+          sb, loc, vec, buffer, ValueRange{at}, mask,
+          arith::ConstantOp::create(sb, loc, vec, sb.getZeroAttr(vec))));
+    else if (lastStride(expr, bounds) == 1)
       loads.push_back(vector::LoadOp::create(sb, loc, vec, buffer, ValueRange{at}));
     else
       loads.push_back(memref::LoadOp::create(sb, loc, buffer, ValueRange{at}));
@@ -446,8 +456,11 @@ void kiln::emitGemmEpilogueVector(OpBuilder &sb, Location loc, KernelOp kernel, 
   for (auto [i, result] :
        llvm::enumerate(kernel.getBody().front().getTerminator()->getOperands())) {
     Value v = epilogue.emit(sb, result, index, loads, failed, coords, {}, vec.getNumElements());
-    vector::StoreOp::create(sb, loc, v, entry->getArgument(kernel.getInputs().size() + i),
-                            ValueRange{at});
+    Value out = entry->getArgument(kernel.getInputs().size() + i);
+    if (mask)
+      vector::MaskedStoreOp::create(sb, loc, out, ValueRange{at}, mask, v);
+    else
+      vector::StoreOp::create(sb, loc, v, out, ValueRange{at});
   }
 }
 

@@ -207,11 +207,15 @@ std::optional<GemmRowValues> precomputeGemmRowValues(OpBuilder &b, Location loc,
                                                      Value buffer, int64_t stride, bool &failed);
 /// As emitGemmEpilogueAt for the vector `sums` of consecutive results along
 /// the last coordinate, from `coords` on (all of them in bounds); with
-/// `rowValues`, the per-row values of row `row` are read from them.
+/// `rowValues`, the per-row values of row `row` are read from them. With
+/// `validLanes`, only that many first lanes are results: the epilogue's
+/// reads and the store are masked (a vector of 8 for 7 pixels: x86 has no
+/// 7-lane load or store, LLVM splits those into three).
 void emitGemmEpilogueVector(OpBuilder &b, Location loc, KernelOp kernel, Operation *root,
                             Block *entry, Value sums, ValueRange coords,
                             ArrayRef<int64_t> bounds, AffineExpr resultIndex, bool &failed,
-                            const GemmRowValues *rowValues = nullptr, Value row = {});
+                            const GemmRowValues *rowValues = nullptr, Value row = {},
+                            int64_t validLanes = 0);
 
 Value constantIndex(OpBuilder &b, Location loc, int64_t v);
 /// affine.apply of `e` (simplified) to `dims`.
