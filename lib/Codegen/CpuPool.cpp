@@ -189,6 +189,37 @@ FailureOr<func::FuncOp> kiln::buildCpuPoolFunction(KernelOp kernel, Operation *r
                   Value left = arith::SubIOp::create(
                       vb, loc, arith::MulIOp::create(vb, loc, ow, idx(vb, sw)), idx(vb, pw));
                   Value pad = floatConstant(vb, loc, wideVec, padding);
+                  // The rows the output row after next adds, at these
+                  // columns, fetched ahead: the input was just written by
+                  // the kernel before and comes from L3 (ResNet-18's pool,
+                  // 3.2 MB, 285-346 -> 265-287 us in the network).
+                  if (auto arg = dyn_cast<BlockArgument>(part.value)) {
+                    Value buffer = entry->getArgument(arg.getArgNumber());
+                    Value plane = arith::MulIOp::create(
+                        vb, loc,
+                        arith::AddIOp::create(
+                            vb, loc, arith::MulIOp::create(vb, loc, image, idx(vb, px[1])), local),
+                        idx(vb, H * W));
+                    Value column = arith::MaxSIOp::create(vb, loc, left, idx(vb, 0));
+                    for (int64_t r = KH + sh; r < KH + 2 * sh; ++r) {
+                      Value row = arith::MinSIOp::create(
+                          vb, loc,
+                          arith::MaxSIOp::create(vb, loc,
+                                                 arith::AddIOp::create(vb, loc, top, idx(vb, r)),
+                                                 idx(vb, 0)),
+                          idx(vb, H - 1));
+                      Value at = arith::AddIOp::create(
+                          vb, loc, plane,
+                          arith::AddIOp::create(vb, loc,
+                                                arith::MulIOp::create(vb, loc, row, idx(vb, W)),
+                                                column));
+                      for (int64_t l = 0; l < lanes * sw; l += 16)
+                        memref::PrefetchOp::create(
+                            vb, loc, buffer,
+                            ValueRange{arith::AddIOp::create(vb, loc, at, idx(vb, l))},
+                            /*isWrite=*/false, /*localityHint=*/3, /*isDataCache=*/true);
+                    }
+                  }
                   Value acc;
                   for (int64_t kh = 0; kh < KH; ++kh) {
                     Value rowAcc;

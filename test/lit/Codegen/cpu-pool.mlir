@@ -50,3 +50,23 @@ func.func @bias_relu_pool(%x: tensor<1x4x20x40xf32>, %b: tensor<1x4x1x1xf32>) ->
 // LLVM-NOT: llvm.intr.maximum({{.*}}) : (vector
 // LLVM: llvm.fcmp "ugt" {{.*}} : vector<{{16|32}}xf32>
 // LLVM: llvm.fcmp "uno" {{.*}} : vector<{{16|32}}xf32>
+
+// A pool reading a kernel input straight (ResNet-18's, after the stem):
+// each vector of outputs also fetches, at its columns, the input rows the
+// output row after next adds (two at stride 2), a cache line per 16 of
+// the wide load's lanes (4 with AVX-512, 2 with AVX2).
+func.func @pool_input(%x: tensor<1x2x40x80xf32>) -> tensor<1x2x20x40xf32> {
+  %0 = kiln.kernel on "cpu:0" (%x) : (tensor<1x2x40x80xf32>) -> tensor<1x2x20x40xf32> {
+  ^bb0(%a: tensor<1x2x40x80xf32>):
+    %p = kiln.pool2d max %a kernel [3, 3] strides [2, 2] padding [1, 1]
+        : tensor<1x2x40x80xf32> -> tensor<1x2x20x40xf32>
+    kiln.yield %p : tensor<1x2x20x40xf32>
+  }
+  return %0 : tensor<1x2x20x40xf32>
+}
+// CHECK-LABEL: func.func @pool_input_kernel1
+// CHECK-SAME: (%[[IN:.*]]: memref<6400xf32>, %{{.*}}: memref<1600xf32>)
+// CHECK: scf.for %{{.*}} = %c1{{(_[0-9]+)?}} to %c{{.*}} step %c{{8|16}}
+// CHECK: memref.prefetch %[[IN]][%{{.*}}], read, locality<3>, data : memref<6400xf32>
+// CHECK: memref.prefetch %[[IN]][%{{.*}}], read, locality<3>, data : memref<6400xf32>
+// CHECK: vector.load %[[IN]]
