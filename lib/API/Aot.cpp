@@ -14,6 +14,7 @@
 #include "CpuObject.h"
 #include "MslTarget.h"
 #include "Devices.h"
+#include "FoldBatchNorm.h"
 #include "GraphBuilder.h"
 #include "GraphFile.h"
 #include "Session.h"
@@ -209,6 +210,19 @@ Program kiln::compile(const std::vector<Tensor> &outputs, const std::vector<Tens
                   "(Tensor::from, randn, ...)");
     artifact->inputs.push_back({nameAt(options.input_names, i, "input"), typeOf(node)});
   }
+  // The weights are known now: batch norms on convolutions fold into them.
+  roots = foldBatchNorms(
+      roots,
+      [&](const Node *node) {
+        return std::any_of(inputs.begin(), inputs.end(),
+                           [&](const Tensor &t) { return t.node().get() == node; });
+      },
+      [](const Node &node) {
+        std::vector<uint8_t> bytes = bytesOf(node);
+        std::vector<float> values(bytes.size() / sizeof(float));
+        std::memcpy(values.data(), bytes.data(), values.size() * sizeof(float));
+        return values;
+      });
   // A weight by node and how its bytes are packed ("": as is).
   std::vector<std::pair<std::pair<const Node *, std::string>, uint32_t>> weightOf;
   for (const std::string &target : targets) {
