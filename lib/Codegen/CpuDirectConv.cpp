@@ -369,17 +369,10 @@ FailureOr<func::FuncOp> kiln::buildCpuDirectConvFunction(KernelOp kernel, Operat
             const int64_t lines =
                 std::max<int64_t>(1, (taps * width / lineFloats + prefetch->passes - 1) /
                                          prefetch->passes);
-            Value channels = arith::SubIOp::create(fb, loc, prefetch->to, prefetch->from);
-            Value step = add(fb, arith::MulIOp::create(fb, loc, prefetch->pass, channels),
-                             arith::SubIOp::create(fb, loc, c, prefetch->from));
-            Value first = add(fb, add(fb, filterBase, mul(fb, prefetch->to, taps * width)),
-                              mul(fb, step, lines * lineFloats));
-            for (int64_t l = 0; l < lines; ++l) {
-              Value at = arith::MinUIOp::create(fb, loc, add(fb, first, idx(fb, l * lineFloats)),
-                                                idx(fb, CO * C * taps - 1));
-              memref::PrefetchOp::create(fb, loc, weights, ValueRange{at}, /*isWrite=*/false,
-                                         /*localityHint=*/2, /*isDataCache=*/true);
-            }
+            prefetchShare(fb, loc, weights, add(fb, filterBase, mul(fb, prefetch->to, taps * width)),
+                          idx(fb, CO * C * taps - 1), prefetch->pass,
+                          arith::SubIOp::create(fb, loc, prefetch->to, prefetch->from),
+                          arith::SubIOp::create(fb, loc, c, prefetch->from), lines);
           }
           SmallVector<Value> next(a.begin(), a.end());
           Value filterRow = add(fb, filterBase, mul(fb, c, taps * width));

@@ -595,44 +595,14 @@ FailureOr<func::FuncOp> kiln::buildCpuGemmFunction(KernelOp kernel, Operation *r
                       auto sums = scf::ForOp::create(
                           cb, loc, kLo, kHi, idx(cb, 1), init,
                           [&](OpBuilder &fb, Location, Value k, ValueRange acc) {
-                            if (filterArg) {
-                              Value step = arith::AddIOp::create(
-                                  fb, loc, arith::MulIOp::create(fb, loc, aPass, idx(fb, gemm.k)),
-                                  k);
-                              Value first = arith::AddIOp::create(
-                                  fb, loc, aNext,
-                                  arith::MulIOp::create(fb, loc, step,
-                                                        idx(fb, aPerStep * kLineFloats)));
-                              for (int64_t l = 0; l < aPerStep; ++l)
-                                memref::PrefetchOp::create(
-                                    fb, loc, entry->getArgument(*filterArg),
-                                    ValueRange{arith::MinUIOp::create(
-                                        fb, loc,
-                                        arith::AddIOp::create(fb, loc, first,
-                                                              idx(fb, l * kLineFloats)),
-                                        aEnd)},
-                                    /*isWrite=*/false, /*localityHint=*/2, /*isDataCache=*/true);
-                            }
-                            if (packedB) {
-                              Value step = arith::AddIOp::create(
-                                  fb, loc,
-                                  arith::MulIOp::create(fb, loc, pass,
-                                                        arith::SubIOp::create(fb, loc, kHi, kLo)),
-                                  arith::SubIOp::create(fb, loc, k, kLo));
-                              Value first = arith::AddIOp::create(
-                                  fb, loc, nextStart,
-                                  arith::MulIOp::create(fb, loc, step,
-                                                        idx(fb, lines * kLineFloats)));
-                              for (int64_t l = 0; l < lines; ++l)
-                                memref::PrefetchOp::create(
-                                    fb, loc, packed,
-                                    ValueRange{arith::MinUIOp::create(
-                                        fb, loc,
-                                        arith::AddIOp::create(fb, loc, first,
-                                                              idx(fb, l * kLineFloats)),
-                                        nextEnd)},
-                                    /*isWrite=*/false, /*localityHint=*/2, /*isDataCache=*/true);
-                            }
+                            Value step = arith::SubIOp::create(fb, loc, k, kLo);
+                            Value depth = arith::SubIOp::create(fb, loc, kHi, kLo);
+                            if (filterArg)
+                              prefetchShare(fb, loc, entry->getArgument(*filterArg), aNext, aEnd,
+                                            aPass, depth, step, aPerStep);
+                            if (packedB)
+                              prefetchShare(fb, loc, packed, nextStart, nextEnd, pass, depth, step,
+                                            lines);
                             Value base = arith::AddIOp::create(
                                 fb, loc, arith::MulIOp::create(fb, loc, k, idx(fb, NC)),
                                 arith::AddIOp::create(fb, loc, jj, panelBase));

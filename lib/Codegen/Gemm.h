@@ -217,6 +217,14 @@ void emitGemmEpilogueVector(OpBuilder &b, Location loc, KernelOp kernel, Operati
                             const GemmRowValues *rowValues = nullptr, Value row = {},
                             int64_t validLanes = 0);
 
+/// Weights that stream from memory fetched into L2 ahead of use: step
+/// `step` of pass `pass` (each pass over the current data takes
+/// `stepsPerPass` steps) fetches `lines` cache lines of `buffer` (f32) from
+/// start + (pass * stepsPerPass + step) * lines * 16 on, each index clamped
+/// to `last`, so the passes together cover the data read next.
+void prefetchShare(OpBuilder &b, Location loc, Value buffer, Value start, Value last, Value pass,
+                   Value stepsPerPass, Value step, int64_t lines);
+
 Value constantIndex(OpBuilder &b, Location loc, int64_t v);
 /// affine.apply of `e` (simplified) to `dims`.
 Value applyExpr(OpBuilder &b, Location loc, AffineExpr e, ValueRange dims);

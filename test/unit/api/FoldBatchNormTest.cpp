@@ -17,15 +17,9 @@
 #include <string>
 
 using namespace kiln;
+using kiln::test::occurrences;
 
 namespace {
-
-size_t count(const std::string &text, const std::string &what) {
-  size_t n = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1))
-    ++n;
-  return n;
-}
 
 struct BatchNorm {
   Tensor mean, var, gamma, beta;
@@ -64,9 +58,9 @@ TEST(FoldBatchNorm, ProgramsFoldBatchNormsIntoTheirConvolutions) {
   Program program = compile({model(x)}, {x}, {{"cpu"}, {"x"}});
   std::string described = program.describe("cpu");
   // Three filters folded (each with its bias), no batch-norm parameter left.
-  EXPECT_EQ(count(described, "with the batch norm at"), 3u) << described;
-  EXPECT_EQ(count(described, "bias of the batch norm"), 3u) << described;
-  EXPECT_EQ(count(described, "weight '"), 6u) << described;
+  EXPECT_EQ(occurrences(described, "with the batch norm at"), 3u) << described;
+  EXPECT_EQ(occurrences(described, "bias of the batch norm"), 3u) << described;
+  EXPECT_EQ(occurrences(described, "weight '"), 6u) << described;
 
   Tensor y = Tensor::randn({1, 16, 12, 12});
   std::vector<float> got = program.run({y})[0].to_vector();
@@ -98,13 +92,13 @@ TEST(FoldBatchNorm, WhatCannotFoldStaysAsWritten) {
   // compute it twice.
   Tensor c = conv2d(x, w, {1, 1}, {1, 1});
   Program shared = compile({bn(c) + c}, {x}, {{"cpu"}, {"x"}});
-  EXPECT_EQ(count(shared.describe("cpu"), "batch norm"), 0u) << shared.describe("cpu");
+  EXPECT_EQ(occurrences(shared.describe("cpu"), "batch norm"), 0u) << shared.describe("cpu");
   // Statistics given at run time are not weights.
   Tensor mean = Tensor::from(std::vector<float>(8, 0.0f), {8});
   Program given = compile({batch_norm(conv2d(x, w, {1, 1}, {1, 1}), mean, bn.var, bn.gamma,
                                       bn.beta)},
                           {x, mean}, {{"cpu"}, {"x", "mean"}});
-  EXPECT_EQ(count(given.describe("cpu"), "batch norm"), 0u) << given.describe("cpu");
+  EXPECT_EQ(occurrences(given.describe("cpu"), "batch norm"), 0u) << given.describe("cpu");
 
   Tensor y = Tensor::randn({1, 8, 6, 6}), m = Tensor::randn({8});
   kiln::test::RefOps ops;

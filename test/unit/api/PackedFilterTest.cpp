@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 using namespace kiln;
+using kiln::test::occurrences;
 
 namespace {
 
@@ -34,13 +35,6 @@ std::vector<double> reference(const Tensor &x, const Tensor &w, const Tensor &bi
   for (size_t i = 0; i < y.size(); ++i)
     y.v[i] = std::max(y.v[i] + b[(i / plane) % b.size()], 0.0);
   return y.v;
-}
-
-size_t occurrences(const std::string &text, const std::string &what) {
-  size_t count = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1))
-    ++count;
-  return count;
 }
 
 std::string tempPath(const std::string &name) {

@@ -14,13 +14,6 @@ using namespace kiln;
 using namespace kiln::test;
 
 namespace {
-size_t occurrences(const std::string &text, const std::string &what) {
-  size_t n = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1))
-    ++n;
-  return n;
-}
-
 class Profiled : public OnEveryDevice {};
 
 TEST_P(Profiled, CountsTheFlopsAndBytesOfEachKernelAndNamesItsLines) {

@@ -103,6 +103,14 @@ inline std::vector<size_t> broadcastIndex(const Shape &shape, const Shape &out) 
   return index;
 }
 
+/// How many times `what` occurs in `text` (overlapping ones too).
+inline size_t occurrences(const std::string &text, const std::string &what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1))
+    ++n;
+  return n;
+}
+
 } // namespace kiln::test
 
 #endif
