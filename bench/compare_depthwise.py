@@ -41,8 +41,9 @@ def kiln_once():
                            check=True, capture_output=True, text=True).stdout
     times = {}
     for line in table.splitlines():
-        m = re.match(r"\s*([0-9.]+)\s.*conv2d\+reshape\+add\+max\+min -> \[1, (\d+), (\d+), (\d+)\].*\[(.*)\]",
-                     line)
+        # (A program's clamp bounds are literals: "constant+max+constant+min".)
+        m = re.match(r"\s*([0-9.]+)\s.*conv2d\+reshape\+add\+(?:constant\+)?max\+(?:constant\+)?min"
+                     r" -> \[1, (\d+), (\d+), (\d+)\].*\[(.*)\]", line)
         if m and layer.search(m.group(5)):
             times[layer.search(m.group(5)).group(1)] = (float(m.group(1)), m.group(2), m.group(3))
     return times
