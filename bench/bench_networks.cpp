@@ -1,5 +1,5 @@
-// Whole networks written with the Tensor API (examples/networks): ResNet-18
-// and MobileNetV2 at 224x224, and a BERT-base encoder layer (768 wide, 12
+// Whole networks written with the Tensor API (examples/networks): ResNet-18,
+// MobileNetV2 and SqueezeNet 1.1 at 224x224, and a BERT-base encoder layer (768 wide, 12
 // heads, 128 tokens), at batch 1 and 8. Each iteration records the network
 // again and realizes it, as a user's inference loop does (the graph cache
 // turns the second recording into a replay of its Program); the *Program
@@ -11,7 +11,7 @@
 //   kiln-bench-networks --profile NET [BATCH] [RUNS]            kiln::profile's table
 //
 // --check loads DIR/<state_dict key>.npy and DIR/x.npy, runs NET (resnet18,
-// mobilenet_v2 or encoder) once and writes DIR/kiln_y.npy;
+// mobilenet_v2, squeezenet1_1 or encoder) once and writes DIR/kiln_y.npy;
 // bench/compare_networks.py compares it with PyTorch's output, then times
 // Kiln, PyTorch and ONNX Runtime side by side. KILN_BENCH_SMOKE=1 runs each
 // network once at 64x64 / 16 tokens (CI).
@@ -50,9 +50,11 @@ Tensor build(const std::string &net, KilnOps &ops, const Tensor &x) {
     return resnet18(ops, x);
   if (net == "mobilenet_v2")
     return mobilenet_v2(ops, x);
+  if (net == "squeezenet1_1")
+    return squeezenet1_1(ops, x);
   if (net == "encoder")
     return encoder_layer(ops, x);
-  throw Error("unknown network " + net + " (resnet18, mobilenet_v2, encoder)");
+  throw Error("unknown network " + net + " (resnet18, mobilenet_v2, squeezenet1_1, encoder)");
 }
 
 // Each iteration records the network and realizes it; with `program`, the
@@ -86,7 +88,7 @@ void run(benchmark::State &state, const std::string &net, Shape inputShape, bool
   state.counters["batch"] = double(inputShape[0]);
 }
 
-/// ResNet18, MobileNetV2 and EncoderLayer at batch 1 and 8, each also as
+/// ResNet18, MobileNetV2, SqueezeNet11 and EncoderLayer at batch 1 and 8, each also as
 /// <name>Program.
 void registerBenchmarks() {
   int64_t side = smoke() ? 64 : 224, tokens = smoke() ? 16 : 128;
@@ -96,6 +98,7 @@ void registerBenchmarks() {
   } nets[] = {
       {"ResNet18", "resnet18", [=](int64_t b) { return Shape{b, 3, side, side}; }},
       {"MobileNetV2", "mobilenet_v2", [=](int64_t b) { return Shape{b, 3, side, side}; }},
+      {"SqueezeNet11", "squeezenet1_1", [=](int64_t b) { return Shape{b, 3, side, side}; }},
       {"EncoderLayer", "encoder", [=](int64_t b) { return Shape{b, tokens, 768}; }},
   };
   for (bool program : {false, true})

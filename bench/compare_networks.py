@@ -6,7 +6,7 @@ side by side in one run:
     /usr/bin/python3 bench/compare_networks.py [runs] [--devices cpu:0,vulkan:0]
 
 1. Accuracy: each network is built in PyTorch (torchvision's resnet18 and
-   mobilenet_v2, torch.nn.TransformerEncoderLayer(768, 12, 3072, gelu,
+   mobilenet_v2 and squeezenet1_1, torch.nn.TransformerEncoderLayer(768, 12, 3072, gelu,
    batch_first)) with seeded random weights; its state_dict goes to .npy
    files that `kiln-bench-networks --check` loads into the same network
    written with the Tensor API. The outputs are compared on each device:
@@ -48,6 +48,8 @@ NETS = {  # name: (builder, input shape at batch b, Google Benchmark name)
     "resnet18": (lambda: torchvision.models.resnet18(), lambda b: (b, 3, 224, 224), "ResNet18"),
     "mobilenet_v2": (lambda: torchvision.models.mobilenet_v2(), lambda b: (b, 3, 224, 224),
                      "MobileNetV2"),
+    "squeezenet1_1": (lambda: torchvision.models.squeezenet1_1(), lambda b: (b, 3, 224, 224),
+                      "SqueezeNet11"),
     "encoder": (lambda: torch.nn.TransformerEncoderLayer(768, 12, 3072, dropout=0.0,
                                                          activation="gelu", batch_first=True),
                 lambda b: (b, 128, 768), "EncoderLayer"),

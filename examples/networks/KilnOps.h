@@ -39,6 +39,11 @@ struct KilnOps {
   Tensor max_pool2d(const Tensor &x, int64_t k, int64_t s, int64_t p) {
     return kiln::max_pool2d(x, {k, k}, {s, s}, {p, p});
   }
+  Tensor max_pool2d_ceil(const Tensor &x, int64_t k, int64_t s) {
+    return kiln::max_pool2d(x, {k, k}, {s, s}, {0, 0}, true);
+  }
+  Tensor bias(const Tensor &x, const Tensor &b) { return x + b.reshape({b.shape()[0], 1, 1}); }
+  Tensor cat(const Tensor &a, const Tensor &b) { return concat({a, b}, 1); }
   Tensor global_pool(const Tensor &x) { return flatten(adaptive_avg_pool2d(x, {1, 1}), 1); }
   Tensor linear(const Tensor &x, const Tensor &w, const Tensor &b) { return kiln::linear(x, w, b); }
   Tensor layer_norm(const Tensor &x, const Tensor &g, const Tensor &b) {

@@ -1,6 +1,6 @@
-//===- Networks.h - ResNet-18, MobileNetV2, a transformer encoder layer ---===//
+//===- Networks.h - ResNet-18, MobileNetV2, SqueezeNet, an encoder layer --===//
 //
-// Three real networks written once, over an `Ops` backend: Kiln's Tensor
+// Four real networks written once, over an `Ops` backend: Kiln's Tensor
 // API (KilnOps.h) for running and benchmarking them, and a float64
 // reference in the tests. Parameter names are torchvision's and torch.nn's
 // state_dict keys, so weights saved from PyTorch load as they are.
@@ -9,7 +9,9 @@
 // conv2d(x, w, stride, pad, groups), batch_norm(x, prefix) (eps 1e-5),
 // relu, relu6, gelu, add, max_pool2d(x, k, s, p), global_pool(x) ([N, C]),
 // linear(x, w, b), layer_norm(x, g, b), attention(q, k, v) over [B, H, L, E],
-// chunk3(x) (thirds of the last dimension) and reshape/permute views.
+// chunk3(x) (thirds of the last dimension) and reshape/permute views; for
+// SqueezeNet also bias(x, b) (per channel), cat(a, b) (along the channels)
+// and max_pool2d_ceil(x, k, s) (no padding, ceil_mode).
 //
 //===----------------------------------------------------------------------===//
 
@@ -119,6 +121,35 @@ typename Ops::T mobilenet_v2(Ops &o, typename Ops::T x, MobileNetConfig c = {}) 
   x = o.relu6(convBn(o, x, f + ".0", f + ".1", cin, last, 1, 1));
   return o.linear(o.global_pool(x), o.param("classifier.1.weight", {c.classes, last}),
                   o.param("classifier.1.bias", {c.classes}));
+}
+
+/// torchvision.models.squeezenet1_1 in eval mode (dropout is the
+/// identity): [N, 3, H, W] -> [N, classes].
+template <class Ops>
+typename Ops::T squeezenet1_1(Ops &o, typename Ops::T x, int64_t classes = 1000) {
+  auto conv = [&](const typename Ops::T &in, const std::string &name, int64_t cin, int64_t cout,
+                  int64_t k, int64_t stride) {
+    auto y = o.conv2d(in, o.param(name + ".weight", {cout, cin, k, k}), stride, (k - 1) / 2, 1);
+    return o.relu(o.bias(y, o.param(name + ".bias", {cout})));
+  };
+  auto fire = [&](const typename Ops::T &in, int index, int64_t cin, int64_t squeeze,
+                  int64_t expand) {
+    std::string name = "features." + std::to_string(index);
+    auto s = conv(in, name + ".squeeze", cin, squeeze, 1, 1);
+    return o.cat(conv(s, name + ".expand1x1", squeeze, expand, 1, 1),
+                 conv(s, name + ".expand3x3", squeeze, expand, 3, 1));
+  };
+  // (The stem has no padding: conv picks (k - 1) / 2, so it is written here.)
+  x = o.relu(o.bias(o.conv2d(x, o.param("features.0.weight", {64, 3, 3, 3}), 2, 0, 1),
+                    o.param("features.0.bias", {64})));
+  x = o.max_pool2d_ceil(x, 3, 2);
+  x = fire(fire(x, 3, 64, 16, 64), 4, 128, 16, 64);
+  x = o.max_pool2d_ceil(x, 3, 2);
+  x = fire(fire(x, 6, 128, 32, 128), 7, 256, 32, 128);
+  x = o.max_pool2d_ceil(x, 3, 2);
+  x = fire(fire(x, 9, 256, 48, 192), 10, 384, 48, 192);
+  x = fire(fire(x, 11, 384, 64, 256), 12, 512, 64, 256);
+  return o.global_pool(conv(x, "classifier.1", 512, classes, 1, 1));
 }
 
 /// torch.nn.TransformerEncoderLayer(d_model, nhead, d_ff, activation="gelu",

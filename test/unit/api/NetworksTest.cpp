@@ -1,6 +1,7 @@
 //===- NetworksTest.cpp - whole networks against float64 ------------------===//
 //
-// ResNet-18, MobileNetV2 and a transformer encoder layer, each written once
+// ResNet-18, MobileNetV2, SqueezeNet 1.1 and a transformer encoder layer,
+// each written once
 // (examples/networks/Networks.h) and run on every device, reduced in width
 // so the float64 reference (the same definitions over ReferenceOps.h) takes
 // a moment. Each is compared with the reference and takes the number of
@@ -61,6 +62,20 @@ TEST_P(Networks, MobileNetV2) {
   // epilogues), the global average and the classifier.
   EXPECT_EQ(check(mobilenet_v2(ops, x, c), mobilenet_v2(ref, kiln::test::refOf(x), c), 1e-4),
             54u);
+}
+
+TEST_P(Networks, SqueezeNet11) {
+  Tensor x = input({1, 3, 64, 64});
+  // The stem and 24 fire convolutions (bias and ReLU in their epilogues;
+  // each fire's concat folds into the pool or convolution that reads it),
+  // three ceil-mode pools, the classifier's convolution, its bias, ReLU and
+  // global average as one reduction, and the flatten of that [1, 1000, 1,
+  // 1] result, an output, as a copy of its own. (With 10 classes, under
+  // the 16 filters a concat folds into, the last concat stays a kernel of
+  // its own, with the expands' epilogues: 32 kernels.)
+  EXPECT_EQ(
+      check(squeezenet1_1(ops, x, 1000), squeezenet1_1(ref, kiln::test::refOf(x), 1000), 1e-4),
+      31u);
 }
 
 TEST_P(Networks, TransformerEncoderLayer) {

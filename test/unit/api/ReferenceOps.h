@@ -86,9 +86,37 @@ struct RefOps {
       a.v[i] += b.v[i];
     return a;
   }
-  Ref max_pool2d(const Ref &x, int64_t k, int64_t s, int64_t p) {
+  /// ceil_mode as PyTorch's: windows may run past the end, but each starts
+  /// inside the input.
+  Ref max_pool2d_ceil(const Ref &x, int64_t k, int64_t s) {
+    auto out = [&](int64_t n) {
+      int64_t o = (n - k + s - 1) / s + 1;
+      return (o - 1) * s >= n ? o - 1 : o;
+    };
+    return max_pool2d(x, k, s, 0, out(x.dims[2]), out(x.dims[3]));
+  }
+  Ref bias(const Ref &x, const Ref &b) {
+    Ref y = x;
+    size_t plane = size_t(x.dims[2] * x.dims[3]);
+    for (size_t i = 0; i < y.size(); ++i)
+      y.v[i] += b.v[(i / plane) % b.size()];
+    return y;
+  }
+  /// Along the channels.
+  Ref cat(const Ref &a, const Ref &b) {
+    Ref y{{a.dims[0], a.dims[1] + b.dims[1], a.dims[2], a.dims[3]}, {}};
+    size_t pa = a.size() / size_t(a.dims[0]), pb = b.size() / size_t(b.dims[0]);
+    for (int64_t n = 0; n < a.dims[0]; ++n) {
+      y.v.insert(y.v.end(), a.v.begin() + n * pa, a.v.begin() + (n + 1) * pa);
+      y.v.insert(y.v.end(), b.v.begin() + n * pb, b.v.begin() + (n + 1) * pb);
+    }
+    return y;
+  }
+  Ref max_pool2d(const Ref &x, int64_t k, int64_t s, int64_t p, int64_t oh = -1,
+                 int64_t ow = -1) {
     int64_t planes = x.dims[0] * x.dims[1], h = x.dims[2], w = x.dims[3];
-    int64_t oh = (h + 2 * p - k) / s + 1, ow = (w + 2 * p - k) / s + 1;
+    if (oh < 0)
+      oh = (h + 2 * p - k) / s + 1, ow = (w + 2 * p - k) / s + 1;
     Ref y{{x.dims[0], x.dims[1], oh, ow}, {}};
     for (int64_t c = 0; c < planes; ++c)
       for (int64_t i = 0; i < oh; ++i)
