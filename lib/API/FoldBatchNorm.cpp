@@ -112,9 +112,12 @@ private:
     return it->second.size() == count ? &it->second : nullptr;
   }
 
-  /// `n` = reshape(p) of a [channels] weight p: p's values.
+  /// `n` = reshape(p) of a [channels] weight p to [channels, 1, 1], which
+  /// broadcasts per channel against [N, channels, H, W]: p's values. (A
+  /// [1, channels, 1] view would broadcast along the rows instead.)
   const std::vector<float> *reshapedWeight(const NodePtr &n, size_t channels) {
-    return isOp(n, OpKind::View, "reshape") && n->operands.size() == 1
+    const Shape perChannel = {static_cast<int64_t>(channels), 1, 1};
+    return isOp(n, OpKind::View, "reshape") && n->operands.size() == 1 && n->shape == perChannel
                ? weight(n->operands[0], channels)
                : nullptr;
   }
@@ -151,8 +154,10 @@ private:
     const std::vector<float> *gamma = reshapedWeight(scale->operands[0], channels);
     const std::vector<float> *var = reshapedWeight(shifted->operands[0], channels);
     const std::vector<float> *beta = reshapedWeight(betaView, channels);
+    // Every step keeps the convolution's shape (no broadcast widens it).
     if (!w || !mean || !gamma || !var || !beta || filter->shape.empty() ||
-        static_cast<size_t>(filter->shape[0]) != channels || betaView->shape.size() != 3)
+        static_cast<size_t>(filter->shape[0]) != channels || n->shape != conv->shape ||
+        scaled->shape != conv->shape || centered->shape != conv->shape)
       return nullptr;
 
     const size_t perChannel = w->size() / channels;

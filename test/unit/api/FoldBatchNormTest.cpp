@@ -4,7 +4,8 @@
 // bias, the batch norm's own four are gone, and the results match a
 // float64 reference of the unfolded network. What cannot fold stays as
 // written: a convolution another op reads too, parameters that are model
-// inputs. The user's tensors keep computing what they wrote.
+// inputs, a parameter viewed so that it broadcasts along other dimensions.
+// The user's tensors keep computing what they wrote.
 
 #include "ReferenceOps.h"
 #include "TestUtil.h"
@@ -99,6 +100,27 @@ TEST(FoldBatchNorm, WhatCannotFoldStaysAsWritten) {
                                       bn.beta)},
                           {x, mean}, {{"cpu"}, {"x", "mean"}});
   EXPECT_EQ(occurrences(given.describe("cpu"), "batch norm"), 0u) << given.describe("cpu");
+
+  // The batch norm's formula written out, but the mean viewed as [1, 8, 1]:
+  // it broadcasts along the rows (8 of them), not the channels.
+  Tensor x8 = Tensor::randn({1, 8, 8, 8});
+  Tensor c8 = conv2d(x8, w, {1, 1}, {1, 1});
+  Tensor scale = bn.gamma.reshape({8, 1, 1}) * rsqrt(bn.var.reshape({8, 1, 1}) + 1e-5f);
+  Tensor rows = (c8 - bn.mean.reshape({1, 8, 1})) * scale + bn.beta.reshape({8, 1, 1});
+  Program byRow = compile({rows}, {x8}, {{"cpu"}, {"x"}});
+  EXPECT_EQ(occurrences(byRow.describe("cpu"), "batch norm"), 0u) << byRow.describe("cpu");
+  {
+    Tensor in = Tensor::randn({1, 8, 8, 8});
+    kiln::test::RefOps ops;
+    kiln::test::Ref r = ops.conv2d(kiln::test::refOf(in), kiln::test::refOf(w), 1, 1, 1);
+    std::vector<float> mean = bn.mean.to_vector(), var = bn.var.to_vector(),
+                       gamma = bn.gamma.to_vector(), beta = bn.beta.to_vector();
+    for (size_t i = 0; i < r.size(); ++i) {
+      size_t c = i / 64, h = (i / 8) % 8;
+      r.v[i] = (r.v[i] - mean[h]) * gamma[c] / std::sqrt(double(var[c]) + 1e-5) + beta[c];
+    }
+    EXPECT_TRUE(kiln::test::allClose(byRow.run({in})[0].to_vector(), r.v, 1e-4, 1e-4));
+  }
 
   Tensor y = Tensor::randn({1, 8, 6, 6}), m = Tensor::randn({8});
   kiln::test::RefOps ops;
