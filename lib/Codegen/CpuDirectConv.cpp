@@ -355,7 +355,6 @@ FailureOr<func::FuncOp> kiln::buildCpuDirectConvFunction(KernelOp kernel, Operat
     int64_t passes;
     Value from, to;
   };
-  const int64_t lineFloats = 16;
   auto vectorsOf = [&](int64_t width) { return (width + VL - 1) / VL; };
   auto accumulate = [&](OpBuilder &pb, int64_t width, Value filterBase, Value cFrom, Value cTo,
                         ValueRange init,
@@ -367,7 +366,7 @@ FailureOr<func::FuncOp> kiln::buildCpuDirectConvFunction(KernelOp kernel, Operat
         [&](OpBuilder &fb, Location, Value c, ValueRange a) {
           if (prefetch && packed) {
             const int64_t lines =
-                std::max<int64_t>(1, (taps * width / lineFloats + prefetch->passes - 1) /
+                std::max<int64_t>(1, (taps * width / kCacheLineFloats + prefetch->passes - 1) /
                                          prefetch->passes);
             prefetchShare(fb, loc, weights, add(fb, filterBase, mul(fb, prefetch->to, taps * width)),
                           idx(fb, CO * C * taps - 1), prefetch->pass,

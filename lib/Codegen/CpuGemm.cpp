@@ -63,9 +63,6 @@ bool kiln::fitsPackedB(KernelOp kernel, Operation *root, const CpuMatmulConfig &
 
 // At k = 2048 (a transformer's MLP down projection) a block of 8 rows of A
 // is 64 KB and a strip of the panel 256 KB, both streamed per block.
-// f32 values per cache line.
-static constexpr int64_t kLineFloats = 16;
-
 int64_t kiln::cpuGemmSliceDepth(const Gemm &gemm) {
   return !gemm.conv && gemm.k > 1024 ? 512 : gemm.k;
 }
@@ -548,7 +545,7 @@ FailureOr<func::FuncOp> kiln::buildCpuGemmFunction(KernelOp kernel, Operation *r
                       // panel: they follow in memory), so the stream runs
                       // under the FMAs.
                       const int64_t passes = splitRows / MR * (NC / NR);
-                      const int64_t lines = (NC / kLineFloats + passes - 1) / passes;
+                      const int64_t lines = (NC / kCacheLineFloats + passes - 1) / passes;
                       Value pass, nextStart, nextEnd;
                       if (packedB) {
                         pass = arith::AddIOp::create(
@@ -574,7 +571,8 @@ FailureOr<func::FuncOp> kiln::buildCpuGemmFunction(KernelOp kernel, Operation *r
                       }
                       // The filter's next block of rows, [i0 + MR, i0 + 2 MR) x K,
                       // over the panel's passes.
-                      const int64_t aLines = (MR * gemm.k + kLineFloats - 1) / kLineFloats;
+                      const int64_t aLines =
+                          (MR * gemm.k + kCacheLineFloats - 1) / kCacheLineFloats;
                       const int64_t aPerStep =
                           (aLines + (NC / NR) * gemm.k - 1) / ((NC / NR) * gemm.k);
                       Value aNext, aEnd, aPass;

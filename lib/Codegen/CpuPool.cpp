@@ -215,7 +215,7 @@ FailureOr<func::FuncOp> kiln::buildCpuPoolFunction(KernelOp kernel, Operation *r
                                                 arith::MulIOp::create(vb, loc, row, idx(vb, W)),
                                                 column));
                       // (Clamped: the last plane's last row ends the buffer.)
-                      for (int64_t l = 0; l < lanes * sw; l += 16)
+                      for (int64_t l = 0; l < lanes * sw; l += kCacheLineFloats)
                         memref::PrefetchOp::create(
                             vb, loc, buffer,
                             ValueRange{arith::MinUIOp::create(

@@ -466,16 +466,15 @@ void kiln::emitGemmEpilogueVector(OpBuilder &sb, Location loc, KernelOp kernel, 
 
 void kiln::prefetchShare(OpBuilder &b, Location loc, Value buffer, Value start, Value last,
                          Value pass, Value stepsPerPass, Value step, int64_t lines) {
-  constexpr int64_t lineFloats = 16;
   Value at = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, pass, stepsPerPass), step);
-  Value first = arith::AddIOp::create(
-      b, loc, start,
-      arith::MulIOp::create(b, loc, at, constantIndex(b, loc, lines * lineFloats)));
+  Value stride = constantIndex(b, loc, lines * kCacheLineFloats);
+  Value first = arith::AddIOp::create(b, loc, start, arith::MulIOp::create(b, loc, at, stride));
   for (int64_t l = 0; l < lines; ++l)
     memref::PrefetchOp::create(
         b, loc, buffer,
         ValueRange{arith::MinUIOp::create(
-            b, loc, arith::AddIOp::create(b, loc, first, constantIndex(b, loc, l * lineFloats)),
+            b, loc,
+            arith::AddIOp::create(b, loc, first, constantIndex(b, loc, l * kCacheLineFloats)),
             last)},
         /*isWrite=*/false, /*localityHint=*/2, /*isDataCache=*/true);
 }

@@ -217,6 +217,9 @@ void emitGemmEpilogueVector(OpBuilder &b, Location loc, KernelOp kernel, Operati
                             const GemmRowValues *rowValues = nullptr, Value row = {},
                             int64_t validLanes = 0);
 
+/// f32 values per cache line.
+constexpr int64_t kCacheLineFloats = 16;
+
 /// Weights that stream from memory fetched into L2 ahead of use: step
 /// `step` of pass `pass` (each pass over the current data takes
 /// `stepsPerPass` steps) fetches `lines` cache lines of `buffer` (f32) from
