@@ -13,6 +13,9 @@
 #   runs every case both ways and checks the outputs (bench/half/check.py:
 #   exact on small integers), profiles the 4096^3 matmul both ways next to
 #   PyTorch's f16 matmul (cuBLAS), and times the candidates.
+# Ceilings (bench/half/make_ceiling.py: kernels that only multiply, from
+# registers and from shared memory): `dump` lowers them too (.dev/half/
+# ceiling), `run` replays them before the candidates.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
@@ -36,6 +39,12 @@ dump)
       ${KILN_HALF_ONLY:+--only "$KILN_HALF_ONLY"} | tail -n 1
   done
   rm -rf "$cache"
+  /usr/bin/python3 bench/half/make_ceiling.py .dev/half/ceiling
+  for f in .dev/half/ceiling/*.mlir; do
+    n=${f%.mlir}
+    build/bin/kiln-opt "$f" --kiln-linalg-to-spirv | build/bin/kiln-spirv-check --output "$n.spv" >/dev/null
+    { echo "spirv $(basename "$n").spv"; echo "entry ceiling_kernel"; cat "$n.info"; } > "$n.kernel"
+  done
   fetch_vulkan_loader
   ;;
 run)
@@ -55,6 +64,10 @@ run)
       || echo "$name: kiln-run failed"
   done
   python3 bench/half/check.py .dev/half/cases "$out" || echo "check: mismatches"
+  if [ -d .dev/half/ceiling ]; then
+    build/bin/kiln-spirv-replay --runs 5 $(ls .dev/half/ceiling/*.kernel | sort) | grep -v '^device' \
+      || echo "ceiling replay failed"
+  fi
   for c in mm4096 conv_resnet; do
     for v in coop tiled; do
       echo "$c $v:"
@@ -84,8 +97,31 @@ PY
     cp .dev/half/candidates-$g/candidates.json "$times/$g.json"
   done
   ;;
+rounds)
+  # scripts/half-gpu-bench.sh rounds GRAPH:I,J,... [GRAPH:...]: chosen
+  # candidates, one process each (in one process every candidate after the
+  # first timed up to 5x slow), in three alternating rounds.
+  install_vulkan_loader
+  export XDG_CACHE_HOME=/tmp/kiln-cache
+  shift
+  for round in 1 2 3; do
+    for pick in "$@"; do
+      g=${pick%%:*}
+      for i in ${pick#*:}; do
+        i=${i//,/ }
+        for n in $i; do
+          f=$(ls .dev/half/candidates-$g/*-$n.kernel)
+          config=$(python3 -c "import json,sys; print(list(json.load(open(sys.argv[1])).values())[0]['configs'][int(sys.argv[2])])" \
+            .dev/half/candidates-$g/candidates.json "$n")
+          t=$(build/bin/kiln-spirv-replay --runs 20 "$f" | grep -o '[0-9.]* ms per dispatch')
+          echo "round $round $g $n: $t  $config"
+        done
+      done
+    done
+  done
+  ;;
 *)
-  echo "usage: scripts/half-gpu-bench.sh dump|run" >&2
+  echo "usage: scripts/half-gpu-bench.sh dump|run|rounds" >&2
   exit 2
   ;;
 esac

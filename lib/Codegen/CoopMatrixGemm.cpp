@@ -15,7 +15,9 @@
 // and tile declared as vector<4xf32>, bits only: the fragment loads read
 // them as f16); B contiguous along k (a linear layer's W^T) is staged
 // transposed, [n][k], and loaded column-major. With 2 stages the tiles are
-// double-buffered, one barrier per slice. Other operands go element
+// double-buffered, one barrier per slice. A convolution's B is gathered
+// through a table of each column's window offsets (where shared memory
+// holds it). Other operands go element
 // by element through their readers. The epilogue reads the accumulators back through one
 // 16 x 16 f32 fragment of shared memory per subgroup, each lane evaluating
 // its results as the tiled form does, then one guarded store each.
@@ -201,14 +203,27 @@ FailureOr<func::FuncOp> kiln::buildCoopGemmFunction(KernelOp kernel, Operation *
     bool alongCols = st->wide || (st == &sa ? !gemm.aAccess || contiguousAlongColumns(gemm.aAccess->second)
                                             : !gemm.bAccess || contiguousAlongColumns(gemm.bAccess->second));
     int64_t count = st->rows() * perRow;
+    // Where the work items cover whole rows (or columns), every slot of one
+    // work item keeps its column (row) and steps the other by a constant:
+    // one value and constant offsets, not two registers per slot.
+    int64_t inner = alongCols ? perRow : st->rows();
+    Value first, fixed;
+    if (threads % inner == 0) {
+      first = arith::DivUIOp::create(lb, loc, tid, idx(lb, inner));
+      fixed = arith::RemUIOp::create(lb, loc, tid, idx(lb, inner));
+    }
     for (int64_t e = 0; e < count / threads; ++e) {
-      Value flat = add(lb, tid, idx(lb, e * threads));
-      if (alongCols)
-        st->slots.push_back({arith::DivUIOp::create(lb, loc, flat, idx(lb, perRow)),
-                             arith::RemUIOp::create(lb, loc, flat, idx(lb, perRow))});
-      else
-        st->slots.push_back({arith::RemUIOp::create(lb, loc, flat, idx(lb, st->rows())),
-                             arith::DivUIOp::create(lb, loc, flat, idx(lb, st->rows()))});
+      Value outer, along;
+      if (fixed) {
+        outer = add(lb, first, idx(lb, e * (threads / inner)));
+        along = fixed;
+      } else {
+        Value flat = add(lb, tid, idx(lb, e * threads));
+        outer = arith::DivUIOp::create(lb, loc, flat, idx(lb, inner));
+        along = arith::RemUIOp::create(lb, loc, flat, idx(lb, inner));
+      }
+      // (tile row, tile column or 8-group)
+      st->slots.push_back(alongCols ? std::pair{outer, along} : std::pair{along, outer});
     }
   }
   Value scratch =
@@ -260,10 +275,16 @@ FailureOr<func::FuncOp> kiln::buildCoopGemmFunction(KernelOp kernel, Operation *
   SmallVector<ConvColumn> convColumns;
   Value convPlanes; // the input plane of the GEMM's channel 0
   const ConvGeometry *cg = gemm.conv ? &*gemm.conv : nullptr;
+  const int64_t taps = cg ? cg->kernelH * cg->kernelW : 0;
+  const bool useTable = cg && config.sharedBytes() + TN * taps * 4 <= limits.sharedMemoryBytes;
   if (cg) {
     convPlanes = add(lb, mul(lb, arith::DivUIOp::create(lb, loc, batch, idx(lb, cg->groups)), cg->channels),
                      mul(lb, arith::RemUIOp::create(lb, loc, batch, idx(lb, cg->groups)), cg->groupChannels));
     for (auto slot : sb.slots) {
+      if (useTable) {
+        convColumns.emplace_back();
+        continue;
+      }
       ConvColumn column;
       Value j = clamp(lb, add(lb, colBase, slot.second), gemm.n, raggedN, column.inside);
       column.top = arith::SubIOp::create(
@@ -275,28 +296,87 @@ FailureOr<func::FuncOp> kiln::buildCoopGemmFunction(KernelOp kernel, Operation *
       convColumns.push_back(column);
     }
   }
-  auto gather = [&](OpBuilder &gb, const ConvColumn &column, Value k) -> Value {
-    Value inside = column.inside;
+  // Where shared memory also holds it, a table of each tile column's window:
+  // entry (column, tap) is the input element's offset within its plane, or
+  // -1 in the padding and past N. A work item's gathers then find their
+  // element with one table read instead of dividing k by the taps and
+  // checking bounds each time (about 30 instructions per element before,
+  // against a few multiply-adds per slice: the gathers were the kernel).
+  Value tapTable;
+  Type i32 = lb.getI32Type();
+  if (useTable) {
+    tapTable = memref::AllocOp::create(lb, loc, MemRefType::get({TN * taps}, i32, AffineMap(), space));
+    int64_t entries = TN * taps;
+    for (int64_t e = 0; e < (entries + threads - 1) / threads; ++e) {
+      Value flat = add(lb, tid, idx(lb, e * threads));
+      OpBuilder eb = lb;
+      if ((e + 1) * threads > entries) {
+        auto inRange = scf::IfOp::create(
+            lb, loc, arith::CmpIOp::create(lb, loc, arith::CmpIPredicate::ult, flat, idx(lb, entries)),
+            /*withElseRegion=*/false);
+        eb = inRange.getThenBodyBuilder();
+      }
+      Value column = arith::DivUIOp::create(eb, loc, flat, idx(eb, taps));
+      Value tap = arith::RemUIOp::create(eb, loc, flat, idx(eb, taps));
+      Value inside;
+      Value j = clamp(eb, add(eb, colBase, column), gemm.n, raggedN, inside);
+      Value h = add(eb,
+                    arith::SubIOp::create(
+                        eb, loc, mul(eb, arith::DivUIOp::create(eb, loc, j, idx(eb, cg->outWidth)), cg->strideH),
+                        idx(eb, cg->padH)),
+                    mul(eb, arith::DivUIOp::create(eb, loc, tap, idx(eb, cg->kernelW)), cg->dilationH));
+      Value w = add(eb,
+                    arith::SubIOp::create(
+                        eb, loc, mul(eb, arith::RemUIOp::create(eb, loc, j, idx(eb, cg->outWidth)), cg->strideW),
+                        idx(eb, cg->padW)),
+                    mul(eb, arith::RemUIOp::create(eb, loc, tap, idx(eb, cg->kernelW)), cg->dilationW));
+      // Unsigned compares: a row or column left of 0 wraps past the size.
+      Value ok = arith::AndIOp::create(
+          eb, loc, arith::CmpIOp::create(eb, loc, arith::CmpIPredicate::ult, h, idx(eb, cg->height)),
+          arith::CmpIOp::create(eb, loc, arith::CmpIPredicate::ult, w, idx(eb, cg->width)));
+      if (inside)
+        ok = arith::AndIOp::create(eb, loc, ok, inside);
+      Value entry = arith::SelectOp::create(
+          eb, loc, ok, arith::IndexCastOp::create(eb, loc, i32, add(eb, mul(eb, h, cg->width), w)),
+          arith::ConstantIntOp::create(eb, loc, i32, -1));
+      memref::StoreOp::create(eb, loc, entry, tapTable, ValueRange{flat});
+    }
+    gpu::BarrierOp::create(lb, loc);
+  }
+  auto gather = [&](OpBuilder &gb, const ConvColumn &column, Value tableRow, Value k) -> Value {
+    Value inside = tapTable ? Value() : column.inside;
     k = clamp(gb, k, gemm.k, raggedK, inside);
-    const int64_t taps = cg->kernelH * cg->kernelW;
     Value tap = arith::RemUIOp::create(gb, loc, k, idx(gb, taps));
-    Value h = add(gb, column.top,
-                  mul(gb, arith::DivUIOp::create(gb, loc, tap, idx(gb, cg->kernelW)), cg->dilationH));
-    Value w = add(gb, column.left,
-                  mul(gb, arith::RemUIOp::create(gb, loc, tap, idx(gb, cg->kernelW)), cg->dilationW));
-    // Unsigned compares: a row or column left of 0 wraps past the size.
-    Value ok = arith::AndIOp::create(
-        gb, loc, arith::CmpIOp::create(gb, loc, arith::CmpIPredicate::ult, h, idx(gb, cg->height)),
-        arith::CmpIOp::create(gb, loc, arith::CmpIPredicate::ult, w, idx(gb, cg->width)));
-    inside = inside ? arith::AndIOp::create(gb, loc, inside, ok).getResult() : ok;
     Value plane = add(gb, convPlanes, arith::DivUIOp::create(gb, loc, k, idx(gb, taps)));
-    Value at = add(gb, mul(gb, add(gb, mul(gb, plane, cg->height), h), cg->width), w);
+    Value at;
+    if (tapTable) {
+      Value entry = memref::LoadOp::create(gb, loc, tapTable, ValueRange{add(gb, tableRow, tap)});
+      Value ok = arith::CmpIOp::create(gb, loc, arith::CmpIPredicate::sge, entry,
+                                       arith::ConstantIntOp::create(gb, loc, i32, 0));
+      inside = inside ? arith::AndIOp::create(gb, loc, inside, ok).getResult() : ok;
+      at = add(gb, mul(gb, plane, cg->height * cg->width),
+               arith::IndexCastOp::create(gb, loc, gb.getIndexType(), entry));
+    } else {
+      Value h = add(gb, column.top,
+                    mul(gb, arith::DivUIOp::create(gb, loc, tap, idx(gb, cg->kernelW)), cg->dilationH));
+      Value w = add(gb, column.left,
+                    mul(gb, arith::RemUIOp::create(gb, loc, tap, idx(gb, cg->kernelW)), cg->dilationW));
+      Value ok = arith::AndIOp::create(
+          gb, loc, arith::CmpIOp::create(gb, loc, arith::CmpIPredicate::ult, h, idx(gb, cg->height)),
+          arith::CmpIOp::create(gb, loc, arith::CmpIPredicate::ult, w, idx(gb, cg->width)));
+      inside = inside ? arith::AndIOp::create(gb, loc, inside, ok).getResult() : ok;
+      at = add(gb, mul(gb, add(gb, mul(gb, plane, cg->height), h), cg->width), w);
+    }
     at = arith::SelectOp::create(gb, loc, inside, at, idx(gb, 0)); // never read outside
     Value v = memref::LoadOp::create(gb, loc, entry->getArgument(cg->inputArg), ValueRange{at});
     if (v.getType() != f16)
       v = arith::TruncFOp::create(gb, loc, f16, v);
     return arith::SelectOp::create(gb, loc, inside, v, floatConstant(gb, loc, f16, 0.0));
   };
+  SmallVector<Value> tableRows; // each B slot's first table entry
+  if (tapTable)
+    for (auto slot : sb.slots)
+      tableRows.push_back(mul(lb, slot.second, taps)); // one value after CSE
   int64_t kTiles = (gemm.k + TK - 1) / TK;
   // The global reads of k slice `kt`: A's slots, then B's.
   auto fetch = [&](OpBuilder &gb, Value kt) {
@@ -305,7 +385,8 @@ FailureOr<func::FuncOp> kiln::buildCoopGemmFunction(KernelOp kernel, Operation *
     for (auto slot : sa.slots)
       values.push_back(readSlot(gb, sa, slot, rowBase, kBase));
     for (auto [n, slot] : llvm::enumerate(sb.slots))
-      values.push_back(cg ? gather(gb, convColumns[n], add(gb, kBase, slot.first))
+      values.push_back(cg ? gather(gb, convColumns[n], tableRows.empty() ? Value() : tableRows[n],
+                                   add(gb, kBase, slot.first))
                           : readSlot(gb, sb, slot, kBase, colBase));
     return values;
   };
@@ -365,10 +446,10 @@ FailureOr<func::FuncOp> kiln::buildCoopGemmFunction(KernelOp kernel, Operation *
     storeSlots(kb, sa, staged.take_front(sa.slots.size()), buffer);
     storeSlots(kb, sb, staged.drop_front(sa.slots.size()), buffer);
   };
-  // The next slice's reads (the last again at the end: in bounds, unused)
-  // are issued before this slice's multiplies.
-  auto fetchNext = [&](OpBuilder &kb, Value kt) {
-    return fetch(kb, arith::MinUIOp::create(kb, loc, add(kb, kt, idx(kb, 1)), idx(kb, kTiles - 1)));
+  // Slice `kt`'s reads, clamped to the last (in bounds; read again past the
+  // end, unused): the next slice's are issued before this slice's multiplies.
+  auto fetchAt = [&](OpBuilder &kb, Value kt) {
+    return fetch(kb, arith::MinUIOp::create(kb, loc, kt, idx(kb, kTiles - 1)));
   };
   scf::ForOp loop;
   if (config.stages == 2) {
@@ -380,7 +461,7 @@ FailureOr<func::FuncOp> kiln::buildCoopGemmFunction(KernelOp kernel, Operation *
     loop = scf::ForOp::create(
         lb, loc, idx(lb, 0), idx(lb, kTiles), idx(lb, 1), inits,
         [&](OpBuilder &kb, Location, Value kt, ValueRange carried) {
-          SmallVector<Value> next = fetchNext(kb, kt);
+          SmallVector<Value> next = fetchAt(kb, add(kb, kt, idx(kb, 1)));
           Value buffer = arith::RemUIOp::create(kb, loc, kt, idx(kb, 2));
           SmallVector<Value> acc(carried);
           multiply(kb, acc, buffer);
@@ -395,7 +476,7 @@ FailureOr<func::FuncOp> kiln::buildCoopGemmFunction(KernelOp kernel, Operation *
         [&](OpBuilder &kb, Location, Value kt, ValueRange carried) {
           store(kb, carried.drop_front(numAcc), idx(kb, 0));
           gpu::BarrierOp::create(kb, loc);
-          SmallVector<Value> next = fetchNext(kb, kt);
+          SmallVector<Value> next = fetchAt(kb, add(kb, kt, idx(kb, 1)));
           SmallVector<Value> acc(carried.take_front(numAcc));
           multiply(kb, acc, idx(kb, 0));
           // The next slice overwrites the tiles: everyone must be done.

@@ -3,7 +3,9 @@
 // Reads MLIR (a file or stdin), serializes every spirv.module in it and runs
 // the SPIRV-Tools validator for Vulkan 1.1 on the words. Prints one line per
 // module and exits non-zero if any is invalid: lit pipes kiln-opt's output
-// through it so every module a test generates is validated.
+// through it so every module a test generates is validated. With
+// `--output FILE` the words of the (one) module are written there, for
+// kiln-spirv-replay (bench/half/make_ceiling.py's kernels).
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,6 +18,7 @@
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Target/SPIRV/Serialization.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -26,6 +29,8 @@ using namespace mlir;
 int main(int argc, char **argv) {
   llvm::cl::opt<std::string> input(llvm::cl::Positional, llvm::cl::init("-"),
                                    llvm::cl::desc("<input .mlir>"));
+  llvm::cl::opt<std::string> output("output", llvm::cl::init(""),
+                                    llvm::cl::desc("write the module's SPIR-V words to this file"));
   llvm::cl::ParseCommandLineOptions(argc, argv, "serialize and validate spirv.modules\n");
 
   DialectRegistry registry;
@@ -53,6 +58,16 @@ int main(int argc, char **argv) {
       ++invalid;
       return;
     }
+    if (!output.empty()) {
+      std::error_code ec;
+      llvm::raw_fd_ostream out(output, ec, llvm::sys::fs::OF_None);
+      if (ec) {
+        llvm::errs() << "kiln-spirv-check: cannot write " << output << ": " << ec.message() << "\n";
+        ++invalid;
+        return;
+      }
+      out.write(reinterpret_cast<const char *>(words.data()), words.size() * sizeof(uint32_t));
+    }
     // Debian 12's SPIRV-Tools (2023.1) rejects every cooperative-matrix
     // module ("Invalid capability operand: 6022"): said so, not validated.
     bool coop = false;
@@ -79,6 +94,11 @@ int main(int argc, char **argv) {
   });
   if (modules == 0) {
     llvm::outs() << "no spirv.module found\n";
+    return 1;
+  }
+  if (!output.empty() && modules > 1) {
+    llvm::errs() << "kiln-spirv-check: --output takes one spirv.module; the input has " << modules
+                 << "\n";
     return 1;
   }
   return invalid ? 1 : 0;

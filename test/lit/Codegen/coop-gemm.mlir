@@ -101,14 +101,23 @@ func.func @single(%x: tensor<64x64xf32>, %w: tensor<64x64xf32>) -> tensor<64x64x
 // -----
 
 // An f16 convolution (implicit GEMM, one input): the filter rows move in
-// 16-byte groups, the input is gathered element by element, each slot's
-// window corner found once before the k loop (zeros in the padding).
+// 16-byte groups, the input is gathered element by element. Before the k
+// loop the work items fill a table of each tile column's window: 32
+// columns x 9 taps, the element's offset in its plane or -1 in the padding;
+// every gather in the loop reads its entry there.
 // CONFIG-LABEL: func.func @conv
 // CONFIG: config {form = "coop_gemm"
 // CHECK-LABEL: func.func @conv_kernel0(
 // CHECK-SAME: %{{.*}}: memref<4608xf16>, %{{.*}}: memref<576xvector<4xf32>>
+// CHECK: %[[TAPS:.*]] = memref.alloc() : memref<288xi32, 3>
 // CHECK: arith.divui %{{.*}}, %c12
+// CHECK: %[[NONE:.*]] = arith.constant -1 : i32
+// CHECK: arith.select %{{.*}}, %{{.*}}, %[[NONE]] : i32
+// CHECK: memref.store %{{.*}}, %[[TAPS]]
+// CHECK: gpu.barrier
 // CHECK: scf.for
+// CHECK: memref.load %[[TAPS]]
+// CHECK: arith.cmpi sge
 // CHECK: gpu.subgroup_mma_compute
 // SPIRV: spirv.module @__spv__conv_kernel0_kernel: serialized
 func.func @conv(%x: tensor<2x16x12x12xf16>, %w: tensor<32x16x3x3xf16>) -> tensor<2x32x12x12xf16> {
