@@ -117,6 +117,9 @@ FailureOr<func::FuncOp> kiln::buildCoopGemmFunction(KernelOp kernel, Operation *
     const OperandReader *reader = nullptr;
     int64_t extentP = 1, extentQ = 1, tileP = 1, tileQ = 1;
     bool raggedP = false, raggedQ = false, transposed = false, wide = false;
+    // A convolution's B: 8 consecutive k of one column gathered into one
+    // 16-byte group of a [n][k] tile (wide in shared memory only).
+    bool gathered = false;
     unsigned arg = 0;
     AffineExpr vectorIndex; // wide: the vector holding (b, p, q), q or p a multiple of 8
     int64_t ld = 0;         // tile row length, in halves
@@ -170,7 +173,17 @@ FailureOr<func::FuncOp> kiln::buildCoopGemmFunction(KernelOp kernel, Operation *
   } else if (wideAlong(gemm.bAccess, 1, gemm.k)) {
     sb.wide = sb.transposed = true;
   }
+  const ConvGeometry *cg = gemm.conv ? &*gemm.conv : nullptr;
+  const int64_t taps = cg ? cg->kernelH * cg->kernelW : 0;
+  const bool useTable = cg && config.sharedBytes() + TN * taps * 4 <= limits.sharedMemoryBytes;
+  // With the table, each work item gathers 8 consecutive k of its column
+  // and stores them as one 16-byte group: one shared store for 8 (the
+  // stores were a third of the staging's memory instructions).
+  if (useTable && TK % 8 == 0 && (TN * TK / 8) % threads == 0)
+    sb.gathered = sb.wide = sb.transposed = true;
   for (auto [st, access] : {std::pair{&sa, &gemm.aAccess}, std::pair{&sb, &gemm.bAccess}}) {
+    if (st->gathered)
+      continue;
     if (st->wide && (st->rows() * st->cols() / 8) % threads)
       st->wide = st->transposed = false; // groups do not split evenly: element by element
     if (st->wide) {
@@ -183,7 +196,7 @@ FailureOr<func::FuncOp> kiln::buildCoopGemmFunction(KernelOp kernel, Operation *
   {
     SmallVector<Type> args(func.getArgumentTypes());
     for (Staging *st : {&sa, &sb})
-      if (st->wide) {
+      if (st->wide && !st->gathered) {
         auto flat = cast<MemRefType>(args[st->arg]);
         args[st->arg] = MemRefType::get({flat.getNumElements() / 8}, v4);
       }
@@ -200,8 +213,10 @@ FailureOr<func::FuncOp> kiln::buildCoopGemmFunction(KernelOp kernel, Operation *
     // Consecutive work items take consecutive elements (or groups) along
     // the operand's contiguous dimension, so the global reads coalesce.
     int64_t perRow = st->wide ? st->cols() / 8 : st->cols();
-    bool alongCols = st->wide || (st == &sa ? !gemm.aAccess || contiguousAlongColumns(gemm.aAccess->second)
-                                            : !gemm.bAccess || contiguousAlongColumns(gemm.bAccess->second));
+    // (A gathered B's consecutive work items take consecutive columns: its
+    // global reads coalesce, its 16-byte stores fall in different banks.)
+    bool alongCols = !st->gathered && (st->wide || (st == &sa ? !gemm.aAccess || contiguousAlongColumns(gemm.aAccess->second)
+                                                              : !gemm.bAccess || contiguousAlongColumns(gemm.bAccess->second)));
     int64_t count = st->rows() * perRow;
     // Where the work items cover whole rows (or columns), every slot of one
     // work item keeps its column (row) and steps the other by a constant:
@@ -274,9 +289,6 @@ FailureOr<func::FuncOp> kiln::buildCoopGemmFunction(KernelOp kernel, Operation *
   };
   SmallVector<ConvColumn> convColumns;
   Value convPlanes; // the input plane of the GEMM's channel 0
-  const ConvGeometry *cg = gemm.conv ? &*gemm.conv : nullptr;
-  const int64_t taps = cg ? cg->kernelH * cg->kernelW : 0;
-  const bool useTable = cg && config.sharedBytes() + TN * taps * 4 <= limits.sharedMemoryBytes;
   if (cg) {
     convPlanes = add(lb, mul(lb, arith::DivUIOp::create(lb, loc, batch, idx(lb, cg->groups)), cg->channels),
                      mul(lb, arith::RemUIOp::create(lb, loc, batch, idx(lb, cg->groups)), cg->groupChannels));
@@ -376,7 +388,7 @@ FailureOr<func::FuncOp> kiln::buildCoopGemmFunction(KernelOp kernel, Operation *
   SmallVector<Value> tableRows; // each B slot's first table entry
   if (tapTable)
     for (auto slot : sb.slots)
-      tableRows.push_back(mul(lb, slot.second, taps)); // one value after CSE
+      tableRows.push_back(mul(lb, sb.gathered ? slot.first : slot.second, taps)); // one value after CSE
   int64_t kTiles = (gemm.k + TK - 1) / TK;
   // The global reads of k slice `kt`: A's slots, then B's.
   auto fetch = [&](OpBuilder &gb, Value kt) {
@@ -384,10 +396,28 @@ FailureOr<func::FuncOp> kiln::buildCoopGemmFunction(KernelOp kernel, Operation *
     SmallVector<Value> values;
     for (auto slot : sa.slots)
       values.push_back(readSlot(gb, sa, slot, rowBase, kBase));
-    for (auto [n, slot] : llvm::enumerate(sb.slots))
-      values.push_back(cg ? gather(gb, convColumns[n], tableRows.empty() ? Value() : tableRows[n],
-                                   add(gb, kBase, slot.first))
-                          : readSlot(gb, sb, slot, kBase, colBase));
+    for (auto [n, slot] : llvm::enumerate(sb.slots)) {
+      if (!cg) {
+        values.push_back(readSlot(gb, sb, slot, kBase, colBase));
+      } else if (sb.gathered) {
+        // Tile row n = slot.first, k group slot.second: 8 halves as 16 bytes.
+        // (SPIR-V vectors hold 4 elements: pairs of halves become f32 bits.)
+        SmallVector<Value> words;
+        Value k0 = add(gb, kBase, mul(gb, slot.second, 8));
+        for (int64_t e = 0; e < 8; e += 2) {
+          Value pair = vector::FromElementsOp::create(
+              gb, loc, VectorType::get({2}, f16),
+              ValueRange{gather(gb, convColumns[n], tableRows[n], add(gb, k0, idx(gb, e))),
+                         gather(gb, convColumns[n], tableRows[n], add(gb, k0, idx(gb, e + 1)))});
+          Value word = vector::BitCastOp::create(gb, loc, VectorType::get({1}, f32), pair);
+          words.push_back(vector::ExtractOp::create(gb, loc, word, ArrayRef<int64_t>{0}));
+        }
+        values.push_back(vector::FromElementsOp::create(gb, loc, v4, words));
+      } else {
+        values.push_back(gather(gb, convColumns[n], tableRows.empty() ? Value() : tableRows[n],
+                                add(gb, kBase, slot.first)));
+      }
+    }
     return values;
   };
   // Into buffer `buffer` (an index: 0, or the slice's parity with stages).

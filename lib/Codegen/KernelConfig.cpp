@@ -119,8 +119,10 @@ MatmulConfig MatmulConfig::defaultFor(const DeviceLimits &limits, int64_t m, int
 }
 
 int64_t CoopMatrixConfig::sharedBytes() const {
-  // f16 tiles with rows padded by 8 elements, one f32 fragment per subgroup.
-  return (int64_t(tileM) * (tileK + 8) * 2 + int64_t(tileK) * (tileN + 8) * 2) * stages +
+  // f16 tiles with rows padded by 8 elements (B [k][n], or [n][k] when it
+  // is staged transposed: the larger), one f32 fragment per subgroup.
+  int64_t b = std::max(int64_t(tileK) * (tileN + 8), int64_t(tileN) * (tileK + 8));
+  return (int64_t(tileM) * (tileK + 8) * 2 + b * 2) * stages +
          int64_t(subgroupsM) * subgroupsN * kFragment * kFragment * 4;
 }
 

@@ -104,7 +104,9 @@ func.func @single(%x: tensor<64x64xf32>, %w: tensor<64x64xf32>) -> tensor<64x64x
 // 16-byte groups, the input is gathered element by element. Before the k
 // loop the work items fill a table of each tile column's window: 32
 // columns x 9 taps, the element's offset in its plane or -1 in the padding;
-// every gather in the loop reads its entry there.
+// every gather in the loop reads its entry there. Each work item gathers 8
+// consecutive k of one column into one 16-byte group of a [n][k] tile, read
+// by the B fragments column-major.
 // CONFIG-LABEL: func.func @conv
 // CONFIG: config {form = "coop_gemm"
 // CHECK-LABEL: func.func @conv_kernel0(
@@ -118,6 +120,8 @@ func.func @single(%x: tensor<64x64xf32>, %w: tensor<64x64xf32>) -> tensor<64x64x
 // CHECK: scf.for
 // CHECK: memref.load %[[TAPS]]
 // CHECK: arith.cmpi sge
+// CHECK: vector.bitcast %{{.*}} : vector<2xf16> to vector<1xf32>
+// CHECK: gpu.subgroup_mma_load_matrix %{{.*}} {leadDimension = 9 : index, transpose} : memref<576xvector<4xf32>, 3> -> !gpu.mma_matrix<16x16xf16, "BOp">
 // CHECK: gpu.subgroup_mma_compute
 // SPIRV: spirv.module @__spv__conv_kernel0_kernel: serialized
 func.func @conv(%x: tensor<2x16x12x12xf16>, %w: tensor<32x16x3x3xf16>) -> tensor<2x32x12x12xf16> {
