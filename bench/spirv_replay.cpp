@@ -2,20 +2,24 @@
 // Vulkan device, with the runtime alone: no MLIR or LLVM, so it runs on
 // machines that only have a Vulkan driver (the lent GPU).
 //
-//   kiln-spirv-replay [--device N] [--runs N] [--positive] <dir>/<hash>.kernel...
+//   kiln-spirv-replay [--device N] [--runs N] [--positive] [--statistics]
+//                     <dir>/<hash>.kernel...
 //
 // Inputs are filled from a fixed-seed generator (normal, or its absolute
 // value with --positive: a batch norm's variance input then gives no NaN); per kernel it prints the
 // time per dispatch (median of batches), GB/s over all bindings (each read or
 // written once by an elementwise kernel) and a checksum of the outputs, so
-// two machines can be compared.
+// two machines can be compared. --statistics prints what the driver says of
+// each pipeline (registers, shared memory: PipelineStatistics.h) first.
 
+#include "kiln/runtime/PipelineStatistics.h"
 #include "kiln/runtime/Vulkan.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <random>
@@ -113,6 +117,8 @@ int main(int argc, char **argv) {
       runs = std::stoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--positive"))
       positive = true;
+    else if (!std::strcmp(argv[i], "--statistics"))
+      setenv(kiln::rt::kPipelineStatisticsEnv, "1", 1); // read when the device is created
     else
       files.push_back(argv[i]);
   }
@@ -175,6 +181,8 @@ int main(int argc, char **argv) {
     auto pipeline = gpu.pipeline(binary);
     if (!pipeline.isOk())
       return fail(pipeline.status().message());
+    if (std::string stats = kiln::rt::pipelineStatistics(**pipeline); !stats.empty())
+      std::printf("statistics of %s: %s", file.c_str(), stats.c_str());
 
     auto batch = [&](int n) {
       auto start = std::chrono::steady_clock::now();

@@ -12,9 +12,11 @@
 #include "DeviceState.h"
 
 #include "VulkanUtil.h"
+#include "kiln/runtime/PipelineStatistics.h"
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -142,6 +144,19 @@ createDeviceState(const DeviceSetup &setup) {
     extensions.push_back(kCooperativeMatrixExtension);
     coop.cooperativeMatrix = VK_TRUE;
     features.v12.pNext = &coop;
+  }
+  // The driver's statistics of each pipeline, where asked for
+  // (PipelineStatistics.h).
+  VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR executables{};
+  executables.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR;
+  if (const char *want = std::getenv(kPipelineStatisticsEnv);
+      want && std::string(want) == "1" && features.chained &&
+      hasDeviceExtension(setup.physical, VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME)) {
+    extensions.push_back(VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
+    executables.pipelineExecutableInfo = VK_TRUE;
+    executables.pNext = features.v12.pNext;
+    features.v12.pNext = &executables;
+    state->captureStatistics = true;
   }
   VkDeviceCreateInfo info{};
   info.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO;

@@ -28,7 +28,8 @@ public:
   static StatusOr<std::unique_ptr<Pipeline>>
   create(VkDevice device, const void *owner, const KernelBinary &kernel,
          uint32_t maxBindings, const std::string &label,
-         VkPipelineCache cache = VK_NULL_HANDLE, bool *driverCacheHit = nullptr);
+         VkPipelineCache cache = VK_NULL_HANDLE, bool *driverCacheHit = nullptr,
+         bool captureStatistics = false);
   ~Pipeline();
   Pipeline(const Pipeline &) = delete;
   Pipeline &operator=(const Pipeline &) = delete;
@@ -40,6 +41,8 @@ public:
   VkPipeline handle() const { return pipeline_; }
   VkPipelineLayout layout() const { return layout_; }
   VkDescriptorSetLayout setLayout() const { return setLayout_; }
+  /// The driver's statistics, when captured (PipelineStatistics.h).
+  const std::string &statistics() const { return statistics_; }
 
 private:
   Pipeline(VkDevice device, const void *owner, const KernelBinary &kernel)
@@ -54,7 +57,13 @@ private:
   VkDescriptorSetLayout setLayout_ = VK_NULL_HANDLE;
   VkPipelineLayout layout_ = VK_NULL_HANDLE;
   VkPipeline pipeline_ = VK_NULL_HANDLE;
+  std::string statistics_;
 };
+
+/// The statistics of every executable of `pipeline` (created with
+/// VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR), as pipelineStatistics()
+/// returns them.
+std::string captureStatistics(VkDevice device, VkPipeline pipeline);
 
 } // namespace kiln::rt
 

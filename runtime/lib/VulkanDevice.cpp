@@ -237,7 +237,7 @@ StatusOr<Pipeline *> VulkanDevice::pipeline(const KernelBinary &kernel) {
   StatusOr<std::unique_ptr<Pipeline>> created = Pipeline::create(
       s.device, &s, kernel, s.maxStorageBuffersPerStage, s.label,
       s.driverCache ? s.driverCache->handle() : VK_NULL_HANDLE,
-      s.creationFeedback ? &driverHit : nullptr);
+      s.creationFeedback ? &driverHit : nullptr, s.captureStatistics);
   if (!created.isOk())
     return created.status();
   if (driverHit)

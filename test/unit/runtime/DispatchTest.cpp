@@ -2,6 +2,9 @@
 
 #include "VulkanTestUtil.h"
 
+#include "kiln/runtime/PipelineStatistics.h"
+
+#include <cstdlib>
 #include <cstdint>
 #include <random>
 #include <string>
@@ -162,6 +165,43 @@ TEST_F(DispatchTest, ScaleKernelOverANonMultipleOfTheWorkgroupSize) {
   EXPECT_EQ(stats.pipelineCacheHits, 0u);
   // Uploads and the dispatch went in one submit; the download in another.
   EXPECT_EQ(stats.submits, 2u);
+}
+
+// KILN_PIPELINE_STATISTICS=1 when the device is created: pipelines capture
+// the driver's statistics where it reports them, and compute the same.
+class PipelineStatisticsTest : public VulkanTest {
+protected:
+  void SetUp() override {
+    setenv(kPipelineStatisticsEnv, "1", 1);
+    VulkanTest::SetUp();
+  }
+  void TearDown() override {
+    VulkanTest::TearDown();
+    unsetenv(kPipelineStatisticsEnv);
+  }
+};
+
+TEST_F(PipelineStatisticsTest, PipelinesSayWhatTheDriverMadeOfThem) {
+  constexpr size_t n = 256;
+  std::vector<float> input = randomFloats(n, 3);
+  KILN_ASSERT_OK_AND_ASSIGN(pipeline, device->pipeline(scaleKernel()));
+  KILN_ASSERT_OK_AND_ASSIGN(in, device->allocate(n * 4));
+  KILN_ASSERT_OK_AND_ASSIGN(out, device->allocate(n * 4));
+  KILN_ASSERT_OK(device->upload(*in, input.data(), n * 4));
+  KILN_ASSERT_OK(device->dispatch(pipeline, {in.get(), out.get()}, n / 64, 1, 1));
+  std::vector<float> output(n, 0.0f);
+  KILN_ASSERT_OK(device->download(*out, output.data(), n * 4));
+  for (size_t i = 0; i < n; ++i)
+    ASSERT_EQ(output[i], scale(input[i])) << "element " << i;
+  std::string statistics = pipelineStatistics(*pipeline);
+  if (statistics.empty())
+    GTEST_SKIP() << device->adapterName()
+                 << " reports no pipeline statistics (VK_KHR_pipeline_executable_properties): "
+                    "the dispatch above was checked, the statistics were not";
+  // "NAME: statistic=value, ..." per executable, each line ended.
+  EXPECT_NE(statistics.find(": "), std::string::npos) << statistics;
+  EXPECT_NE(statistics.find('='), std::string::npos) << statistics;
+  EXPECT_EQ(statistics.back(), '\n') << statistics;
 }
 
 TEST_F(DispatchTest, SecondRequestForTheSameHashHitsTheCache) {

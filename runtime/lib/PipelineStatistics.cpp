@@ -1,0 +1,71 @@
+//===- PipelineStatistics.cpp - VK_KHR_pipeline_executable_properties -----===//
+
+#include "kiln/runtime/PipelineStatistics.h"
+
+#include "Pipeline.h"
+
+#include <cstdio>
+#include <vector>
+
+namespace kiln::rt {
+
+std::string captureStatistics(VkDevice device, VkPipeline pipeline) {
+  auto getExecutables = reinterpret_cast<PFN_vkGetPipelineExecutablePropertiesKHR>(
+      vkGetDeviceProcAddr(device, "vkGetPipelineExecutablePropertiesKHR"));
+  auto getStatistics = reinterpret_cast<PFN_vkGetPipelineExecutableStatisticsKHR>(
+      vkGetDeviceProcAddr(device, "vkGetPipelineExecutableStatisticsKHR"));
+  if (!getExecutables || !getStatistics)
+    return "";
+  VkPipelineInfoKHR info{};
+  info.sType = VK_STRUCTURE_TYPE_PIPELINE_INFO_KHR;
+  info.pipeline = pipeline;
+  uint32_t count = 0;
+  if (getExecutables(device, &info, &count, nullptr) != VK_SUCCESS)
+    return "";
+  std::vector<VkPipelineExecutablePropertiesKHR> executables(count);
+  for (auto &e : executables)
+    e.sType = VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_PROPERTIES_KHR;
+  if (getExecutables(device, &info, &count, executables.data()) != VK_SUCCESS)
+    return "";
+  std::string text;
+  for (uint32_t i = 0; i < count; ++i) {
+    VkPipelineExecutableInfoKHR which{};
+    which.sType = VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_INFO_KHR;
+    which.pipeline = pipeline;
+    which.executableIndex = i;
+    uint32_t n = 0;
+    if (getStatistics(device, &which, &n, nullptr) != VK_SUCCESS)
+      continue;
+    std::vector<VkPipelineExecutableStatisticKHR> statistics(n);
+    for (auto &s : statistics)
+      s.sType = VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_STATISTIC_KHR;
+    if (getStatistics(device, &which, &n, statistics.data()) != VK_SUCCESS)
+      continue;
+    text += std::string(executables[i].name) + ":";
+    for (uint32_t s = 0; s < n; ++s) {
+      char value[64];
+      switch (statistics[s].format) {
+      case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_BOOL32_KHR:
+        std::snprintf(value, sizeof value, "%s", statistics[s].value.b32 ? "true" : "false");
+        break;
+      case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_INT64_KHR:
+        std::snprintf(value, sizeof value, "%lld", static_cast<long long>(statistics[s].value.i64));
+        break;
+      case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_UINT64_KHR:
+        std::snprintf(value, sizeof value, "%llu",
+                      static_cast<unsigned long long>(statistics[s].value.u64));
+        break;
+      default:
+        std::snprintf(value, sizeof value, "%g", statistics[s].value.f64);
+        break;
+      }
+      text += std::string(s ? ", " : " ") + statistics[s].name + "=" + value;
+    }
+    text += "\n";
+  }
+  return text;
+}
+
+std::string pipelineStatistics(const Pipeline &pipeline) { return pipeline.statistics(); }
+
+} // namespace kiln::rt
