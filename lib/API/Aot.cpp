@@ -219,6 +219,15 @@ Program kiln::compile(const std::vector<Tensor> &outputs, const std::vector<Tens
       },
       [](const Node &node) {
         std::vector<uint8_t> bytes = bytesOf(node);
+        if (node.dtype == DType::f16) {
+          std::vector<float> values(bytes.size() / 2);
+          for (size_t i = 0; i < values.size(); ++i) {
+            uint16_t h;
+            std::memcpy(&h, &bytes[2 * i], 2);
+            values[i] = half{h};
+          }
+          return values;
+        }
         std::vector<float> values(bytes.size() / sizeof(float));
         std::memcpy(values.data(), bytes.data(), values.size() * sizeof(float));
         return values;

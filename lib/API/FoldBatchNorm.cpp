@@ -3,11 +3,13 @@
 // batch_norm (lib/API/Tensor.cpp) records
 //   add(mul(sub(x, reshape(mean)), mul(reshape(gamma), rsqrt(add(reshape(var),
 //       eps)))), reshape(beta))
-// On x = conv2d(input, W), W and the four parameters f32 weights (leaves
-// that are not model inputs) and the convolution read by the batch norm
-// alone, that is
+// On x = conv2d(input, W), W and the four parameters weights of x's dtype
+// (f32 or f16; leaves that are not model inputs) and the convolution read
+// by the batch norm alone, that is
 // conv2d(input, W * s) + reshape(beta - mean * s), s = gamma / sqrt(var +
-// eps) per output channel, computed here in double.
+// eps) per output channel, computed here in double (and rounded once to
+// f16 when the weights are: an f16 model's epilogue then adds a bias
+// instead of computing a square root per element).
 //
 //===----------------------------------------------------------------------===//
 
@@ -99,11 +101,13 @@ private:
     }
   }
 
-  /// An f32 weight (a leaf of the graph, not a model input) of `count`
-  /// values: its values, read once.
-  const std::vector<float> *weight(const NodePtr &n, size_t count) {
-    if (!n || !n->operands.empty() || (n->kind != OpKind::Input && !n->realized()) ||
-        n->dtype != DType::f32 || isModelInput(n.get()) ||
+  /// A weight of `dtype` (a leaf of the graph, not a model input) of
+  /// `count` values: its values, read once.
+  const std::vector<float> *weight(const NodePtr &n, size_t count, DType dtype) {
+    // (A realized tensor is a leaf whatever computed it: an f16 model's
+    // weights are realized casts.)
+    if (!n || !(n->realized() || (n->kind == OpKind::Input && n->operands.empty())) ||
+        n->dtype != dtype || isModelInput(n.get()) ||
         numElements(n->shape) != static_cast<int64_t>(count))
       return nullptr;
     auto [it, fresh] = values.try_emplace(n.get());
@@ -115,17 +119,19 @@ private:
   /// `n` = reshape(p) of a [channels] weight p to [channels, 1, 1], which
   /// broadcasts per channel against [N, channels, H, W]: p's values. (A
   /// [1, channels, 1] view would broadcast along the rows instead.)
-  const std::vector<float> *reshapedWeight(const NodePtr &n, size_t channels) {
+  const std::vector<float> *reshapedWeight(const NodePtr &n, size_t channels, DType dtype) {
     const Shape perChannel = {static_cast<int64_t>(channels), 1, 1};
     return isOp(n, OpKind::View, "reshape") && n->operands.size() == 1 && n->shape == perChannel
-               ? weight(n->operands[0], channels)
+               ? weight(n->operands[0], channels, dtype)
                : nullptr;
   }
 
   /// `n` folded, when it is the last node of a batch norm on a foldable
   /// convolution; else nothing.
   NodePtr fold(const NodePtr &n) {
-    if (!isOp(n, OpKind::Binary, "add") || n->operands.size() != 2 || n->dtype != DType::f32)
+    const DType dtype = n->dtype;
+    if (!isOp(n, OpKind::Binary, "add") || n->operands.size() != 2 ||
+        (dtype != DType::f32 && dtype != DType::f16))
       return nullptr;
     const NodePtr &scaled = n->operands[0], &betaView = n->operands[1];
     if (!isOp(scaled, OpKind::Binary, "mul") || scaled->operands.size() != 2)
@@ -136,7 +142,7 @@ private:
       return nullptr;
     const NodePtr &conv = centered->operands[0];
     if (!isOp(conv, OpKind::Conv2d, "conv2d") || conv->operands.size() != 2 ||
-        conv->dtype != DType::f32 || conv->shape.size() != 4 || uses[conv.get()] != 1)
+        conv->dtype != dtype || conv->shape.size() != 4 || uses[conv.get()] != 1)
       return nullptr;
     const NodePtr &root = scale->operands[1];
     if (!isOp(root, OpKind::Unary, "rsqrt") || root->operands.size() != 1)
@@ -145,15 +151,16 @@ private:
     if (!isOp(shifted, OpKind::Binary, "add") || shifted->operands.size() != 2)
       return nullptr;
     const NodePtr &eps = shifted->operands[1];
-    if (!eps || eps->kind != OpKind::Constant || !eps->shape.empty() || eps->dtype != DType::f32)
+    if (!eps || eps->kind != OpKind::Constant || !eps->shape.empty() || eps->dtype != dtype)
       return nullptr;
     const size_t channels = static_cast<size_t>(conv->shape[1]);
     const NodePtr &filter = conv->operands[1];
-    const std::vector<float> *w = weight(filter, static_cast<size_t>(numElements(filter->shape)));
-    const std::vector<float> *mean = reshapedWeight(centered->operands[1], channels);
-    const std::vector<float> *gamma = reshapedWeight(scale->operands[0], channels);
-    const std::vector<float> *var = reshapedWeight(shifted->operands[0], channels);
-    const std::vector<float> *beta = reshapedWeight(betaView, channels);
+    const std::vector<float> *w =
+        weight(filter, static_cast<size_t>(numElements(filter->shape)), dtype);
+    const std::vector<float> *mean = reshapedWeight(centered->operands[1], channels, dtype);
+    const std::vector<float> *gamma = reshapedWeight(scale->operands[0], channels, dtype);
+    const std::vector<float> *var = reshapedWeight(shifted->operands[0], channels, dtype);
+    const std::vector<float> *beta = reshapedWeight(betaView, channels, dtype);
     // Every step keeps the convolution's shape (no broadcast widens it).
     if (!w || !mean || !gamma || !var || !beta || filter->shape.empty() ||
         static_cast<size_t>(filter->shape[0]) != channels || n->shape != conv->shape ||
@@ -177,7 +184,7 @@ private:
       auto s = std::make_shared<Node>();
       s->kind = OpKind::Input;
       s->shape = std::move(shape);
-      s->dtype = DType::f32;
+      s->dtype = dtype; // f16 values rounded when their bytes are written
       s->device = filter->device;
       s->loc = n->loc;
       s->call = n->call;

@@ -23,7 +23,7 @@ namespace kiln {
 /// The graph of `roots` with every foldable batch norm folded: new nodes
 /// where something changed, the caller's nodes untouched (the JIT keeps
 /// computing what the user wrote). `isModelInput` tells the model's inputs
-/// from weights; `valuesOf` reads an f32 weight's values.
+/// from weights; `valuesOf` reads an f32 or f16 weight's values as floats.
 std::vector<std::shared_ptr<Node>>
 foldBatchNorms(const std::vector<std::shared_ptr<Node>> &roots,
                const std::function<bool(const Node *)> &isModelInput,

@@ -5,7 +5,8 @@
 // float64 reference of the unfolded network. What cannot fold stays as
 // written: a convolution another op reads too, parameters that are model
 // inputs, a parameter viewed so that it broadcasts along other dimensions.
-// The user's tensors keep computing what they wrote.
+// The user's tensors keep computing what they wrote. An f16 model (weights
+// realized in f16) folds too, its folded weights rounded once to f16.
 
 #include "ReferenceOps.h"
 #include "TestUtil.h"
@@ -139,3 +140,40 @@ TEST(FoldBatchNorm, WhatCannotFoldStaysAsWritten) {
 }
 
 } // namespace
+
+// An f16 model's weights are realized casts: its batch norm folds into the
+// convolution, the folded filter and bias rounded once to f16; the result
+// stays within f16 rounding of the float64 reference of the unfolded block.
+TEST(FoldBatchNorm, HalfPrecisionModelsFoldToo) {
+  manual_seed(7);
+  auto toHalf = [](const Tensor &t) {
+    Tensor h = t.to(DType::f16);
+    realize({h});
+    return h;
+  };
+  Tensor x = toHalf(Tensor::randn({1, 16, 10, 10}));
+  Tensor w = toHalf(Tensor::from((Tensor::randn({32, 16, 3, 3}) * 0.1f).to_vector(), {32, 16, 3, 3}));
+  BatchNorm bn(32);
+  Tensor mean = toHalf(bn.mean), var = toHalf(bn.var), gamma = toHalf(bn.gamma),
+         beta = toHalf(bn.beta);
+  auto model = [&](const Tensor &in) {
+    return relu(batch_norm(conv2d(in, w, {1, 1}, {1, 1}), mean, var, gamma, beta));
+  };
+  Program program = compile({model(x)}, {x}, {{"cpu"}, {"x"}});
+  std::string described = program.describe("cpu");
+  EXPECT_EQ(occurrences(described, "with the batch norm at"), 1u) << described;
+  EXPECT_EQ(occurrences(described, "bias of the batch norm"), 1u) << described;
+
+  Tensor y = toHalf(Tensor::randn({1, 16, 10, 10}));
+  std::vector<float> got = program.run({y})[0].to_vector();
+  // The reference reads the f16 values (inputs, filter, parameters) in double.
+  kiln::test::RefOps ops;
+  kiln::test::Ref r = ops.conv2d(kiln::test::refOf(y), kiln::test::refOf(w), 1, 1, 1);
+  BatchNorm halves = bn;
+  halves.mean = mean, halves.var = var, halves.gamma = gamma, halves.beta = beta;
+  halves.apply(r);
+  for (double &v : r.v)
+    v = std::max(v, 0.0);
+  EXPECT_TRUE(kiln::test::allClose(got, r.v, 1e-2, 1e-2));
+  EXPECT_TRUE(kiln::test::allClose(model(y).to_vector(), r.v, 1e-2, 1e-2));
+}
