@@ -342,10 +342,7 @@ FailureOr<func::FuncOp> kiln::buildCoopGemmFunction(KernelOp kernel, Operation *
                         eb, loc, mul(eb, arith::RemUIOp::create(eb, loc, j, idx(eb, cg->outWidth)), cg->strideW),
                         idx(eb, cg->padW)),
                     mul(eb, arith::RemUIOp::create(eb, loc, tap, idx(eb, cg->kernelW)), cg->dilationW));
-      // Unsigned compares: a row or column left of 0 wraps past the size.
-      Value ok = arith::AndIOp::create(
-          eb, loc, arith::CmpIOp::create(eb, loc, arith::CmpIPredicate::ult, h, idx(eb, cg->height)),
-          arith::CmpIOp::create(eb, loc, arith::CmpIPredicate::ult, w, idx(eb, cg->width)));
+      Value ok = insidePlane(eb, loc, h, w, *cg);
       if (inside)
         ok = arith::AndIOp::create(eb, loc, ok, inside);
       Value entry = arith::SelectOp::create(
@@ -373,9 +370,7 @@ FailureOr<func::FuncOp> kiln::buildCoopGemmFunction(KernelOp kernel, Operation *
                     mul(gb, arith::DivUIOp::create(gb, loc, tap, idx(gb, cg->kernelW)), cg->dilationH));
       Value w = add(gb, column.left,
                     mul(gb, arith::RemUIOp::create(gb, loc, tap, idx(gb, cg->kernelW)), cg->dilationW));
-      Value ok = arith::AndIOp::create(
-          gb, loc, arith::CmpIOp::create(gb, loc, arith::CmpIPredicate::ult, h, idx(gb, cg->height)),
-          arith::CmpIOp::create(gb, loc, arith::CmpIPredicate::ult, w, idx(gb, cg->width)));
+      Value ok = insidePlane(gb, loc, h, w, *cg);
       inside = inside ? arith::AndIOp::create(gb, loc, inside, ok).getResult() : ok;
       at = add(gb, mul(gb, add(gb, mul(gb, plane, cg->height), h), cg->width), w);
     }

@@ -23,6 +23,13 @@ Value kiln::constantIndex(OpBuilder &b, Location loc, int64_t v) {
   return arith::ConstantIndexOp::create(b, loc, v);
 }
 
+Value kiln::insidePlane(OpBuilder &b, Location loc, Value h, Value w, const ConvGeometry &cg) {
+  return arith::AndIOp::create(
+      b, loc,
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, h, constantIndex(b, loc, cg.height)),
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, w, constantIndex(b, loc, cg.width)));
+}
+
 Value kiln::applyExpr(OpBuilder &b, Location loc, AffineExpr e, ValueRange dims) {
   return affine::AffineApplyOp::create(
       b, loc, AffineMap::get(dims.size(), 0, simplifyAffineExpr(e, dims.size(), 0)), dims);

@@ -229,6 +229,9 @@ void prefetchShare(OpBuilder &b, Location loc, Value buffer, Value start, Value 
                    Value stepsPerPass, Value step, int64_t lines);
 
 Value constantIndex(OpBuilder &b, Location loc, int64_t v);
+/// Whether input row `h` and column `w` of a convolution lie in its input
+/// plane: unsigned compares, so a row or column left of 0 wraps past the size.
+Value insidePlane(OpBuilder &b, Location loc, Value h, Value w, const ConvGeometry &cg);
 /// affine.apply of `e` (simplified) to `dims`.
 Value applyExpr(OpBuilder &b, Location loc, AffineExpr e, ValueRange dims);
 

@@ -264,12 +264,9 @@ void buildTiledGemm(OpBuilder &b, KernelOp kernel, Operation *root, Block *entry
       Value input = entry->getArgument(cg->sources[source].arg);
       SmallVector<Value> values;
       for (const ConvLane &lane : lanes) {
-        // Unsigned compares: a row or column left of 0 wraps past the size.
         Value h = arith::AddIOp::create(fb, loc, lane.top, dh);
         Value w = arith::AddIOp::create(fb, loc, lane.left, dw);
-        Value inside = arith::AndIOp::create(
-            fb, loc, arith::CmpIOp::create(fb, loc, arith::CmpIPredicate::ult, h, idx(fb, cg->height)),
-            arith::CmpIOp::create(fb, loc, arith::CmpIPredicate::ult, w, idx(fb, cg->width)));
+        Value inside = insidePlane(fb, loc, h, w, *cg);
         if (kValid)
           inside = arith::AndIOp::create(fb, loc, inside, kValid);
         Value at = arith::AddIOp::create(
