@@ -65,8 +65,9 @@ run)
   done
   python3 bench/half/check.py .dev/half/cases "$out" || echo "check: mismatches"
   if [ -d .dev/half/ceiling ]; then
-    build/bin/kiln-spirv-replay --runs 5 $(ls .dev/half/ceiling/*.kernel | sort) | grep -v '^device' \
+    build/bin/kiln-spirv-replay --runs 5 $(ls .dev/half/ceiling/*.kernel | sort) >/tmp/ceiling.txt \
       || echo "ceiling replay failed"
+    grep -v '^device' /tmp/ceiling.txt || true
   fi
   for c in mm4096 conv_resnet; do
     for v in coop tiled; do
@@ -107,14 +108,19 @@ rounds)
   for round in 1 2 3; do
     for pick in "$@"; do
       g=${pick%%:*}
-      for i in ${pick#*:}; do
-        i=${i//,/ }
-        for n in $i; do
-          f=$(ls .dev/half/candidates-$g/*-$n.kernel)
-          config=$(python3 -c "import json,sys; print(list(json.load(open(sys.argv[1])).values())[0]['configs'][int(sys.argv[2])])" \
-            .dev/half/candidates-$g/candidates.json "$n")
-          t=$(build/bin/kiln-spirv-replay --runs 20 "$f" | grep -o '[0-9.]* ms per dispatch')
-          echo "round $round $g $n: $t  $config"
+      for n in ${pick#*:}; do
+        n=${n//,/ }
+        for i in $n; do
+          # Every kernel of the graph with that candidate number (one per
+          # kernel hash), its config read under that hash.
+          for f in .dev/half/candidates-$g/*-$i.kernel; do
+            [ -f "$f" ] || { echo "round $round $g $i: no such candidate"; continue; }
+            hash=$(basename "$f" .kernel); hash=${hash%-*}
+            config=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]]['configs'][int(sys.argv[3])])" \
+              .dev/half/candidates-$g/candidates.json "$hash" "$i" || echo "?")
+            t=$(build/bin/kiln-spirv-replay --runs 20 "$f" | grep -o '[0-9.]* ms per dispatch' || echo "replay failed")
+            echo "round $round $g $hash-$i: $t  $config"
+          done
         done
       done
     done

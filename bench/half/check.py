@@ -24,7 +24,8 @@ def report(name, ok, detail):
     print(f"{name:14} {'ok' if ok else 'WRONG'}  {detail}")
 
 
-for name in ("exact_ragged", "exact_aligned", "linear_gelu", "exact_conv", "exact_batched", "exact_conv64"):
+for name in ("exact_ragged", "exact_aligned", "linear_gelu", "exact_conv", "exact_batched", "exact_conv64",
+             "exact_conv_strided"):
     for variant in ("coop", "tiled"):
         path = os.path.join(outs, f"{name}_{variant}.npy")
         if not os.path.exists(path):

@@ -20,6 +20,9 @@ machine: they are too large to carry there).
 - exact_batched: [4, 48, 64] x [4, 64, 80] and, through a transpose,
   [4, 48, 64] x [80, 64]^T shared by the batch (attention's q k^T);
   integers in {-1, 0, 1}.
+- exact_conv_strided: [2, 32, 15, 13] conv [128, 16, 3, 3], groups 2,
+  stride 2, padding 2, dilation 2 (k = 144 and 56 columns per image: ragged
+  tiles); integers in {-1, 0, 1}.
 - conv_resnet: the ResNet stage at batch 32, [32, 64, 56, 56] conv
   [64, 64, 3, 3], padding 1, for speed (inputs made there, as mm4096's).
 """
@@ -77,6 +80,25 @@ def conv3x3(x, w):
     return y
 
 
+def conv_general(x, w, stride, pad, dil, groups):
+    """A convolution in float64, PyTorch's conv2d semantics."""
+    n, _, h, wd = x.shape
+    o, cg, kh, kw = w.shape
+    xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    ho = (h + 2 * pad - dil * (kh - 1) - 1) // stride + 1
+    wo = (wd + 2 * pad - dil * (kw - 1) - 1) // stride + 1
+    y = np.zeros((n, o, ho, wo))
+    og = o // groups
+    for g in range(groups):
+        xs, ws = xp[:, g * cg:(g + 1) * cg], w[g * og:(g + 1) * og].astype(np.float64)
+        for i in range(kh):
+            for j in range(kw):
+                patch = xs[:, :, i * dil:i * dil + stride * (ho - 1) + 1:stride,
+                           j * dil:j * dil + stride * (wo - 1) + 1:stride]
+                y[:, g * og:(g + 1) * og] += np.einsum("nchw,oc->nohw", patch, ws[:, :, i, j])
+    return y
+
+
 # exact_ragged
 a = rng.integers(-2, 3, (100, 70)).astype(np.float16)
 b = rng.integers(-2, 3, (70, 130)).astype(np.float16)
@@ -123,6 +145,15 @@ graph("exact_conv", [
     f"%s = kiln.add %c, %in2 : {t(2, 32, 12, 12)}, {t(32, 1, 1)} -> {t(2, 32, 12, 12)}",
     f"%y = kiln.relu %s : {t(2, 32, 12, 12)}"], [t(2, 16, 12, 12), t(32, 16, 3, 3), t(32, 1, 1)],
     t(2, 32, 12, 12))
+
+# exact_conv_strided: every term of the gather's window (stride, padding,
+# dilation, groups) and ragged k and n
+x = rng.integers(-1, 2, (2, 32, 15, 13)).astype(np.float16)
+w = rng.integers(-1, 2, (128, 16, 3, 3)).astype(np.float16)
+save("exact_conv_strided", x, w, want=conv_general(x, w, 2, 2, 2, 2).astype(np.float16))
+graph("exact_conv_strided", [
+    f"%y = kiln.conv2d %in0, %in1 strides [2, 2] padding [2, 2] dilation [2, 2] groups 2 : {t(2, 32, 15, 13)}, {t(128, 16, 3, 3)} -> {t(2, 128, 8, 7)}"],
+    [t(2, 32, 15, 13), t(128, 16, 3, 3)], t(2, 128, 8, 7))
 
 # conv_resnet (its inputs: --mm4096-inputs)
 graph("conv_resnet", [

@@ -122,8 +122,8 @@ def kernel(mode, sm, sn, fm, fn, iters, kk=2):
             e(f"      %n{i}_{j} = gpu.subgroup_mma_compute %fa{i}, %fb{j}, %acc{i}_{j} : {a_t}, {b_t} -> {c_t}")
             outs.append(f"%n{i}_{j}")
     if mode == "bar":
-        e("      %last = arith.cmpi eq, %step, %c0 : index")
-        e("      scf.if %last {")
+        e("      %first = arith.cmpi eq, %step, %c0 : index")
+        e("      scf.if %first {")
         e("        gpu.barrier")
         e("      }")
     e(f"      scf.yield {', '.join(outs)} : {types}")

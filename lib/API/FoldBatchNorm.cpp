@@ -169,11 +169,22 @@ private:
 
     const size_t perChannel = w->size() / channels;
     std::vector<float> folded(w->size()), bias(channels);
+    // f16 holds up to 65504: a scale of a near-zero variance (gamma /
+    // sqrt(eps), 316 gamma) could carry a folded value past it where the
+    // unfolded graph stayed finite. Such a batch norm stays as written.
+    const double largest = dtype == DType::f16 ? 65504.0 : 3.4e38;
     for (size_t c = 0; c < channels; ++c) {
       const double s = double((*gamma)[c]) / std::sqrt(double((*var)[c]) + double(eps->value));
-      for (size_t i = 0; i < perChannel; ++i)
-        folded[c * perChannel + i] = float(double((*w)[c * perChannel + i]) * s);
-      bias[c] = float(double((*beta)[c]) - double((*mean)[c]) * s);
+      for (size_t i = 0; i < perChannel; ++i) {
+        const double v = double((*w)[c * perChannel + i]) * s;
+        if (!(std::abs(v) <= largest))
+          return nullptr;
+        folded[c * perChannel + i] = float(v);
+      }
+      const double b = double((*beta)[c]) - double((*mean)[c]) * s;
+      if (!(std::abs(b) <= largest))
+        return nullptr;
+      bias[c] = float(b);
     }
     // Named for `describe` after the filter and the batch norm's line.
     std::string site = std::string(n->loc.file_name()) + ":" + std::to_string(n->loc.line());

@@ -130,10 +130,12 @@ CoopMatrixConfig CoopMatrixConfig::defaultFor(const DeviceLimits &limits, int64_
                                               int64_t k, int64_t batch, bool gathered) {
   // A convolution gathers B element by element: fewer elements per work
   // item won on the H200 (the ResNet stage: 64 x 64 x 32, 2.5x the matmul
-  // default's shape; of its layouts 2 x 4 subgroups). Since its gathers read
-  // a table of window offsets, one stage: 1.12x two (three alternating
-  // rounds, bench/RESULTS.md, session 17).
-  if (const CoopMatrixConfig gather{64, 64, 32, 2, 4, 1};
+  // default's shape; of its layouts 2 x 4 subgroups and two stages, 1.23x
+  // the 1 x 2 of one stage, bench/RESULTS.md). With the table of window
+  // offsets and 16-byte groups (session 17) two stages still ran 1.02x one
+  // in two sets of three alternating rounds; without the groups one stage
+  // had led by 1.12x.
+  if (const CoopMatrixConfig gather{64, 64, 32, 2, 4, 2};
       gathered && m >= 64 && gather.check(limits).empty())
     return gather;
   // 128 x 128 tiles of 2 x 2 subgroups (64 x 64 each, 16 fragments), k

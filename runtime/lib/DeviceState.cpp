@@ -149,9 +149,20 @@ createDeviceState(const DeviceSetup &setup) {
   // (PipelineStatistics.h).
   VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR executables{};
   executables.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR;
+  auto offersStatistics = [&] {
+    if (!hasDeviceExtension(setup.physical, VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME))
+      return false;
+    // The extension listed is not enough: its feature must be reported too.
+    VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR supported{};
+    supported.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR;
+    VkPhysicalDeviceFeatures2 query{};
+    query.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2;
+    query.pNext = &supported;
+    vkGetPhysicalDeviceFeatures2(setup.physical, &query);
+    return supported.pipelineExecutableInfo == VK_TRUE;
+  };
   if (const char *want = std::getenv(kPipelineStatisticsEnv);
-      want && std::string(want) == "1" && features.chained &&
-      hasDeviceExtension(setup.physical, VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME)) {
+      want && std::string(want) == "1" && features.chained && offersStatistics()) {
     extensions.push_back(VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
     executables.pipelineExecutableInfo = VK_TRUE;
     executables.pNext = features.v12.pNext;

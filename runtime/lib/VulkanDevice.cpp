@@ -31,6 +31,7 @@ std::string VulkanDevice::adapterName() const { return state_->adapter.name; }
 std::string VulkanDevice::adapterUuid() const { return state_->adapter.uuid; }
 const AdapterInfo &VulkanDevice::adapter() const { return state_->adapter; }
 size_t VulkanDevice::ordinal() const { return state_->ordinal; }
+bool VulkanDevice::capturesPipelineStatistics() const { return state_->captureStatistics; }
 void *VulkanDevice::vkDevice() const { return state_->device; }
 
 /// `buffer` as this device's VulkanBuffer, or null if another device owns it

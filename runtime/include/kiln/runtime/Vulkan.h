@@ -198,6 +198,10 @@ public:
   StatusOr<Pipeline *> pipeline(const KernelBinary &kernel);
   /// The pipeline of a Program kernel's SPIR-V (as pipeline(KernelBinary)).
   StatusOr<Pipeline *> pipeline(const SpirvCode &code);
+  /// Whether pipelines capture the driver's statistics (asked for by
+  /// KILN_PIPELINE_STATISTICS=1 and offered by the driver:
+  /// PipelineStatistics.h).
+  bool capturesPipelineStatistics() const;
   /// Destroys the pipeline built from kernel `hash` (if there is one) once
   /// the work recorded so far has finished: a bounded kernel cache evicts
   /// through this. A later pipeline() with the hash creates it again.
