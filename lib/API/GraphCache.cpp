@@ -141,17 +141,20 @@ const CachedGraph &GraphCache::insert(const std::string &key, CachedGraph graph)
   return order.front().second;
 }
 
+uint16_t kiln::halfBitsOf(double value, DType dtype) {
+  llvm::APFloat rounded(value);
+  bool lost = false;
+  rounded.convert(dtype == DType::f16 ? llvm::APFloat::IEEEhalf() : llvm::APFloat::BFloat(),
+                  llvm::APFloat::rmNearestTiesToEven, &lost);
+  return static_cast<uint16_t>(rounded.bitcastToAPInt().getZExtValue());
+}
+
 std::vector<uint8_t> kiln::splatBytesOf(const Node &node) {
   switch (node.dtype) {
   case DType::boolean: return {uint8_t(node.value != 0 ? 1 : 0)};
   case DType::f16:
   case DType::bf16: {
-    // As the graph's constant attribute rounds it: to nearest, ties to even.
-    llvm::APFloat value(node.value);
-    bool lost = false;
-    value.convert(node.dtype == DType::f16 ? llvm::APFloat::IEEEhalf() : llvm::APFloat::BFloat(),
-                  llvm::APFloat::rmNearestTiesToEven, &lost);
-    uint16_t raw = static_cast<uint16_t>(value.bitcastToAPInt().getZExtValue());
+    uint16_t raw = halfBitsOf(node.value, node.dtype);
     return {uint8_t(raw & 0xFF), uint8_t(raw >> 8)};
   }
   default: {

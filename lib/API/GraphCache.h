@@ -70,6 +70,10 @@ size_t graphCacheCapacity();
 /// The bytes of a splat constant node's element as stored.
 std::vector<uint8_t> splatBytesOf(const Node &node);
 
+/// `value` as an f16 or bf16 (`dtype`) stores it: rounded to nearest, ties
+/// to even, as the graph's constant attributes round.
+uint16_t halfBitsOf(double value, DType dtype);
+
 } // namespace kiln
 
 #endif // KILN_LIB_API_GRAPHCACHE_H

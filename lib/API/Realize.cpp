@@ -25,7 +25,6 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Pass/PassManager.h"
-#include "llvm/ADT/APFloat.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
 
@@ -122,13 +121,9 @@ std::vector<uint8_t> kiln::hostBytes(const Node &node) {
     for (size_t i = 0; i < n; ++i)
       bytes[i] = values[i] != 0;
   } else if (node.dtype == DType::f16 || node.dtype == DType::bf16) {
-    // (Folded f16 weights, FoldBatchNorm.cpp): rounded to nearest, ties to even.
+    // (Folded f16 weights, FoldBatchNorm.cpp.)
     for (size_t i = 0; i < n; ++i) {
-      llvm::APFloat value(values[i]);
-      bool lost;
-      value.convert(node.dtype == DType::f16 ? llvm::APFloat::IEEEhalf() : llvm::APFloat::BFloat(),
-                    llvm::APFloat::rmNearestTiesToEven, &lost);
-      uint16_t bits = static_cast<uint16_t>(value.bitcastToAPInt().getZExtValue());
+      uint16_t bits = halfBitsOf(values[i], node.dtype);
       std::memcpy(&bytes[2 * i], &bits, 2);
     }
   } else {

@@ -287,16 +287,14 @@ FailureOr<func::FuncOp> kiln::buildCoopGemmFunction(KernelOp kernel, Operation *
   struct ConvColumn {
     Value top, left, inside; // inside: j < N (null when no tile overhangs)
   };
-  SmallVector<ConvColumn> convColumns;
+  SmallVector<ConvColumn> convColumns; // per B slot, without the table
   Value convPlanes; // the input plane of the GEMM's channel 0
   if (cg) {
     convPlanes = add(lb, mul(lb, arith::DivUIOp::create(lb, loc, batch, idx(lb, cg->groups)), cg->channels),
                      mul(lb, arith::RemUIOp::create(lb, loc, batch, idx(lb, cg->groups)), cg->groupChannels));
     for (auto slot : sb.slots) {
-      if (useTable) {
-        convColumns.emplace_back();
-        continue;
-      }
+      if (useTable)
+        break;
       ConvColumn column;
       Value j = clamp(lb, add(lb, colBase, slot.second), gemm.n, raggedN, column.inside);
       column.top = arith::SubIOp::create(
@@ -352,8 +350,10 @@ FailureOr<func::FuncOp> kiln::buildCoopGemmFunction(KernelOp kernel, Operation *
     }
     gpu::BarrierOp::create(lb, loc);
   }
-  auto gather = [&](OpBuilder &gb, const ConvColumn &column, Value tableRow, Value k) -> Value {
-    Value inside = tapTable ? Value() : column.inside;
+  // Element k of a slot's column: through the table (`tableRow`, the
+  // column's first entry) or its window (`column`).
+  auto gather = [&](OpBuilder &gb, const ConvColumn *column, Value tableRow, Value k) -> Value {
+    Value inside = tapTable ? Value() : column->inside;
     k = clamp(gb, k, gemm.k, raggedK, inside);
     Value tap = arith::RemUIOp::create(gb, loc, k, idx(gb, taps));
     Value plane = add(gb, convPlanes, arith::DivUIOp::create(gb, loc, k, idx(gb, taps)));
@@ -366,9 +366,9 @@ FailureOr<func::FuncOp> kiln::buildCoopGemmFunction(KernelOp kernel, Operation *
       at = add(gb, mul(gb, plane, cg->height * cg->width),
                arith::IndexCastOp::create(gb, loc, gb.getIndexType(), entry));
     } else {
-      Value h = add(gb, column.top,
+      Value h = add(gb, column->top,
                     mul(gb, arith::DivUIOp::create(gb, loc, tap, idx(gb, cg->kernelW)), cg->dilationH));
-      Value w = add(gb, column.left,
+      Value w = add(gb, column->left,
                     mul(gb, arith::RemUIOp::create(gb, loc, tap, idx(gb, cg->kernelW)), cg->dilationW));
       Value ok = insidePlane(gb, loc, h, w, *cg);
       inside = inside ? arith::AndIOp::create(gb, loc, inside, ok).getResult() : ok;
@@ -402,15 +402,15 @@ FailureOr<func::FuncOp> kiln::buildCoopGemmFunction(KernelOp kernel, Operation *
         for (int64_t e = 0; e < 8; e += 2) {
           Value pair = vector::FromElementsOp::create(
               gb, loc, VectorType::get({2}, f16),
-              ValueRange{gather(gb, convColumns[n], tableRows[n], add(gb, k0, idx(gb, e))),
-                         gather(gb, convColumns[n], tableRows[n], add(gb, k0, idx(gb, e + 1)))});
+              ValueRange{gather(gb, nullptr, tableRows[n], add(gb, k0, idx(gb, e))),
+                         gather(gb, nullptr, tableRows[n], add(gb, k0, idx(gb, e + 1)))});
           Value word = vector::BitCastOp::create(gb, loc, VectorType::get({1}, f32), pair);
           words.push_back(vector::ExtractOp::create(gb, loc, word, ArrayRef<int64_t>{0}));
         }
         values.push_back(vector::FromElementsOp::create(gb, loc, v4, words));
       } else {
-        values.push_back(gather(gb, convColumns[n], tableRows.empty() ? Value() : tableRows[n],
-                                add(gb, kBase, slot.first)));
+        values.push_back(tapTable ? gather(gb, nullptr, tableRows[n], add(gb, kBase, slot.first))
+                                  : gather(gb, &convColumns[n], Value(), add(gb, kBase, slot.first)));
       }
     }
     return values;
