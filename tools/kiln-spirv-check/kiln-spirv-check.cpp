@@ -48,6 +48,16 @@ int main(int argc, char **argv) {
   if (!module)
     return 2;
 
+  // --output names one file: with several modules nothing is written.
+  if (!output.empty()) {
+    int count = 0;
+    module->walk([&](spirv::ModuleOp) { ++count; });
+    if (count != 1) {
+      llvm::errs() << "kiln-spirv-check: --output takes one spirv.module; the input has " << count
+                   << "\n";
+      return 1;
+    }
+  }
   int modules = 0, invalid = 0;
   module->walk([&](spirv::ModuleOp spirvModule) {
     ++modules;
@@ -94,11 +104,6 @@ int main(int argc, char **argv) {
   });
   if (modules == 0) {
     llvm::outs() << "no spirv.module found\n";
-    return 1;
-  }
-  if (!output.empty() && modules > 1) {
-    llvm::errs() << "kiln-spirv-check: --output takes one spirv.module; the input has " << modules
-                 << "\n";
     return 1;
   }
   return invalid ? 1 : 0;
