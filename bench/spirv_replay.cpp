@@ -132,6 +132,14 @@ int main(int argc, char **argv) {
     return fail(device.status().message());
   kiln::rt::VulkanDevice &gpu = **device;
   std::printf("device %s: %s\n", gpu.name().c_str(), gpu.adapterName().c_str());
+  if (const kiln::rt::AdapterInfo &a = gpu.adapter(); a.workgroupMatrixInvocations)
+    std::printf("device workgroup-scope cooperative matrices (VK_NV_cooperative_matrix2): "
+                "%u invocations, granularity %u x %u x %u, dimensions up to %u, %u bytes of "
+                "shared memory reserved%s\n",
+                a.workgroupMatrixInvocations, a.workgroupMatrixGranularity[0],
+                a.workgroupMatrixGranularity[1], a.workgroupMatrixGranularity[2],
+                a.workgroupMatrixMaxDimension, a.workgroupMatrixReservedShared,
+                a.workgroupMatrixTensorAddressing ? ", tensor addressing" : "");
 
   for (const std::string &file : files) {
     Manifest m;

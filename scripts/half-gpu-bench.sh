@@ -15,7 +15,9 @@
 #   PyTorch's f16 matmul (cuBLAS), and times the candidates.
 # Ceilings (bench/half/make_ceiling.py: kernels that only multiply, from
 # registers and from shared memory): `dump` lowers them too (.dev/half/
-# ceiling), `run` replays them before the candidates.
+# ceiling), `run` replays them before the candidates; likewise the 4096^3
+# matmul on NVIDIA's workgroup-scope matrices (bench/half/make_wgscope.py,
+# .dev/half/wgscope) next to Kiln's compiled default.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
@@ -45,6 +47,17 @@ dump)
     build/bin/kiln-opt "$f" --kiln-linalg-to-spirv | build/bin/kiln-spirv-check --output "$n.spv" >/dev/null
     { echo "spirv $(basename "$n").spv"; echo "entry ceiling_kernel"; cat "$n.info"; } > "$n.kernel"
   done
+  # Workgroup-scope matrices (VK_NV_cooperative_matrix2), next to the
+  # compiled default of the 4096^3 matmul (bench/half/make_wgscope.py).
+  /usr/bin/python3 bench/half/make_wgscope.py .dev/half/wgscope build/bin
+  cache=$(mktemp -d) dump=$(mktemp -d)
+  KILN_CACHE_DIR=$cache KILN_DUMP_SPIRV=$dump KILN_GPU_LIMITS=$limits,coop=1 \
+    build/bin/kiln-compile .dev/half/cases/mm4096.mlir --target vulkan -o "$cache/mm.kiln"
+  cp "$dump"/*.spv .dev/half/wgscope/kiln_default.spv
+  { grep -v '^spirv' "$dump"/*.kernel; echo "spirv kiln_default.spv"; echo "halves 0 1 2";
+    echo "outputs 2"; echo "label kiln_default $((2 * 4096 ** 3)) FLOP"; } \
+    > .dev/half/wgscope/kiln_default.kernel
+  rm -rf "$cache" "$dump"
   fetch_vulkan_loader
   ;;
 run)
@@ -68,6 +81,14 @@ run)
     build/bin/kiln-spirv-replay --runs 5 $(ls .dev/half/ceiling/*.kernel | sort) >/tmp/ceiling.txt \
       || echo "ceiling replay failed"
     grep -v '^device' /tmp/ceiling.txt || true
+  fi
+  if [ -d .dev/half/wgscope ]; then
+    # One process each (later kernels in one process time slow).
+    for k in .dev/half/wgscope/*.kernel; do
+      build/bin/kiln-spirv-replay --statistics --runs 20 "$k" | grep -v '^device' \
+        | sed 's/Binary Size=[0-9]*, Stack Size=0, Local Memory Size=[0-9]*, //' \
+        || echo "$k: replay failed"
+    done
   fi
   for c in mm4096 conv_resnet; do
     for v in coop tiled; do

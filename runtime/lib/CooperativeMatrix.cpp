@@ -19,7 +19,27 @@ struct CooperativeMatrixProperties {
   uint32_t scope = 0; // VkScopeKHR
 };
 constexpr uint32_t kFloat16 = 0, kFloat32 = 1; // VkComponentTypeKHR
-constexpr uint32_t kSubgroupScope = 3;         // VkScopeKHR
+constexpr uint32_t kWorkgroupScope = 2, kSubgroupScope = 3; // VkScopeKHR
+/// VkCooperativeMatrixFlexibleDimensionsPropertiesNV.
+struct FlexibleDimensionsProperties {
+  VkStructureType sType = VkStructureType(1000593001);
+  void *pNext = nullptr;
+  uint32_t MGranularity = 0, NGranularity = 0, KGranularity = 0;
+  uint32_t AType = 0, BType = 0, CType = 0, ResultType = 0;
+  VkBool32 saturatingAccumulation = VK_FALSE;
+  uint32_t scope = 0;
+  uint32_t workgroupInvocations = 0;
+};
+/// VkPhysicalDeviceCooperativeMatrix2PropertiesNV.
+struct CooperativeMatrix2Properties {
+  VkStructureType sType = VkStructureType(1000593002);
+  void *pNext = nullptr;
+  uint32_t workgroupScopeMaxWorkgroupSize = 0;
+  uint32_t flexibleDimensionsMaxDimension = 0;
+  uint32_t workgroupScopeReservedSharedMemory = 0;
+};
+using GetFlexibleProperties = VkResult(VKAPI_PTR *)(VkPhysicalDevice, uint32_t *,
+                                                    FlexibleDimensionsProperties *);
 using GetProperties = VkResult(VKAPI_PTR *)(VkPhysicalDevice, uint32_t *,
                                             CooperativeMatrixProperties *);
 } // namespace
@@ -58,6 +78,53 @@ bool hasF16CooperativeMatrix(VkInstance instance, VkPhysicalDevice physical,
         p.scope == kSubgroupScope && !p.saturatingAccumulation)
       return true;
   return false;
+}
+
+WorkgroupCooperativeMatrix queryWorkgroupCooperativeMatrix(VkInstance instance,
+                                                           VkPhysicalDevice physical,
+                                                           uint32_t apiVersion) {
+  WorkgroupCooperativeMatrix none;
+  if (!hasF16CooperativeMatrix(instance, physical, apiVersion) ||
+      !hasDeviceExtension(physical, kCooperativeMatrix2Extension))
+    return none;
+  CooperativeMatrix2Features coop2;
+  VkPhysicalDeviceFeatures2 features{};
+  features.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2;
+  features.pNext = &coop2;
+  vkGetPhysicalDeviceFeatures2(physical, &features);
+  if (!coop2.cooperativeMatrixWorkgroupScope || !coop2.cooperativeMatrixFlexibleDimensions)
+    return none;
+  CooperativeMatrix2Properties limits;
+  VkPhysicalDeviceProperties2 props{};
+  props.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2;
+  props.pNext = &limits;
+  vkGetPhysicalDeviceProperties2(physical, &props);
+  auto get = reinterpret_cast<GetFlexibleProperties>(vkGetInstanceProcAddr(
+      instance, "vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV"));
+  uint32_t count = 0;
+  if (!get || get(physical, &count, nullptr) != VK_SUCCESS)
+    return none;
+  std::vector<FlexibleDimensionsProperties> shapes(count);
+  if (get(physical, &count, shapes.data()) != VK_SUCCESS)
+    return none;
+  WorkgroupCooperativeMatrix best;
+  for (const FlexibleDimensionsProperties &p : shapes) {
+    if (p.AType != kFloat16 || p.BType != kFloat16 || p.CType != kFloat32 ||
+        p.ResultType != kFloat32 || p.scope != kWorkgroupScope || p.saturatingAccumulation ||
+        p.workgroupInvocations > limits.workgroupScopeMaxWorkgroupSize ||
+        p.workgroupInvocations <= best.invocations)
+      continue;
+    best.invocations = p.workgroupInvocations;
+    best.granularity[0] = p.MGranularity;
+    best.granularity[1] = p.NGranularity;
+    best.granularity[2] = p.KGranularity;
+  }
+  if (best.invocations) {
+    best.maxDimension = limits.flexibleDimensionsMaxDimension;
+    best.reservedSharedBytes = limits.workgroupScopeReservedSharedMemory;
+    best.tensorAddressing = coop2.cooperativeMatrixTensorAddressing;
+  }
+  return best;
 }
 
 } // namespace kiln::rt

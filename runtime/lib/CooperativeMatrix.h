@@ -23,6 +23,41 @@ struct CooperativeMatrixFeatures {
   VkBool32 cooperativeMatrixRobustBufferAccess = VK_FALSE;
 };
 
+inline constexpr const char *kCooperativeMatrix2Extension = "VK_NV_cooperative_matrix2";
+
+/// VkPhysicalDeviceCooperativeMatrix2FeaturesNV (Vulkan 1.4.303; NVIDIA's
+/// workgroup-scope matrices, staged through shared memory by the driver).
+struct CooperativeMatrix2Features {
+  VkStructureType sType = VkStructureType(1000593000);
+  void *pNext = nullptr;
+  VkBool32 cooperativeMatrixWorkgroupScope = VK_FALSE;
+  VkBool32 cooperativeMatrixFlexibleDimensions = VK_FALSE;
+  VkBool32 cooperativeMatrixReductions = VK_FALSE;
+  VkBool32 cooperativeMatrixConversions = VK_FALSE;
+  VkBool32 cooperativeMatrixPerElementOperations = VK_FALSE;
+  VkBool32 cooperativeMatrixTensorAddressing = VK_FALSE;
+  VkBool32 cooperativeMatrixBlockLoads = VK_FALSE;
+};
+
+/// What VK_NV_cooperative_matrix2 offers for f16 x f16 -> f32 at workgroup
+/// scope with flexible dimensions; all zero where it does not.
+struct WorkgroupCooperativeMatrix {
+  /// Invocations a workgroup using such matrices has (the driver lists the
+  /// sizes it tuned; the largest is kept).
+  uint32_t invocations = 0;
+  /// Row, column and depth granularity of the matrices' dimensions.
+  uint32_t granularity[3] = {0, 0, 0};
+  /// Largest dimension, and shared memory the driver keeps for its staging.
+  uint32_t maxDimension = 0;
+  uint32_t reservedSharedBytes = 0;
+  /// Loads through tensor layouts (SPV_NV_tensor_addressing) are offered.
+  bool tensorAddressing = false;
+};
+
+WorkgroupCooperativeMatrix queryWorkgroupCooperativeMatrix(VkInstance instance,
+                                                           VkPhysicalDevice physical,
+                                                           uint32_t apiVersion);
+
 /// Whether the device multiplies 16 x 16 x 16 f16 cooperative matrices
 /// into f32 at subgroup scope (the one shape Kiln's coop_gemm form emits)
 /// and has what those kernels need besides: the extension and its feature,

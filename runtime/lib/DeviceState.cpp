@@ -145,6 +145,15 @@ createDeviceState(const DeviceSetup &setup) {
     coop.cooperativeMatrix = VK_TRUE;
     features.v12.pNext = &coop;
   }
+  // NVIDIA's workgroup-scope matrices, where offered (CooperativeMatrix.h).
+  CooperativeMatrix2Features coop2;
+  if (setup.adapter->workgroupMatrixInvocations && coop.cooperativeMatrix) {
+    extensions.push_back(kCooperativeMatrix2Extension);
+    coop2.cooperativeMatrixWorkgroupScope = VK_TRUE;
+    coop2.cooperativeMatrixFlexibleDimensions = VK_TRUE;
+    coop2.cooperativeMatrixTensorAddressing = setup.adapter->workgroupMatrixTensorAddressing;
+    coop.pNext = &coop2;
+  }
   // The driver's statistics of each pipeline, where asked for
   // (PipelineStatistics.h).
   VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR executables{};

@@ -21,6 +21,7 @@
 
 #include <vulkan/vulkan.h>
 
+#include <algorithm>
 #include <cassert>
 #include <cstdio>
 #include <cstring>
@@ -268,9 +269,18 @@ VulkanContext::create(const ContextOptions &options) {
     return noDevice("the Vulkan loader lists no physical device");
   for (VkPhysicalDevice physical : state->physical) {
     state->adapters.push_back(describeAdapter(physical, state->apiVersion));
-    state->adapters.back().cooperativeMatrixF16 = hasF16CooperativeMatrix(
-        state->instance, physical,
-        std::min(state->apiVersion, state->adapters.back().apiVersion));
+    AdapterInfo &adapter = state->adapters.back();
+    uint32_t apiVersion = std::min(state->apiVersion, adapter.apiVersion);
+    adapter.cooperativeMatrixF16 =
+        hasF16CooperativeMatrix(state->instance, physical, apiVersion);
+    WorkgroupCooperativeMatrix workgroup =
+        queryWorkgroupCooperativeMatrix(state->instance, physical, apiVersion);
+    adapter.workgroupMatrixInvocations = workgroup.invocations;
+    std::copy(workgroup.granularity, workgroup.granularity + 3,
+              adapter.workgroupMatrixGranularity);
+    adapter.workgroupMatrixMaxDimension = workgroup.maxDimension;
+    adapter.workgroupMatrixReservedShared = workgroup.reservedSharedBytes;
+    adapter.workgroupMatrixTensorAddressing = workgroup.tensorAddressing;
   }
   state->devices.resize(state->adapters.size() * options.virtualDevices);
   return std::unique_ptr<VulkanContext>(new VulkanContext(std::move(state)));

@@ -64,6 +64,19 @@ TEST_F(ContextTest, EnumeratesAdaptersWithNamesUuidsAndLimits) {
     EXPECT_GE(adapter.maxSharedMemoryBytes, 16384u);
     EXPECT_GE(adapter.subgroupSize, 1u);
     EXPECT_GE(adapter.maxStorageBufferRange, uint64_t(1) << 27);
+    // Workgroup-scope matrices are reported only on top of subgroup ones,
+    // with a shape the driver listed (the H200: 256 invocations, 32 x 32 x
+    // 16); lavapipe has neither.
+    if (adapter.workgroupMatrixInvocations) {
+      EXPECT_TRUE(adapter.cooperativeMatrixF16);
+      EXPECT_LE(adapter.workgroupMatrixInvocations, adapter.maxWorkgroupInvocations);
+      for (uint32_t g : adapter.workgroupMatrixGranularity)
+        EXPECT_GE(g, 1u);
+      EXPECT_GE(adapter.workgroupMatrixMaxDimension, adapter.workgroupMatrixGranularity[0]);
+    } else {
+      EXPECT_FALSE(adapter.workgroupMatrixTensorAddressing);
+      EXPECT_EQ(adapter.workgroupMatrixMaxDimension, 0u);
+    }
   }
   EXPECT_EQ(device->name(), "vulkan:0");
   EXPECT_EQ(device->api(), "vulkan");

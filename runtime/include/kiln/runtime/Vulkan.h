@@ -71,6 +71,17 @@ struct AdapterInfo {
   /// (VK_KHR_cooperative_matrix, with the Vulkan memory model), enabled on
   /// the device: f16 matmuls then run on its tensor cores.
   bool cooperativeMatrixF16 = false;
+  /// Workgroup-scope f16 cooperative matrices of flexible dimensions
+  /// (VK_NV_cooperative_matrix2), enabled on the device where offered: the
+  /// invocations of the workgroups that use them, the granularity of their
+  /// rows, columns and depth, the largest dimension; all 0 where not offered.
+  uint32_t workgroupMatrixInvocations = 0;
+  uint32_t workgroupMatrixGranularity[3] = {0, 0, 0};
+  uint32_t workgroupMatrixMaxDimension = 0;
+  /// Shared memory the driver keeps for those matrices' staging.
+  uint32_t workgroupMatrixReservedShared = 0;
+  /// Their loads may go through tensor layouts (SPV_NV_tensor_addressing).
+  bool workgroupMatrixTensorAddressing = false;
 };
 
 struct ContextOptions {
