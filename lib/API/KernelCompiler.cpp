@@ -257,15 +257,6 @@ const CompiledKernel &kiln::compileKernel(Session &session, KernelOp kernel,
   });
   for (Type type : kernel.getBody().front().getArgumentTypes())
     largest = std::max(largest, cast<RankedTensorType>(type).getNumElements());
-  // bf16 has no SPIR-V type without VK_KHR_shader_bfloat16, which Kiln does
-  // not use yet: such kernels run on the CPU device.
-  auto isBF16 = [](Type type) { return cast<RankedTensorType>(type).getElementType().isBF16(); };
-  if (llvm::any_of(kernel.getBody().front().getArgumentTypes(), isBF16) ||
-      llvm::any_of(kernel.getResultTypes(), isBF16))
-    throw CompileError("a kernel reads or makes a bf16 tensor on " + adapter.name +
-                       ": Kiln computes bf16 on the CPU device only; move the tensor there "
-                       "(.to(Device::cpu())) or convert it (.to(DType::f16) or "
-                       ".to(DType::f32))");
   if (largest >= (int64_t(1) << 31))
     throw CompileError("a kernel over a tensor of " + std::to_string(largest) +
                        " elements is beyond the 2^31 elements a Vulkan kernel indexes; "

@@ -23,12 +23,13 @@ void kiln::populateGraphPipeline(OpPassManager &pm,
 LogicalResult kiln::populateLinalgToSPIRVPipeline(
     OpPassManager &pm, const SPIRVPipelineOptions &options) {
   std::string threads = std::to_string(options.threads);
-  // Erf polynomials before math-to-spirv; tiling gives (workgroups,
+  // Erf polynomials before math-to-spirv; bf16 buffers as bits once the
+  // linalg ops are loops (SPIR-V has no bf16); tiling gives (workgroups,
   // threads); math must be converted before gpu-to-spirv, which leaves the
   // spirv.module beside the gpu.module.
   std::string text =
       "kiln-approximate-math,"
-      "func.func(convert-linalg-to-parallel-loops,"
+      "func.func(convert-linalg-to-parallel-loops,kiln-emulate-bf16-storage,"
       "scf-parallel-loop-tiling{parallel-loop-tile-sizes=" + threads +
       " no-min-max-bounds=true},"
       "gpu-map-parallel-loops,convert-parallel-loops-to-gpu),"

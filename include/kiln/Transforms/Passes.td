@@ -233,6 +233,25 @@ def KilnCpuExpandArith : Pass<"kiln-cpu-expand-arith"> {
   let dependentDialects = ["mlir::arith::ArithDialect", "mlir::scf::SCFDialect"];
 }
 
+def KilnEmulateBF16Storage : Pass<"kiln-emulate-bf16-storage", "mlir::func::FuncOp"> {
+  let summary = "keep bf16 buffers as 16-bit integers and compute bf16 in f32 (GPU kernels)";
+  let description = [{
+    SPIR-V has no bf16 type without VK_KHR_shader_bfloat16. Every memref of
+    bf16 (arguments, workgroup tiles, views) becomes a memref of i16 with the
+    same bits; loads and stores bitcast. Then bf16 arithmetic is emulated in
+    f32 (arith-emulate-unsupported-floats) and the bf16 <-> f32 casts become
+    shifts and rounding on the bits (arith's bf16 expansion), so no bf16
+    value is left. Runs on loops (after convert-linalg-to-parallel-loops:
+    a named linalg op on i16 buffers would compute in integers); functions
+    without bf16 are left as they are.
+
+    Before: `%v = memref.load %m[%i] : memref<8xbf16>`
+    After: `%b = memref.load %m[%i] : memref<8xi16>`, then `%v` is
+    `arith.extui %b`, shifted left by 16 and bitcast to f32 where it is used.
+  }];
+  let dependentDialects = ["mlir::arith::ArithDialect"];
+}
+
 def KilnCpuRangeArgs : Pass<"kiln-cpu-range-args", "mlir::ModuleOp"> {
   let summary = "let each CPU kernel compute one [begin, end) slice of its elements";
   let description = [{
