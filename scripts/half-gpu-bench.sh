@@ -30,7 +30,7 @@ dump)
   cache=$(mktemp -d)
   for g in .dev/half/cases/*.mlir; do
     name=$(basename "$g" .mlir)
-    KILN_CACHE_DIR=$cache KILN_GPU_LIMITS=$limits,coop=1 \
+    KILN_CACHE_DIR=$cache KILN_GPU_LIMITS=$limits,coop=1,coopbf16=1 \
       build/bin/kiln-compile "$g" --target vulkan -o .dev/half/${name}_coop.kiln
     KILN_CACHE_DIR=$cache KILN_GPU_LIMITS=$limits,coop=0 \
       build/bin/kiln-compile "$g" --target vulkan -o .dev/half/${name}_tiled.kiln
@@ -90,7 +90,7 @@ run)
         || echo "$k: replay failed"
     done
   fi
-  for c in mm4096 conv_resnet; do
+  for c in mm4096 mm4096_bf16 conv_resnet; do
     for v in coop tiled; do
       echo "$c $v:"
       build/bin/kiln-run .dev/half/${c}_$v.kiln --device vulkan:0 \
@@ -106,6 +106,9 @@ a = torch.randn(4096, 4096, device="cuda", dtype=torch.float16)
 b = torch.randn(4096, 4096, device="cuda", dtype=torch.float16)
 t = measure_cuda(lambda: a @ b)
 print(f"torch {torch.__version__} f16 matmul 4096^3: {t * 1e3:.4f} ms, {2 * 4096 ** 3 / t / 1e12:.1f} TFLOP/s")
+a, b = a.bfloat16(), b.bfloat16()
+t = measure_cuda(lambda: a @ b)
+print(f"torch bf16 matmul 4096^3: {t * 1e3:.4f} ms, {2 * 4096 ** 3 / t / 1e12:.1f} TFLOP/s")
 x = torch.randn(32, 64, 56, 56, device="cuda", dtype=torch.float16)
 w = torch.randn(64, 64, 3, 3, device="cuda", dtype=torch.float16)
 t = measure_cuda(lambda: torch.nn.functional.conv2d(x, w, padding=1))

@@ -25,6 +25,10 @@ machine: they are too large to carry there).
   tiles); integers in {-1, 0, 1}.
 - conv_resnet: the ResNet stage at batch 32, [32, 64, 56, 56] conv
   [64, 64, 3, 3], padding 1, for speed (inputs made there, as mm4096's).
+- bf16 (on cooperative matrices where the device multiplies bf16; .npy of
+  uint16 bits, Kiln's convention): exact_bf16_ragged and exact_bf16_conv64
+  (exact_ragged's and exact_conv64's integers), linear_gelu_bf16, and
+  mm4096_bf16 for speed (inputs made there).
 """
 import math
 import os
@@ -46,10 +50,17 @@ def save(name, *inputs, want=None):
         np.save(os.path.join(out, f"{name}_want.npy"), want)
 
 
+def bf16(x):
+    """float values as bf16 bits (uint16), rounded to nearest even."""
+    bits = np.asarray(x, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
+
+
 if large_only:
     n = 4096
     save("mm4096", rng.standard_normal((n, n)).astype(np.float16),
          rng.standard_normal((n, n)).astype(np.float16))
+    save("mm4096_bf16", bf16(rng.standard_normal((n, n))), bf16(rng.standard_normal((n, n))))
     save("conv_resnet", rng.standard_normal((32, 64, 56, 56)).astype(np.float16),
          (rng.standard_normal((64, 64, 3, 3)) * 0.1).astype(np.float16))
     sys.exit(0)
@@ -67,6 +78,10 @@ def graph(name, body, inputs, result):
 
 def t(*shape):
     return "tensor<" + "x".join(map(str, shape)) + "xf16>"
+
+
+def tb(*shape):
+    return "tensor<" + "x".join(map(str, shape)) + "xbf16>"
 
 
 def conv3x3(x, w):
@@ -184,3 +199,40 @@ graph("exact_conv64", [
     f"%c = kiln.conv2d %in0, %in1 strides [1, 1] padding [1, 1] dilation [1, 1] groups 1 : {t(2, 32, 10, 10)}, {t(64, 32, 3, 3)} -> {t(2, 64, 10, 10)}",
     f"%y = kiln.add %c, %in2 : {t(2, 64, 10, 10)}, {t(64, 1, 1)} -> {t(2, 64, 10, 10)}"],
     [t(2, 32, 10, 10), t(64, 32, 3, 3), t(64, 1, 1)], t(2, 64, 10, 10))
+
+# The bf16 cases: the same integers (exact in bf16: 8 bits of mantissa hold
+# every partial sum here), a linear layer, and the 4096^3 matmul for speed.
+a = rng.integers(-2, 3, (100, 70))
+b = rng.integers(-2, 3, (70, 130))
+c = rng.integers(-3, 4, (130,))
+save("exact_bf16_ragged", bf16(a), bf16(b), bf16(c), want=bf16(np.maximum(a @ b + c, 0)))
+graph("exact_bf16_ragged", [
+    f"%m = kiln.matmul %in0, %in1 : {tb(100, 70)}, {tb(70, 130)} -> {tb(100, 130)}",
+    f"%s = kiln.add %m, %in2 : {tb(100, 130)}, {tb(130)} -> {tb(100, 130)}",
+    f"%y = kiln.relu %s : {tb(100, 130)}"], [tb(100, 70), tb(70, 130), tb(130)], tb(100, 130))
+
+x = rng.integers(-1, 2, (2, 32, 10, 10))
+w = rng.integers(-1, 2, (64, 32, 3, 3))
+bias = rng.integers(-2, 3, (64, 1, 1))
+save("exact_bf16_conv64", bf16(x), bf16(w), bf16(bias), want=bf16(conv3x3(x, w) + bias))
+graph("exact_bf16_conv64", [
+    f"%c = kiln.conv2d %in0, %in1 strides [1, 1] padding [1, 1] dilation [1, 1] groups 1 : {tb(2, 32, 10, 10)}, {tb(64, 32, 3, 3)} -> {tb(2, 64, 10, 10)}",
+    f"%y = kiln.add %c, %in2 : {tb(2, 64, 10, 10)}, {tb(64, 1, 1)} -> {tb(2, 64, 10, 10)}"],
+    [tb(2, 32, 10, 10), tb(64, 32, 3, 3), tb(64, 1, 1)], tb(2, 64, 10, 10))
+
+x = bf16(rng.standard_normal((128, 768)) * 0.1)
+w = bf16(rng.standard_normal((3072, 768)) * 0.1)
+bias = bf16(rng.standard_normal(3072) * 0.1)
+as_float = lambda v: (v.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+h = as_float(x) @ as_float(w).T + as_float(bias)
+save("linear_gelu_bf16", x, w, bias,
+     want=bf16(0.5 * h * (1 + np.vectorize(math.erf)(h / math.sqrt(2)))))
+graph("linear_gelu_bf16", [
+    f"%wt = kiln.transpose %in1 [1, 0] : {tb(3072, 768)} -> {tb(768, 3072)}",
+    f"%m = kiln.matmul %in0, %wt : {tb(128, 768)}, {tb(768, 3072)} -> {tb(128, 3072)}",
+    f"%s = kiln.add %m, %in2 : {tb(128, 3072)}, {tb(3072)} -> {tb(128, 3072)}",
+    f"%y = kiln.gelu %s : {tb(128, 3072)}"], [tb(128, 768), tb(3072, 768), tb(3072)], tb(128, 3072))
+
+n = 4096
+graph("mm4096_bf16", [f"%y = kiln.matmul %in0, %in1 : {tb(n, n)}, {tb(n, n)} -> {tb(n, n)}"],
+      [tb(n, n), tb(n, n)], tb(n, n))

@@ -111,6 +111,7 @@ DeviceLimits kiln::limitsOf(const rt::AdapterInfo &adapter) {
   limits.maxLoopIterations = static_cast<int64_t>(adapter.maxLoopIterations);
   limits.computeUnits = static_cast<int>(adapter.computeUnits);
   limits.cooperativeMatrix = adapter.cooperativeMatrixF16;
+  limits.cooperativeMatrixBF16 = adapter.cooperativeMatrixBF16;
   // KILN_GPU_LIMITS="subgroup=32,invocations=1024,shared=49152,groups=..."
   // compiles for another GPU than the one that runs the kernels: dumping
   // kernels (KILN_DUMP_SPIRV) here to replay on the lent GPU. The results
@@ -122,6 +123,10 @@ DeviceLimits kiln::limitsOf(const rt::AdapterInfo &adapter) {
       int64_t v = 0;
       if (key == "coop" && (value == "0" || value == "1")) {
         limits.cooperativeMatrix = value == "1";
+        continue;
+      }
+      if (key == "coopbf16" && (value == "0" || value == "1")) {
+        limits.cooperativeMatrixBF16 = value == "1";
         continue;
       }
       if (value.trim().getAsInteger(10, v) || v <= 0)
@@ -214,7 +219,7 @@ const CompiledKernel &kiln::compileKernel(Session &session, KernelOp kernel,
        << " groups=" << limits.maxWorkgroupCount[0] << "," << limits.maxWorkgroupCount[1] << ","
        << limits.maxWorkgroupCount[2] << " invocations=" << limits.maxWorkgroupInvocations
        << " loops=" << limits.maxLoopIterations << " units=" << limits.computeUnits
-       << " coop=" << limits.cooperativeMatrix;
+       << " coop=" << limits.cooperativeMatrix << " coopbf16=" << limits.cooperativeMatrixBF16;
   }
   if (CompiledKernel *hit = session.kernels.find(key)) {
     ++session.stats.kernel_cache_hits;
@@ -245,6 +250,13 @@ const CompiledKernel &kiln::compileKernel(Session &session, KernelOp kernel,
   SPIRVPipelineOptions options;
   options.subgroupSize = limits.subgroupSize;
   options.maxWorkgroupInvocations = limits.maxWorkgroupInvocations;
+  // A bf16 GEMM on cooperative matrices is built on f16 fragments of its bits.
+  if (config.form == KernelConfig::Form::CoopGemm)
+    kernel.getBody().walk([&](Operation *op) {
+      if (isa<MatmulOp, Conv2dOp>(op) &&
+          cast<RankedTensorType>(op->getOperand(0).getType()).getElementType().isBF16())
+        options.bf16Matrices = true;
+    });
   // SPIR-V indices are 32-bit here: refuse any tensor of the kernel that
   // would overflow them, inputs, results and values computed inside alike
   // (a sum over a computed 2^31-element tensor reads no such buffer, yet

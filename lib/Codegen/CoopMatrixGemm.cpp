@@ -43,12 +43,21 @@ constexpr int64_t kPad = 8; // halves: 16 bytes
 
 } // namespace
 
-std::optional<GemmShape> kiln::coopGemmShape(KernelOp kernel, Operation *root) {
+/// Whether the GEMM multiplies bf16 (on f16 fragments of the same bits).
+static bool multipliesBF16(Operation *root) {
+  return cast<RankedTensorType>(root->getOperand(0).getType()).getElementType().isBF16();
+}
+
+std::optional<GemmShape> kiln::coopGemmShape(KernelOp kernel, Operation *root, bool bf16) {
   if (!isa_and_nonnull<MatmulOp, Conv2dOp>(root))
     return std::nullopt;
-  for (Value operand : root->getOperands())
-    if (!cast<RankedTensorType>(operand.getType()).getElementType().isF16())
+  // Both operands f16, or both bf16 where the device multiplies bf16.
+  for (Value operand : root->getOperands()) {
+    Type element = cast<RankedTensorType>(operand.getType()).getElementType();
+    if (!(element.isF16() || (bf16 && element.isBF16())) ||
+        element != cast<RankedTensorType>(root->getOperand(0).getType()).getElementType())
       return std::nullopt;
+  }
   // A convolution with at least one fragment of output channels per group,
   // reading one input (a folded concat's sources are the tiled form's).
   std::optional<Gemm> gemm = describeGemm(kernel, root, /*minRowsPerGroup=*/16);
@@ -61,10 +70,10 @@ FailureOr<func::FuncOp> kiln::buildCoopGemmFunction(KernelOp kernel, Operation *
                                                     OpBuilder &builder, StringRef name,
                                                     const DeviceLimits &limits,
                                                     const CoopMatrixConfig &config) {
-  if (!coopGemmShape(kernel, root))
+  if (!coopGemmShape(kernel, root, limits.cooperativeMatrixBF16))
     return root->emitOpError("the coop_gemm form takes a matmul of two f16 operands read "
                              "through views, or an f16 convolution of one input with at least "
-                             "16 filters per group"),
+                             "16 filters per group (bf16 where the device multiplies bf16)"),
            failure();
   if (std::string problem = config.check(limits); !problem.empty())
     return root->emitOpError("coop_gemm configuration: ") << problem, failure();
@@ -79,6 +88,16 @@ FailureOr<func::FuncOp> kiln::buildCoopGemmFunction(KernelOp kernel, Operation *
   Location loc = kernel.getLoc();
   MLIRContext *ctx = builder.getContext();
   Type f16 = Float16Type::get(ctx), f32 = Float32Type::get(ctx);
+  // An operand's element as fragment bits: f16, or bf16's bits in an f16
+  // (kiln-spirv-bf16-matrices makes the fragments bf16 once lowered).
+  const bool bf16 = multipliesBF16(root);
+  auto fragmentBits = [&](OpBuilder &ib, Value v) -> Value {
+    if (!bf16)
+      return v.getType() == f16 ? v : arith::TruncFOp::create(ib, loc, f16, v).getResult();
+    if (!v.getType().isBF16())
+      v = arith::TruncFOp::create(ib, loc, BFloat16Type::get(ctx), v);
+    return arith::BitcastOp::create(ib, loc, f16, v);
+  };
   auto idx = [&](OpBuilder &ib, int64_t v) { return constantIndex(ib, loc, v); };
   auto add = [&](OpBuilder &ib, Value x, Value y) -> Value {
     return arith::AddIOp::create(ib, loc, x, y);
@@ -267,9 +286,7 @@ FailureOr<func::FuncOp> kiln::buildCoopGemmFunction(KernelOp kernel, Operation *
       v = memref::LoadOp::create(gb, loc, entry->getArgument(st.arg),
                                  ValueRange{applyExpr(gb, loc, st.vectorIndex, ValueRange{batch, p, q})});
     else {
-      v = (*st.reader)(gb, loc, batch, p, q);
-      if (v.getType() != f16)
-        v = arith::TruncFOp::create(gb, loc, f16, v);
+      v = fragmentBits(gb, (*st.reader)(gb, loc, batch, p, q));
     }
     if (!inside)
       return v;
@@ -375,9 +392,8 @@ FailureOr<func::FuncOp> kiln::buildCoopGemmFunction(KernelOp kernel, Operation *
       at = add(gb, mul(gb, add(gb, mul(gb, plane, cg->height), h), cg->width), w);
     }
     at = arith::SelectOp::create(gb, loc, inside, at, idx(gb, 0)); // never read outside
-    Value v = memref::LoadOp::create(gb, loc, entry->getArgument(cg->inputArg), ValueRange{at});
-    if (v.getType() != f16)
-      v = arith::TruncFOp::create(gb, loc, f16, v);
+    Value v = fragmentBits(
+        gb, memref::LoadOp::create(gb, loc, entry->getArgument(cg->inputArg), ValueRange{at}));
     return arith::SelectOp::create(gb, loc, inside, v, floatConstant(gb, loc, f16, 0.0));
   };
   SmallVector<Value> tableRows; // each B slot's first table entry

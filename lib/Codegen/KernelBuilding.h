@@ -219,7 +219,7 @@ FailureOr<func::FuncOp> buildTiledContractionFunction(KernelOp kernel, Operation
 
 /// A matmul of two f16 operands (read through views, batched or not) as
 /// the cooperative-matrix form takes it; none for anything else.
-std::optional<GemmShape> coopGemmShape(KernelOp kernel, Operation *root);
+std::optional<GemmShape> coopGemmShape(KernelOp kernel, Operation *root, bool bf16 = false);
 
 /// Such a matmul on cooperative matrices (CoopMatrixGemm.cpp): f16
 /// fragments multiplied into f32 accumulators on the tensor cores, the

@@ -125,7 +125,7 @@ KernelConfig kiln::defaultKernelConfig(KernelOp kernel, const DeviceLimits *gpu)
     return config;
   }
   if (root && gpu->cooperativeMatrix) {
-    if (std::optional<GemmShape> gemm = coopGemmShape(kernel, root)) {
+    if (std::optional<GemmShape> gemm = coopGemmShape(kernel, root, gpu->cooperativeMatrixBF16)) {
       config.form = KernelConfig::Form::CoopGemm;
       config.coop = CoopMatrixConfig::defaultFor(*gpu, gemm->m, gemm->n, gemm->k, gemm->batch,
                                                  /*gathered=*/isa<Conv2dOp>(root));

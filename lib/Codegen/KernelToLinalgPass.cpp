@@ -28,6 +28,7 @@ struct KernelToLinalgPass
     limits.sharedMemoryBytes = sharedMemoryBytes;
     limits.maxLoopIterations = maxLoopIterations;
     limits.cooperativeMatrix = cooperativeMatrix;
+    limits.cooperativeMatrixBF16 = cooperativeMatrixBF16;
     std::optional<MatmulConfig> matmul;
     if (!matmulTiles.empty())
       matmul = MatmulConfig::fromSizes({matmulTiles.begin(), matmulTiles.end()});

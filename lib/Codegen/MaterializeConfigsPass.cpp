@@ -24,6 +24,7 @@ struct MaterializeConfigsPass
     limits.maxLoopIterations = maxLoopIterations;
     limits.computeUnits = computeUnits;
     limits.cooperativeMatrix = cooperativeMatrix;
+    limits.cooperativeMatrixBF16 = cooperativeMatrixBF16;
     WalkResult result = getOperation().walk([&](KernelOp kernel) {
       return failed(materializeKernelConfig(kernel, gpu ? &limits : nullptr))
                  ? WalkResult::interrupt()

@@ -40,7 +40,8 @@ LogicalResult kiln::populateLinalgToSPIRVPipeline(
       std::to_string(options.maxWorkgroupInvocations) + "},"
       "map-memref-spirv-storage-class{client-api=vulkan},"
       "convert-math-to-spirv,convert-gpu-to-spirv,"
-      "spirv.module(kiln-spirv-vulkan-memory-model,spirv-lower-abi-attrs,spirv-update-vce)";
+      "spirv.module(kiln-spirv-vulkan-memory-model,spirv-lower-abi-attrs,spirv-update-vce" +
+      std::string(options.bf16Matrices ? ",kiln-spirv-bf16-matrices)" : ")");
   return parsePassPipeline(text, pm, llvm::errs());
 }
 

@@ -31,10 +31,13 @@ struct SetSPIRVTargetPass
              ", [Shader, Float16, Int8, Int16, "
                          "StorageBuffer16BitAccess, StorageBuffer8BitAccess, GroupNonUniform, "
                          "GroupNonUniformArithmetic, GroupNonUniformShuffle" +
-             (coop ? ", CooperativeMatrixKHR, VulkanMemoryModel" : "") +
+             (coop ? ", CooperativeMatrixKHR, VulkanMemoryModel, BFloat16TypeKHR, "
+                     "BFloat16CooperativeMatrixKHR"
+                   : "") +
              "], [SPV_KHR_storage_buffer_storage_class, SPV_KHR_16bit_storage, "
              "SPV_KHR_8bit_storage" +
-             (coop ? ", SPV_KHR_cooperative_matrix, SPV_KHR_vulkan_memory_model" : "") +
+             (coop ? ", SPV_KHR_cooperative_matrix, SPV_KHR_vulkan_memory_model, SPV_KHR_bfloat16"
+                   : "") +
              "]>, api=Vulkan, #spirv.resource_limits<max_compute_workgroup_invocations = " +
              std::to_string(maxWorkgroupInvocations) +
              ", subgroup_size = " + std::to_string(subgroupSize) +

@@ -18,7 +18,7 @@ struct CooperativeMatrixProperties {
   VkBool32 saturatingAccumulation = VK_FALSE;
   uint32_t scope = 0; // VkScopeKHR
 };
-constexpr uint32_t kFloat16 = 0, kFloat32 = 1; // VkComponentTypeKHR
+constexpr uint32_t kFloat16 = 0, kFloat32 = 1, kBFloat16 = 1000141000; // VkComponentTypeKHR
 constexpr uint32_t kWorkgroupScope = 2, kSubgroupScope = 3; // VkScopeKHR
 /// VkCooperativeMatrixFlexibleDimensionsPropertiesNV.
 struct FlexibleDimensionsProperties {
@@ -44,6 +44,25 @@ using GetProperties = VkResult(VKAPI_PTR *)(VkPhysicalDevice, uint32_t *,
                                             CooperativeMatrixProperties *);
 } // namespace
 
+/// Whether the driver lists 16 x 16 x 16 subgroup matrices of `operand`
+/// multiplied into f32.
+static bool listsShape(VkInstance instance, VkPhysicalDevice physical, uint32_t operand) {
+  auto get = reinterpret_cast<GetProperties>(
+      vkGetInstanceProcAddr(instance, "vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR"));
+  uint32_t count = 0;
+  if (!get || get(physical, &count, nullptr) != VK_SUCCESS)
+    return false;
+  std::vector<CooperativeMatrixProperties> shapes(count);
+  if (get(physical, &count, shapes.data()) != VK_SUCCESS)
+    return false;
+  for (const CooperativeMatrixProperties &p : shapes)
+    if (p.MSize == 16 && p.NSize == 16 && p.KSize == 16 && p.AType == operand &&
+        p.BType == operand && p.CType == kFloat32 && p.ResultType == kFloat32 &&
+        p.scope == kSubgroupScope && !p.saturatingAccumulation)
+      return true;
+  return false;
+}
+
 bool hasF16CooperativeMatrix(VkInstance instance, VkPhysicalDevice physical,
                              uint32_t apiVersion) {
   if (apiVersion < VK_API_VERSION_1_2 || !instance)
@@ -64,20 +83,21 @@ bool hasF16CooperativeMatrix(VkInstance instance, VkPhysicalDevice physical,
   if (!coop.cooperativeMatrix || !v12.vulkanMemoryModel || !v12.shaderFloat16 ||
       !v11.storageBuffer16BitAccess)
     return false;
-  auto get = reinterpret_cast<GetProperties>(
-      vkGetInstanceProcAddr(instance, "vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR"));
-  uint32_t count = 0;
-  if (!get || get(physical, &count, nullptr) != VK_SUCCESS)
+  return listsShape(instance, physical, kFloat16);
+}
+
+bool hasBF16CooperativeMatrix(VkInstance instance, VkPhysicalDevice physical,
+                              uint32_t apiVersion) {
+  if (!hasF16CooperativeMatrix(instance, physical, apiVersion) ||
+      !hasDeviceExtension(physical, kShaderBFloat16Extension))
     return false;
-  std::vector<CooperativeMatrixProperties> shapes(count);
-  if (get(physical, &count, shapes.data()) != VK_SUCCESS)
-    return false;
-  for (const CooperativeMatrixProperties &p : shapes)
-    if (p.MSize == 16 && p.NSize == 16 && p.KSize == 16 && p.AType == kFloat16 &&
-        p.BType == kFloat16 && p.CType == kFloat32 && p.ResultType == kFloat32 &&
-        p.scope == kSubgroupScope && !p.saturatingAccumulation)
-      return true;
-  return false;
+  ShaderBFloat16Features bf16;
+  VkPhysicalDeviceFeatures2 features{};
+  features.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2;
+  features.pNext = &bf16;
+  vkGetPhysicalDeviceFeatures2(physical, &features);
+  return bf16.shaderBFloat16Type && bf16.shaderBFloat16CooperativeMatrix &&
+         listsShape(instance, physical, kBFloat16);
 }
 
 WorkgroupCooperativeMatrix queryWorkgroupCooperativeMatrix(VkInstance instance,

@@ -58,6 +58,23 @@ WorkgroupCooperativeMatrix queryWorkgroupCooperativeMatrix(VkInstance instance,
                                                            VkPhysicalDevice physical,
                                                            uint32_t apiVersion);
 
+inline constexpr const char *kShaderBFloat16Extension = "VK_KHR_shader_bfloat16";
+
+/// VkPhysicalDeviceShaderBfloat16FeaturesKHR (Vulkan 1.4.311).
+struct ShaderBFloat16Features {
+  VkStructureType sType = VkStructureType(1000141000);
+  void *pNext = nullptr;
+  VkBool32 shaderBFloat16Type = VK_FALSE;
+  VkBool32 shaderBFloat16DotProduct = VK_FALSE;
+  VkBool32 shaderBFloat16CooperativeMatrix = VK_FALSE;
+};
+
+/// Whether the device also multiplies 16 x 16 x 16 bf16 cooperative
+/// matrices into f32 at subgroup scope (VK_KHR_shader_bfloat16), on top of
+/// hasF16CooperativeMatrix.
+bool hasBF16CooperativeMatrix(VkInstance instance, VkPhysicalDevice physical,
+                              uint32_t apiVersion);
+
 /// Whether the device multiplies 16 x 16 x 16 f16 cooperative matrices
 /// into f32 at subgroup scope (the one shape Kiln's coop_gemm form emits)
 /// and has what those kernels need besides: the extension and its feature,

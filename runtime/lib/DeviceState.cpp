@@ -145,6 +145,15 @@ createDeviceState(const DeviceSetup &setup) {
     coop.cooperativeMatrix = VK_TRUE;
     features.v12.pNext = &coop;
   }
+  // bf16 cooperative matrices, where offered.
+  ShaderBFloat16Features bf16;
+  if (setup.adapter->cooperativeMatrixBF16 && coop.cooperativeMatrix) {
+    extensions.push_back(kShaderBFloat16Extension);
+    bf16.shaderBFloat16Type = VK_TRUE;
+    bf16.shaderBFloat16CooperativeMatrix = VK_TRUE;
+    bf16.pNext = coop.pNext;
+    coop.pNext = &bf16;
+  }
   // NVIDIA's workgroup-scope matrices, where offered (CooperativeMatrix.h).
   CooperativeMatrix2Features coop2;
   if (setup.adapter->workgroupMatrixInvocations && coop.cooperativeMatrix) {
@@ -152,6 +161,7 @@ createDeviceState(const DeviceSetup &setup) {
     coop2.cooperativeMatrixWorkgroupScope = VK_TRUE;
     coop2.cooperativeMatrixFlexibleDimensions = VK_TRUE;
     coop2.cooperativeMatrixTensorAddressing = setup.adapter->workgroupMatrixTensorAddressing;
+    coop2.pNext = coop.pNext;
     coop.pNext = &coop2;
   }
   // The driver's statistics of each pipeline, where asked for

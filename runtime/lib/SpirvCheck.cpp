@@ -34,19 +34,28 @@ static bool readString(const std::vector<uint32_t> &words, size_t begin,
   return false;
 }
 
-bool spirvUsesCooperativeMatrix(const std::vector<uint32_t> &words) {
+/// Whether `words` declare `capability`.
+static bool declaresCapability(const std::vector<uint32_t> &words, uint32_t capability) {
   // Capabilities open a module (its logical layout): stop at the first
   // other instruction.
-  constexpr uint32_t kOpCapability = 17, kCooperativeMatrixKHR = 6022;
+  constexpr uint32_t kOpCapability = 17;
   for (size_t i = kHeaderWords; i + 1 < words.size();) {
     uint32_t count = words[i] >> 16, opcode = words[i] & 0xffff;
     if (count == 0 || opcode != kOpCapability)
       return false;
-    if (words[i + 1] == kCooperativeMatrixKHR)
+    if (words[i + 1] == capability)
       return true;
     i += count;
   }
   return false;
+}
+
+bool spirvUsesCooperativeMatrix(const std::vector<uint32_t> &words) {
+  return declaresCapability(words, /*CooperativeMatrixKHR=*/6022);
+}
+
+bool spirvUsesBF16CooperativeMatrix(const std::vector<uint32_t> &words) {
+  return declaresCapability(words, /*BFloat16CooperativeMatrixKHR=*/5118);
 }
 
 Status checkSpirv(const std::vector<uint32_t> &words,

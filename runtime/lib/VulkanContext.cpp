@@ -273,6 +273,8 @@ VulkanContext::create(const ContextOptions &options) {
     uint32_t apiVersion = std::min(state->apiVersion, adapter.apiVersion);
     adapter.cooperativeMatrixF16 =
         hasF16CooperativeMatrix(state->instance, physical, apiVersion);
+    adapter.cooperativeMatrixBF16 =
+        hasBF16CooperativeMatrix(state->instance, physical, apiVersion);
     WorkgroupCooperativeMatrix workgroup =
         queryWorkgroupCooperativeMatrix(state->instance, physical, apiVersion);
     adapter.workgroupMatrixInvocations = workgroup.invocations;

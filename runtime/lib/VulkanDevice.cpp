@@ -225,7 +225,15 @@ StatusOr<Pipeline *> VulkanDevice::pipeline(const KernelBinary &kernel) {
     return cached;
   }
   // A driver without cooperative matrices fails such a module with no
-  // reason given (lavapipe: VK_ERROR_UNKNOWN): say which and what to do.
+  // reason given (lavapipe: VK_ERROR_UNKNOWN): say which and what to do;
+  // bf16 first (its modules declare the f16 ones' capability too).
+  if (kernel.spirv && !s.adapter.cooperativeMatrixBF16 &&
+      spirvUsesBF16CooperativeMatrix(*kernel.spirv))
+    return Status::unavailable(
+        "kernel " + formatHash(kernel.hash) +
+        " multiplies bf16 on cooperative matrices (VK_KHR_shader_bfloat16), which " + s.label +
+        " lacks: compile the model for this device (kiln-compile --target vulkan here, "
+        "without KILN_GPU_LIMITS=...,coopbf16=1) or run it on a GPU that has them");
   if (kernel.spirv && !s.adapter.cooperativeMatrixF16 &&
       spirvUsesCooperativeMatrix(*kernel.spirv))
     return Status::unavailable(

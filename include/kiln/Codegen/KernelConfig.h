@@ -35,6 +35,9 @@ struct DeviceLimits {
   /// operands with f32 accumulators at subgroup scope: half-precision
   /// GEMMs run on the tensor cores (CoopMatrixConfig).
   bool cooperativeMatrix = false;
+  /// The same with bf16 operands (VK_KHR_shader_bfloat16's cooperative
+  /// matrices): bf16 GEMMs take the coop_gemm form too.
+  bool cooperativeMatrixBF16 = false;
 };
 
 /// A kernel of reductions sharing one iteration space (softmax, layer norm,

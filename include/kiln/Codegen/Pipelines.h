@@ -25,6 +25,9 @@ struct SPIRVPipelineOptions {
   int maxWorkgroupInvocations = 1024;
   /// Work items per workgroup, one element each (a loop kernel's config).
   int threads = 256;
+  /// The module multiplies bf16 on cooperative matrices (coop_gemm builds
+  /// it on f16 fragments of the same bits: kiln-spirv-bf16-matrices).
+  bool bf16Matrices = false;
 };
 
 /// From functions of one linalg.generic on memrefs (kiln-kernel-to-linalg)

@@ -134,6 +134,8 @@ def KilnKernelToLinalg : Pass<"kiln-kernel-to-linalg", "mlir::ModuleOp"> {
            "GPU row kernels: a workgroup of this size per row (0: the default, -1: a work item per row)">,
     ListOption<"cpuMatmulBlock", "cpu-matmul-block", "int",
                "CPU matmul/conv configuration instead of the default: rows, lanes, vectors, panelColumns">,
+    Option<"cooperativeMatrixBF16", "cooperative-matrix-bf16", "bool", "false",
+           "the GPU's cooperative matrices take bf16 too (bf16 matmuls take coop_gemm)">,
     Option<"cooperativeMatrix", "cooperative-matrix", "bool", "false",
            "the GPU has 16x16x16 f16 cooperative matrices (f16 matmuls take coop_gemm)">,
   ];
@@ -167,6 +169,8 @@ def KilnMaterializeConfigs : Pass<"kiln-materialize-configs", "mlir::ModuleOp"> 
            "loop iterations one GPU kernel invocation may run in all, 0 for no limit">,
     Option<"computeUnits", "compute-units", "int", "0",
            "the GPU's compute units (SMs), 0 when unknown">,
+    Option<"cooperativeMatrixBF16", "cooperative-matrix-bf16", "bool", "false",
+           "the GPU's cooperative matrices take bf16 too (bf16 matmuls take coop_gemm)">,
     Option<"cooperativeMatrix", "cooperative-matrix", "bool", "false",
            "the GPU has 16x16x16 f16 cooperative matrices (f16 matmuls take coop_gemm)">,
   ];
@@ -214,6 +218,20 @@ def KilnSpirvVulkanMemoryModel
     convert-gpu-to-spirv always picks GLSL450 for shaders. Run before
     spirv-update-vce, which then adds the VulkanMemoryModel capability and
     extension. Modules without cooperative matrices are left as they are.
+  }];
+}
+
+def KilnSpirvBF16Matrices : Pass<"kiln-spirv-bf16-matrices", "mlir::spirv::ModuleOp"> {
+  let summary = "make the f16 A and B cooperative matrices of a bf16 GEMM bf16";
+  let description = [{
+    The GPU dialect has no bf16 fragments, so the coop_gemm form builds a
+    bf16 GEMM on f16 fragments holding bf16 bits (its tiles and staging are
+    bits only). Once lowered, this pass gives the A and B matrix types, and
+    the values and variables of them, their real element type; the
+    accumulators stay f32. Only for modules of bf16 GEMMs (the compiler runs
+    it on those); runs after spirv-update-vce, and declares what that pass
+    does not know bf16 matrices need: BFloat16CooperativeMatrixKHR (with
+    BFloat16TypeKHR and SPV_KHR_bfloat16).
   }];
 }
 

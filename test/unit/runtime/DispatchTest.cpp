@@ -316,6 +316,31 @@ TEST_F(DispatchTest, InvalidSpirvIsAnErrorNotACrash) {
   EXPECT_NE(pipeline, nullptr);
 }
 
+// A kernel on cooperative matrices the device lacks is refused before the
+// driver sees it (lavapipe fails such modules with no reason given), with
+// the fix: compile for this device. Capabilities open a module, so a module
+// of the header and the capability is enough to be refused.
+TEST_F(DispatchTest, CooperativeMatrixKernelsTheDeviceLacksAreRefused) {
+  const AdapterInfo &adapter = device->adapter();
+  auto refused = [&](uint32_t capability, const char *mentions) {
+    std::vector<uint32_t> words = {0x07230203, 0x00010600, 0, 1, 0, (2u << 16) | 17, capability};
+    KernelBinary kernel{0xc0de + capability, &words, "main", 2};
+    StatusOr<Pipeline *> pipeline = device->pipeline(kernel);
+    ASSERT_FALSE(pipeline.isOk());
+    EXPECT_EQ(pipeline.status().code(), Status::Code::Unavailable);
+    EXPECT_NE(pipeline.status().message().find(mentions), std::string::npos)
+        << pipeline.status().message();
+    EXPECT_NE(pipeline.status().message().find("compile the model for this device"),
+              std::string::npos);
+  };
+  if (adapter.cooperativeMatrixF16 && adapter.cooperativeMatrixBF16)
+    GTEST_SKIP() << adapter.name << " has f16 and bf16 cooperative matrices";
+  if (!adapter.cooperativeMatrixF16)
+    refused(/*CooperativeMatrixKHR=*/6022, "multiplies f16 on cooperative matrices");
+  refused(/*BFloat16CooperativeMatrixKHR=*/5118, "multiplies bf16 on cooperative matrices");
+  EXPECT_EQ(device->stats().pipelinesCreated, 0u);
+}
+
 TEST_F(DispatchTest, BadDispatchArgumentsAreInvalid) {
   KILN_ASSERT_OK_AND_ASSIGN(pipeline, device->pipeline(scaleKernel()));
   KILN_ASSERT_OK_AND_ASSIGN(in, device->allocate(256));

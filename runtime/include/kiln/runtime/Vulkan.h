@@ -71,6 +71,9 @@ struct AdapterInfo {
   /// (VK_KHR_cooperative_matrix, with the Vulkan memory model), enabled on
   /// the device: f16 matmuls then run on its tensor cores.
   bool cooperativeMatrixF16 = false;
+  /// The same with bf16 operands (VK_KHR_shader_bfloat16), enabled on the
+  /// device: bf16 matmuls run on its tensor cores too.
+  bool cooperativeMatrixBF16 = false;
   /// Workgroup-scope f16 cooperative matrices of flexible dimensions
   /// (VK_NV_cooperative_matrix2), enabled on the device where offered: the
   /// invocations of the workgroups that use them, the granularity of their
@@ -261,6 +264,9 @@ std::string vkResultName(int result);
 /// Whether SPIR-V `words` declare the CooperativeMatrixKHR capability: the
 /// kernel runs only where AdapterInfo::cooperativeMatrixF16 holds.
 bool spirvUsesCooperativeMatrix(const std::vector<uint32_t> &words);
+/// Whether they declare BFloat16CooperativeMatrixKHR: the kernel runs only
+/// where AdapterInfo::cooperativeMatrixBF16 holds.
+bool spirvUsesBF16CooperativeMatrix(const std::vector<uint32_t> &words);
 
 } // namespace kiln::rt
 
