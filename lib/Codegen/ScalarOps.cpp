@@ -73,7 +73,7 @@ static arith::CmpFPredicate toArith(CmpPredicate predicate) {
   llvm_unreachable("unknown predicate");
 }
 
-/// Element conversion between f32, f16, i32 and i1.
+/// Element conversion between f32, f16, bf16, i32 and i1.
 static Value castScalar(OpBuilder &b, Location loc, Value v, Type to) {
   Type from = v.getType();
   if (from == to)
@@ -91,10 +91,16 @@ static Value castScalar(OpBuilder &b, Location loc, Value v, Type to) {
   if (from.isInteger(1))
     return isFloat(to) ? arith::UIToFPOp::create(b, loc, to, v).getResult()
                        : arith::ExtUIOp::create(b, loc, to, v).getResult();
-  if (isFloat(from) && isFloat(to))
+  if (isFloat(from) && isFloat(to)) {
+    // bf16 <-> f16 have one width: through f32, which holds both exactly.
+    if (from.getIntOrFloatBitWidth() == to.getIntOrFloatBitWidth()) {
+      v = arith::ExtFOp::create(b, loc, b.getF32Type(), v);
+      from = b.getF32Type();
+    }
     return from.getIntOrFloatBitWidth() < to.getIntOrFloatBitWidth()
                ? arith::ExtFOp::create(b, loc, to, v).getResult()
                : arith::TruncFOp::create(b, loc, to, v).getResult();
+  }
   if (isFloat(from)) {
     // Saturating, NaN to 0: out-of-range values are poison for fptosi (x86
     // gives INT_MIN for 1e10), and an index made from 1e10 must clamp to

@@ -2,6 +2,7 @@
 
 #include "TestUtil.h"
 
+#include <cmath>
 #include <cstring>
 
 using namespace kiln;
@@ -165,6 +166,14 @@ TEST_P(DTypeOnEveryDevice, BFloat16ComputedInFloat) {
                                   .to_vector<float>();
   EXPECT_EQ(joined, (std::vector<float>{0.333984375f, -2.0f, toBf16(1e30f), 7.0f, -0.0f,
                                         65536.0f}));
+  // bf16 <-> f16 (one width: through f32): 1/3 in bf16 is exact in f16;
+  // 1000.7 rounds to 1000 in bf16; 65536 is past f16's largest (inf); an
+  // f16 1/3 (0.33325195) rounds to bf16's 0.33398438.
+  EXPECT_EQ(b.to(DType::f16).to_vector<float>(),
+            (std::vector<float>{1.0f, 2.5f, -3.0f, 0.333984375f, 1000.0f, INFINITY, INFINITY,
+                                0.0f}));
+  EXPECT_EQ(Tensor::from(xs, {8}, d).to(DType::f16).to(DType::bf16).to_vector<float>()[3],
+            0.333984375f);
 }
 
 // A bf16 block of each kind on this device agrees with the CPU's: the same
