@@ -7,7 +7,7 @@
 //   build/bin/kiln-bench-aot-blocks OUTDIR [--target vulkan|cpu,...] [--cpu-isa LEVEL]
 //                                   [--half on]
 //
-// --half on also writes both blocks in f16 at batch 1 and 32
+// --half on also writes both blocks in f16 (and bf16) at batch 1 and 32
 // (transformer_f16_b1.kiln, ..., resnet_block_f16_b32.kiln) with their f16
 // inputs (transformer_f16_x_b1.npy, ...): issue 14's end-to-end models; and
 // both in f32 at batch 32 (transformer_f32_b32.kiln,
@@ -38,6 +38,17 @@ void save(const Tensor &t, const std::string &name) {
     array.type = {t.shape(), rt::ElementType::f16};
     array.data.resize(values.size() * 2);
     std::memcpy(array.data.data(), values.data(), array.data.size());
+  } else if (t.dtype() == DType::bf16) {
+    // bf16 values are exact f32s: their upper halves (uint16 .npy).
+    std::vector<float> values = t.to_vector();
+    array.type = {t.shape(), rt::ElementType::bf16};
+    array.data.resize(values.size() * 2);
+    for (size_t i = 0; i < values.size(); ++i) {
+      uint32_t bits;
+      std::memcpy(&bits, &values[i], 4);
+      uint16_t upper = uint16_t(bits >> 16);
+      std::memcpy(&array.data[2 * i], &upper, 2);
+    }
   } else {
     std::vector<float> values = t.to_vector();
     array.type = {t.shape(), rt::ElementType::f32};
@@ -50,8 +61,8 @@ void save(const Tensor &t, const std::string &name) {
 
 // A half-precision model's weights are f16 values, not casts in its graph:
 // the conversion runs once, here.
-Tensor toHalf(const Tensor &t) {
-  Tensor h = t.to(DType::f16);
+Tensor toHalf(const Tensor &t, DType type = DType::f16) {
+  Tensor h = t.to(type);
   realize({h});
   return h;
 }
@@ -186,6 +197,18 @@ int main(int argc, char **argv) {
       compile({resnet(r, rw16)}, {r}, options).save(out + "/resnet_block_f16" + b + ".kiln");
       std::ofstream(out + "/resnet_block_f16" + b + ".mlir") << export_graph({resnet(r, rw16)});
       save(r, "resnet_f16_x" + b);
+      // The same in bf16 (PyTorch's bf16 blocks round the weights alike).
+      std::map<std::string, Tensor> twb, rwb;
+      for (auto &[name, t] : tw)
+        twb[name] = toHalf(t, DType::bf16);
+      for (auto &[name, t] : rw)
+        rwb[name] = toHalf(t, DType::bf16);
+      Tensor xb = toHalf(x32, DType::bf16), rb = toHalf(r32, DType::bf16);
+      compile({transformer(xb, batch, twb)}, {xb}, options)
+          .save(out + "/transformer_bf16" + b + ".kiln");
+      save(xb, "transformer_bf16_x" + b);
+      compile({resnet(rb, rwb)}, {rb}, options).save(out + "/resnet_block_bf16" + b + ".kiln");
+      save(rb, "resnet_bf16_x" + b);
     }
   }
   std::printf("wrote %s/transformer.kiln and %s/resnet_block.kiln with weights and inputs\n",

@@ -12,6 +12,7 @@ kiln-run's transformer_f16_b1.kiln, ...; each output checked against
 PyTorch's f16 and f32 results.
 """
 import math
+import os
 import re
 import sys
 
@@ -51,7 +52,14 @@ torch.backends.cudnn.allow_tf32 = False
 
 
 def load(name):
-    return torch.from_numpy(np.load(f"{d}/{name}.npy")).to(dev)
+    return from_npy(np.load(f"{d}/{name}.npy"))
+
+
+def from_npy(a):
+    """A tensor on the GPU; uint16 arrays are bf16 bits (Kiln's .npy)."""
+    if a.dtype == np.uint16:
+        return torch.from_numpy(a.view(np.int16)).to(dev).view(torch.bfloat16)
+    return torch.from_numpy(a).to(dev)
 
 
 def transformer_weights():
@@ -113,15 +121,15 @@ def compare(blocks, title):
         with torch.no_grad():
             want = fn(x, w)
             try:
-                got = torch.from_numpy(np.load(out)).to(dev)
+                got = from_npy(np.load(out))
                 err = (got.float() - want.float()).abs().max().item()
                 scale = want.float().abs().max().item()
                 line = f"{name}: kiln-run vs PyTorch max |diff| {err:.3g} (max |y| {scale:.3g})"
-                if want.dtype == torch.float16:
-                    # The f16 rounding itself: PyTorch's f16 block against its f32 one.
+                if want.dtype in (torch.float16, torch.bfloat16):
+                    # The rounding itself: PyTorch's half block against its f32 one.
                     ref = fn(x.float(), {n: t.float() for n, t in w.items()})
                     line += (f"; against PyTorch f32: kiln {(got.float() - ref).abs().max().item():.3g}, "
-                             f"PyTorch f16 {(want.float() - ref).abs().max().item():.3g}")
+                             f"PyTorch {str(want.dtype)[6:]} {(want.float() - ref).abs().max().item():.3g}")
                 print(line)
             except FileNotFoundError:
                 print(f"{name}: no kiln-run output to check")
@@ -145,16 +153,21 @@ def compare(blocks, title):
 
 
 if half:
-    tw = {n: t.half() for n, t in transformer_weights().items()}
-    rw = {n: t.half() for n, t in resnet_weights().items()}
-    blocks = []
-    for b in (1, 32):
-        blocks.append((f"transformer f16, batch {b}", f"transformer_f16_b{b}", transformer, tw,
-                       load(f"transformer_f16_x_b{b}"), f"{d}/transformer_y_f16_b{b}.npy"))
-        blocks.append((f"resnet basic block f16, batch {b}", f"resnet_block_f16_b{b}", resnet, rw,
-                       load(f"resnet_f16_x_b{b}"), f"{d}/resnet_y_f16_b{b}.npy"))
-    compare(blocks, f"torch {torch.__version__} on {torch.cuda.get_device_name()}, f16; "
-                    "median latency of one call waited for")
+    # The f16 blocks, then the bf16 ones (either may be left out of a run).
+    for name, convert in (("f16", torch.Tensor.half), ("bf16", torch.Tensor.bfloat16)):
+        if not os.path.exists(f"{d}/transformer_{name}_x_b1.npy"):
+            continue
+        tw = {n: convert(t) for n, t in transformer_weights().items()}
+        rw = {n: convert(t) for n, t in resnet_weights().items()}
+        blocks = []
+        for b in (1, 32):
+            blocks.append((f"transformer {name}, batch {b}", f"transformer_{name}_b{b}", transformer,
+                           tw, load(f"transformer_{name}_x_b{b}"),
+                           f"{d}/transformer_y_{name}_b{b}.npy"))
+            blocks.append((f"resnet basic block {name}, batch {b}", f"resnet_block_{name}_b{b}",
+                           resnet, rw, load(f"resnet_{name}_x_b{b}"), f"{d}/resnet_y_{name}_b{b}.npy"))
+        compare(blocks, f"torch {torch.__version__} on {torch.cuda.get_device_name()}, {name}; "
+                        "median latency of one call waited for")
     sys.exit(0)
 
 compare([("transformer", "transformer", transformer, transformer_weights(), load("transformer_x"),

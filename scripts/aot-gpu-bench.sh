@@ -77,7 +77,7 @@ run)
 half-dump)
   rm -rf .dev/aot-half
   cache=$(mktemp -d)
-  KILN_CACHE_DIR=$cache KILN_GPU_LIMITS=subgroup=32,invocations=1024,shared=49152,groups=2147483647,units=132,coop=1 \
+  KILN_CACHE_DIR=$cache KILN_GPU_LIMITS=subgroup=32,invocations=1024,shared=49152,groups=2147483647,units=132,coop=1,coopbf16=1 \
     build/bin/kiln-bench-aot-blocks .dev/aot-half --half on
   rm -rf "$cache"
   # Only what the f16 run reads travels.
@@ -99,18 +99,25 @@ half)
   export XDG_CACHE_HOME=/tmp/kiln-cache
   dir=.dev/${2:-aot-half} log=${OUT:-/tmp}/kiln-run-half.log
   : > "$log"
-  for b in 1 32; do
-    for m in transformer resnet_block; do
-      p=${m%_block}
-      build/bin/kiln-run $dir/${m}_f16_b$b.kiln --device vulkan:0 --input x=$dir/${p}_f16_x_b$b.npy \
-        --output y=$dir/${p}_y_f16_b$b.npy --benchmark 300 | sed "s|^|${m}_f16_b$b.kiln: |" | tee -a "$log"
+  for t in f16 bf16; do
+    for b in 1 32; do
+      for m in transformer resnet_block; do
+        p=${m%_block}
+        [ -f $dir/${m}_${t}_b$b.kiln ] || continue
+        build/bin/kiln-run $dir/${m}_${t}_b$b.kiln --device vulkan:0 --input x=$dir/${p}_${t}_x_b$b.npy \
+          --output y=$dir/${p}_y_${t}_b$b.npy --benchmark 300 | sed "s|^|${m}_${t}_b$b.kiln: |" | tee -a "$log"
+      done
     done
   done
-  for b in 1 32; do
-    for m in transformer resnet_block; do
-      p=${m%_block}
-      echo "== profile ${m}_f16_b$b"
-      build/bin/kiln-run $dir/${m}_f16_b$b.kiln --device vulkan:0 --input x=$dir/${p}_f16_x_b$b.npy --profile 50
+  for t in f16 bf16; do
+    for b in 1 32; do
+      for m in transformer resnet_block; do
+        p=${m%_block}
+        [ -f $dir/${m}_${t}_b$b.kiln ] || continue
+        echo "== profile ${m}_${t}_b$b"
+        build/bin/kiln-run $dir/${m}_${t}_b$b.kiln --device vulkan:0 --input x=$dir/${p}_${t}_x_b$b.npy \
+          --profile 50
+      done
     done
   done
   python3 bench/torch_blocks_cuda.py $dir "$log" --half

@@ -228,6 +228,15 @@ Program kiln::compile(const std::vector<Tensor> &outputs, const std::vector<Tens
           }
           return values;
         }
+        if (node.dtype == DType::bf16) {
+          // bf16 is an f32's upper half.
+          std::vector<float> values(bytes.size() / 2);
+          for (size_t i = 0; i < values.size(); ++i) {
+            uint32_t bits = uint32_t(bytes[2 * i]) << 16 | uint32_t(bytes[2 * i + 1]) << 24;
+            std::memcpy(&values[i], &bits, 4);
+          }
+          return values;
+        }
         std::vector<float> values(bytes.size() / sizeof(float));
         std::memcpy(values.data(), bytes.data(), values.size() * sizeof(float));
         return values;

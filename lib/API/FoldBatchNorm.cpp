@@ -4,11 +4,11 @@
 //   add(mul(sub(x, reshape(mean)), mul(reshape(gamma), rsqrt(add(reshape(var),
 //       eps)))), reshape(beta))
 // On x = conv2d(input, W), W and the four parameters weights of x's dtype
-// (f32 or f16; leaves that are not model inputs) and the convolution read
+// (f32, f16 or bf16; leaves that are not model inputs) and the convolution read
 // by the batch norm alone, that is
 // conv2d(input, W * s) + reshape(beta - mean * s), s = gamma / sqrt(var +
 // eps) per output channel, computed here in double (and rounded once to
-// f16 when the weights are: an f16 model's epilogue then adds a bias
+// f16 or bf16 when the weights are: a half model's epilogue then adds a bias
 // instead of computing a square root per element).
 //
 //===----------------------------------------------------------------------===//
@@ -131,7 +131,7 @@ private:
   NodePtr fold(const NodePtr &n) {
     const DType dtype = n->dtype;
     if (!isOp(n, OpKind::Binary, "add") || n->operands.size() != 2 ||
-        (dtype != DType::f32 && dtype != DType::f16))
+        (dtype != DType::f32 && dtype != DType::f16 && dtype != DType::bf16))
       return nullptr;
     const NodePtr &scaled = n->operands[0], &betaView = n->operands[1];
     if (!isOp(scaled, OpKind::Binary, "mul") || scaled->operands.size() != 2)
@@ -172,7 +172,7 @@ private:
     // f16 holds up to 65504: a scale of a near-zero variance (gamma /
     // sqrt(eps), 316 gamma) could carry a folded value past it where the
     // unfolded graph stayed finite. Such a batch norm stays as written.
-    const double largest = dtype == DType::f16 ? 65504.0 : 3.4e38;
+    const double largest = dtype == DType::f16 ? 65504.0 : dtype == DType::bf16 ? 3.38e38 : 3.4e38;
     for (size_t c = 0; c < channels; ++c) {
       const double s = double((*gamma)[c]) / std::sqrt(double((*var)[c]) + double(eps->value));
       for (size_t i = 0; i < perChannel; ++i) {
@@ -195,7 +195,7 @@ private:
       auto s = std::make_shared<Node>();
       s->kind = OpKind::Input;
       s->shape = std::move(shape);
-      s->dtype = dtype; // f16 values rounded when their bytes are written
+      s->dtype = dtype; // f16 and bf16 values rounded when their bytes are written
       s->device = filter->device;
       s->loc = n->loc;
       s->call = n->call;

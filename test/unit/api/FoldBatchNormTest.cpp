@@ -145,45 +145,52 @@ TEST(FoldBatchNorm, WhatCannotFoldStaysAsWritten) {
 // convolution, the folded filter and bias rounded once to f16; the result
 // stays within f16 rounding of the float64 reference of the unfolded block.
 TEST(FoldBatchNorm, HalfPrecisionModelsFoldToo) {
-  manual_seed(7);
-  auto toHalf = [](const Tensor &t) {
-    Tensor h = t.to(DType::f16);
-    realize({h});
-    return h;
-  };
-  Tensor x = toHalf(Tensor::randn({1, 16, 10, 10}));
-  Tensor w = toHalf(Tensor::from((Tensor::randn({32, 16, 3, 3}) * 0.1f).to_vector(), {32, 16, 3, 3}));
-  BatchNorm bn(32);
-  Tensor mean = toHalf(bn.mean), var = toHalf(bn.var), gamma = toHalf(bn.gamma),
-         beta = toHalf(bn.beta);
-  auto model = [&](const Tensor &in) {
-    return relu(batch_norm(conv2d(in, w, {1, 1}, {1, 1}), mean, var, gamma, beta));
-  };
-  Program program = compile({model(x)}, {x}, {{"cpu"}, {"x"}});
-  std::string described = program.describe("cpu");
-  EXPECT_EQ(occurrences(described, "with the batch norm at"), 1u) << described;
-  EXPECT_EQ(occurrences(described, "bias of the batch norm"), 1u) << described;
+  for (DType half : {DType::f16, DType::bf16}) {
+    SCOPED_TRACE(half == DType::f16 ? "f16" : "bf16");
+    manual_seed(7);
+    auto toHalf = [&](const Tensor &t) {
+      Tensor h = t.to(half);
+      realize({h});
+      return h;
+    };
+    Tensor x = toHalf(Tensor::randn({1, 16, 10, 10}));
+    Tensor w = toHalf(Tensor::from((Tensor::randn({32, 16, 3, 3}) * 0.1f).to_vector(), {32, 16, 3, 3}));
+    BatchNorm bn(32);
+    Tensor mean = toHalf(bn.mean), var = toHalf(bn.var), gamma = toHalf(bn.gamma),
+           beta = toHalf(bn.beta);
+    auto model = [&](const Tensor &in) {
+      return relu(batch_norm(conv2d(in, w, {1, 1}, {1, 1}), mean, var, gamma, beta));
+    };
+    Program program = compile({model(x)}, {x}, {{"cpu"}, {"x"}});
+    std::string described = program.describe("cpu");
+    EXPECT_EQ(occurrences(described, "with the batch norm at"), 1u) << described;
+    EXPECT_EQ(occurrences(described, "bias of the batch norm"), 1u) << described;
 
-  Tensor y = toHalf(Tensor::randn({1, 16, 10, 10}));
-  std::vector<float> got = program.run({y})[0].to_vector();
-  // The reference reads the f16 values (inputs, filter, parameters) in double.
-  kiln::test::RefOps ops;
-  kiln::test::Ref r = ops.conv2d(kiln::test::refOf(y), kiln::test::refOf(w), 1, 1, 1);
-  BatchNorm halves = bn;
-  halves.mean = mean, halves.var = var, halves.gamma = gamma, halves.beta = beta;
-  halves.apply(r);
-  for (double &v : r.v)
-    v = std::max(v, 0.0);
-  EXPECT_TRUE(kiln::test::allClose(got, r.v, 1e-2, 1e-2));
-  EXPECT_TRUE(kiln::test::allClose(model(y).to_vector(), r.v, 1e-2, 1e-2));
+    Tensor y = toHalf(Tensor::randn({1, 16, 10, 10}));
+    std::vector<float> got = program.run({y})[0].to_vector();
+    // The reference reads the f16 values (inputs, filter, parameters) in double.
+    kiln::test::RefOps ops;
+    kiln::test::Ref r = ops.conv2d(kiln::test::refOf(y), kiln::test::refOf(w), 1, 1, 1);
+    BatchNorm halves = bn;
+    halves.mean = mean, halves.var = var, halves.gamma = gamma, halves.beta = beta;
+    halves.apply(r);
+    for (double &v : r.v)
+      v = std::max(v, 0.0);
+    // (bf16 keeps 8 bits: its results round to 2^-8 relative.)
+    const double tolerance = half == DType::f16 ? 1e-2 : 4e-2;
+    EXPECT_TRUE(kiln::test::allClose(got, r.v, tolerance, tolerance));
+    EXPECT_TRUE(kiln::test::allClose(model(y).to_vector(), r.v, tolerance, tolerance));
+    if (half == DType::bf16)
+      continue;
 
-  // A variance of 0 scales by gamma / sqrt(1e-5): 64 x 316 = 20240 per unit
-  // of filter, past f16's 65504 for a filter value of 4. That batch norm
-  // stays as written.
-  Tensor big = toHalf(Tensor::from(std::vector<float>(32 * 16 * 9, 4.0f), {32, 16, 3, 3}));
-  Tensor zero = toHalf(Tensor::from(std::vector<float>(32, 0.0f), {32}));
-  Tensor scale = toHalf(Tensor::from(std::vector<float>(32, 64.0f), {32}));
-  Program kept = compile({batch_norm(conv2d(x, big, {1, 1}, {1, 1}), zero, zero, scale, zero)},
-                         {x}, {{"cpu"}, {"x"}});
-  EXPECT_EQ(occurrences(kept.describe("cpu"), "batch norm"), 0u) << kept.describe("cpu");
+    // A variance of 0 scales by gamma / sqrt(1e-5): 64 x 316 = 20240 per unit
+    // of filter, past f16's 65504 for a filter value of 4. That batch norm
+    // stays as written.
+    Tensor big = toHalf(Tensor::from(std::vector<float>(32 * 16 * 9, 4.0f), {32, 16, 3, 3}));
+    Tensor zero = toHalf(Tensor::from(std::vector<float>(32, 0.0f), {32}));
+    Tensor scale = toHalf(Tensor::from(std::vector<float>(32, 64.0f), {32}));
+    Program kept = compile({batch_norm(conv2d(x, big, {1, 1}, {1, 1}), zero, zero, scale, zero)},
+                           {x}, {{"cpu"}, {"x"}});
+    EXPECT_EQ(occurrences(kept.describe("cpu"), "batch norm"), 0u) << kept.describe("cpu");
+  }
 }
