@@ -34,14 +34,21 @@ def report(name, ok, detail):
     print(f"{name:14} {'ok' if ok else 'WRONG'}  {detail}")
 
 
+def output(name, variant):
+    """kiln-run's output of one case and form, or None (reported)."""
+    path = os.path.join(outs, f"{name}_{variant}.npy")
+    if not os.path.exists(path):
+        report(f"{name}/{variant}", False, "no output")
+        return None
+    return load(path)
+
+
 for name in ("exact_ragged", "exact_aligned", "linear_gelu", "exact_conv", "exact_batched", "exact_conv64",
              "exact_conv_strided", "exact_bf16_ragged", "exact_bf16_conv64", "linear_gelu_bf16"):
     for variant in ("coop", "tiled"):
-        path = os.path.join(outs, f"{name}_{variant}.npy")
-        if not os.path.exists(path):
-            report(f"{name}/{variant}", False, "no output")
+        got = output(name, variant)
+        if got is None:
             continue
-        got = load(path)
         want = load(os.path.join(cases, f"{name}_want.npy"))
         err = np.abs(got - want).max()
         scale = np.abs(want).max()
@@ -60,11 +67,9 @@ try:
         b = torch.from_numpy(load(os.path.join(cases, f"{name}_in1.npy"))).float().cuda()
         want = (a @ b).double().cpu().numpy()
         for variant in ("coop", "tiled"):
-            path = os.path.join(outs, f"{name}_{variant}.npy")
-            if not os.path.exists(path):
-                report(f"{name}/{variant}", False, "no output")
+            got = output(name, variant)
+            if got is None:
                 continue
-            got = load(path)
             err, scale = np.abs(got - want).max(), np.abs(want).max()
             report(f"{name}/{variant}", err <= 1e-2 * scale,
                    f"max |error| {err:.3g} of max |want| {scale:.3g} (against f32 torch)")

@@ -44,6 +44,14 @@ using GetProperties = VkResult(VKAPI_PTR *)(VkPhysicalDevice, uint32_t *,
                                             CooperativeMatrixProperties *);
 } // namespace
 
+/// Fills `chained` (a features structure of an extension) for `physical`.
+template <class Features> static void queryFeatures(VkPhysicalDevice physical, Features &chained) {
+  VkPhysicalDeviceFeatures2 features{};
+  features.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2;
+  features.pNext = &chained;
+  vkGetPhysicalDeviceFeatures2(physical, &features);
+}
+
 /// Whether the driver lists 16 x 16 x 16 subgroup matrices of `operand`
 /// multiplied into f32.
 static bool listsShape(VkInstance instance, VkPhysicalDevice physical, uint32_t operand) {
@@ -92,10 +100,7 @@ bool hasBF16CooperativeMatrix(VkInstance instance, VkPhysicalDevice physical,
       !hasDeviceExtension(physical, kShaderBFloat16Extension))
     return false;
   ShaderBFloat16Features bf16;
-  VkPhysicalDeviceFeatures2 features{};
-  features.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2;
-  features.pNext = &bf16;
-  vkGetPhysicalDeviceFeatures2(physical, &features);
+  queryFeatures(physical, bf16);
   return bf16.shaderBFloat16Type && bf16.shaderBFloat16CooperativeMatrix &&
          listsShape(instance, physical, kBFloat16);
 }
@@ -108,10 +113,7 @@ WorkgroupCooperativeMatrix queryWorkgroupCooperativeMatrix(VkInstance instance,
       !hasDeviceExtension(physical, kCooperativeMatrix2Extension))
     return none;
   CooperativeMatrix2Features coop2;
-  VkPhysicalDeviceFeatures2 features{};
-  features.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2;
-  features.pNext = &coop2;
-  vkGetPhysicalDeviceFeatures2(physical, &features);
+  queryFeatures(physical, coop2);
   if (!coop2.cooperativeMatrixWorkgroupScope || !coop2.cooperativeMatrixFlexibleDimensions)
     return none;
   CooperativeMatrix2Properties limits;
