@@ -1,8 +1,9 @@
-//===- CoopMatrixGemm.cpp - f16 matmul on cooperative matrices ------------===//
+//===- CoopMatrixGemm.cpp - f16 and bf16 matmul on cooperative matrices ---===//
 //
-// C[b, i, j] = sum_k A[b, i, k] B[b, k, j] with A and B in f16, on the
-// tensor cores through gpu.subgroup_mma_* (SPIR-V's KHR cooperative
-// matrices). Each workgroup computes a tileM x tileN block with
+// C[b, i, j] = sum_k A[b, i, k] B[b, k, j] with A and B in f16 (or bf16,
+// carried as f16 bits: kiln-spirv-bf16-matrices retypes the lowered
+// fragments), on the tensor cores through gpu.subgroup_mma_* (SPIR-V's KHR
+// cooperative matrices). Each workgroup computes a tileM x tileN block with
 // subgroupsM x subgroupsN subgroups; a subgroup holds its share as 16 x 16
 // f32 accumulator fragments across the k loop. Per tileK slice the work
 // items stage A and B in shared memory (the global reads of the next slice
