@@ -59,9 +59,9 @@ void save(const Tensor &t, const std::string &name) {
     throw Error(s.message());
 }
 
-// A half-precision model's weights are f16 values, not casts in its graph:
-// the conversion runs once, here.
-Tensor toHalf(const Tensor &t, DType type = DType::f16) {
+// A half-precision model's weights are f16 (or bf16) values, not casts in
+// its graph: the conversion runs once, here.
+Tensor toHalf(const Tensor &t, DType type) {
   Tensor h = t.to(type);
   realize({h});
   return h;
@@ -173,11 +173,15 @@ int main(int argc, char **argv) {
   // weights and inputs, the same weights rounded to f16. PyTorch's f16
   // blocks read the f32 weights and round them the same way.
   if (half) {
-    std::map<std::string, Tensor> tw16, rw16;
-    for (auto &[name, t] : tw)
-      tw16[name] = toHalf(t);
-    for (auto &[name, t] : rw)
-      rw16[name] = toHalf(t);
+    // The weights in each half type (PyTorch's half blocks round them alike).
+    const std::pair<DType, std::string> halves[] = {{DType::f16, "f16"}, {DType::bf16, "bf16"}};
+    std::map<DType, std::map<std::string, Tensor>> thw, rhw;
+    for (auto &[type, suffix] : halves) {
+      for (auto &[name, t] : tw)
+        thw[type][name] = toHalf(t, type);
+      for (auto &[name, t] : rw)
+        rhw[type][name] = toHalf(t, type);
+    }
     for (int64_t batch : {1, 32}) {
       std::string b = "_b" + std::to_string(batch);
       Tensor x32 = batch == 1 ? tx : Tensor::from(Tensor::randn({batch * T, D}).to_vector(), {batch * T, D});
@@ -189,26 +193,19 @@ int main(int argc, char **argv) {
         compile({transformer(x32, batch, tw)}, {x32}, options).save(out + "/transformer_f32" + b + ".kiln");
         compile({resnet(r32, rw)}, {r32}, options).save(out + "/resnet_block_f32" + b + ".kiln");
       }
-      Tensor x = toHalf(x32);
-      compile({transformer(x, batch, tw16)}, {x}, options).save(out + "/transformer_f16" + b + ".kiln");
-      std::ofstream(out + "/transformer_f16" + b + ".mlir") << export_graph({transformer(x, batch, tw16)});
-      save(x, "transformer_f16_x" + b);
-      Tensor r = toHalf(r32);
-      compile({resnet(r, rw16)}, {r}, options).save(out + "/resnet_block_f16" + b + ".kiln");
-      std::ofstream(out + "/resnet_block_f16" + b + ".mlir") << export_graph({resnet(r, rw16)});
-      save(r, "resnet_f16_x" + b);
-      // The same in bf16 (PyTorch's bf16 blocks round the weights alike).
-      std::map<std::string, Tensor> twb, rwb;
-      for (auto &[name, t] : tw)
-        twb[name] = toHalf(t, DType::bf16);
-      for (auto &[name, t] : rw)
-        rwb[name] = toHalf(t, DType::bf16);
-      Tensor xb = toHalf(x32, DType::bf16), rb = toHalf(r32, DType::bf16);
-      compile({transformer(xb, batch, twb)}, {xb}, options)
-          .save(out + "/transformer_bf16" + b + ".kiln");
-      save(xb, "transformer_bf16_x" + b);
-      compile({resnet(rb, rwb)}, {rb}, options).save(out + "/resnet_block_bf16" + b + ".kiln");
-      save(rb, "resnet_bf16_x" + b);
+      for (auto &[type, suffix] : halves) {
+        std::string tag = "_" + suffix + b;
+        Tensor x = toHalf(x32, type), r = toHalf(r32, type);
+        compile({transformer(x, batch, thw[type])}, {x}, options)
+            .save(out + "/transformer" + tag + ".kiln");
+        save(x, "transformer_" + suffix + "_x" + b);
+        compile({resnet(r, rhw[type])}, {r}, options).save(out + "/resnet_block" + tag + ".kiln");
+        save(r, "resnet_" + suffix + "_x" + b);
+        if (type == DType::f16) { // the graphs kiln-tune reads (scripts/tune-gpu.sh)
+          std::ofstream(out + "/transformer" + tag + ".mlir") << export_graph({transformer(x, batch, thw[type])});
+          std::ofstream(out + "/resnet_block" + tag + ".mlir") << export_graph({resnet(r, rhw[type])});
+        }
+      }
     }
   }
   std::printf("wrote %s/transformer.kiln and %s/resnet_block.kiln with weights and inputs\n",

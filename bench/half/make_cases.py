@@ -84,6 +84,36 @@ def tb(*shape):
     return "tensor<" + "x".join(map(str, shape)) + "xbf16>"
 
 
+# The graphs that run in f16 and in bf16; `ty` gives the tensor types.
+def ragged_graph(name, ty):
+    graph(name, [
+        f"%m = kiln.matmul %in0, %in1 : {ty(100, 70)}, {ty(70, 130)} -> {ty(100, 130)}",
+        f"%s = kiln.add %m, %in2 : {ty(100, 130)}, {ty(130)} -> {ty(100, 130)}",
+        f"%y = kiln.relu %s : {ty(100, 130)}"], [ty(100, 70), ty(70, 130), ty(130)], ty(100, 130))
+
+
+def linear_gelu_graph(name, ty):
+    graph(name, [
+        f"%wt = kiln.transpose %in1 [1, 0] : {ty(3072, 768)} -> {ty(768, 3072)}",
+        f"%m = kiln.matmul %in0, %wt : {ty(128, 768)}, {ty(768, 3072)} -> {ty(128, 3072)}",
+        f"%s = kiln.add %m, %in2 : {ty(128, 3072)}, {ty(3072)} -> {ty(128, 3072)}",
+        f"%y = kiln.gelu %s : {ty(128, 3072)}"], [ty(128, 768), ty(3072, 768), ty(3072)],
+        ty(128, 3072))
+
+
+def mm4096_graph(name, ty):
+    n = 4096
+    graph(name, [f"%y = kiln.matmul %in0, %in1 : {ty(n, n)}, {ty(n, n)} -> {ty(n, n)}"],
+          [ty(n, n), ty(n, n)], ty(n, n))
+
+
+def conv64_graph(name, ty):
+    graph(name, [
+        f"%c = kiln.conv2d %in0, %in1 strides [1, 1] padding [1, 1] dilation [1, 1] groups 1 : {ty(2, 32, 10, 10)}, {ty(64, 32, 3, 3)} -> {ty(2, 64, 10, 10)}",
+        f"%y = kiln.add %c, %in2 : {ty(2, 64, 10, 10)}, {ty(64, 1, 1)} -> {ty(2, 64, 10, 10)}"],
+        [ty(2, 32, 10, 10), ty(64, 32, 3, 3), ty(64, 1, 1)], ty(2, 64, 10, 10))
+
+
 def conv3x3(x, w):
     """A 3x3 convolution with padding 1, stride 1, in float64."""
     n, _, h, wd = x.shape
@@ -120,10 +150,7 @@ b = rng.integers(-2, 3, (70, 130)).astype(np.float16)
 c = rng.integers(-3, 4, (130,)).astype(np.float16)
 want = np.maximum(a.astype(np.float64) @ b.astype(np.float64) + c, 0).astype(np.float16)
 save("exact_ragged", a, b, c, want=want)
-graph("exact_ragged", [
-    f"%m = kiln.matmul %in0, %in1 : {t(100, 70)}, {t(70, 130)} -> {t(100, 130)}",
-    f"%s = kiln.add %m, %in2 : {t(100, 130)}, {t(130)} -> {t(100, 130)}",
-    f"%y = kiln.relu %s : {t(100, 130)}"], [t(100, 70), t(70, 130), t(130)], t(100, 130))
+ragged_graph("exact_ragged", t)
 
 # exact_aligned
 a = rng.integers(-1, 2, (256, 512)).astype(np.float16)
@@ -139,16 +166,10 @@ bias = (rng.standard_normal(3072) * 0.1).astype(np.float16)
 h = x.astype(np.float64) @ w.astype(np.float64).T + bias
 gelu = 0.5 * h * (1 + np.vectorize(math.erf)(h / math.sqrt(2)))
 save("linear_gelu", x, w, bias, want=gelu.astype(np.float16))
-graph("linear_gelu", [
-    f"%wt = kiln.transpose %in1 [1, 0] : {t(3072, 768)} -> {t(768, 3072)}",
-    f"%m = kiln.matmul %in0, %wt : {t(128, 768)}, {t(768, 3072)} -> {t(128, 3072)}",
-    f"%s = kiln.add %m, %in2 : {t(128, 3072)}, {t(3072)} -> {t(128, 3072)}",
-    f"%y = kiln.gelu %s : {t(128, 3072)}"], [t(128, 768), t(3072, 768), t(3072)], t(128, 3072))
+linear_gelu_graph("linear_gelu", t)
 
 # mm4096 (its inputs: --mm4096-inputs)
-n = 4096
-graph("mm4096", [f"%y = kiln.matmul %in0, %in1 : {t(n, n)}, {t(n, n)} -> {t(n, n)}"],
-      [t(n, n), t(n, n)], t(n, n))
+mm4096_graph("mm4096", t)
 
 # exact_conv
 x = rng.integers(-1, 2, (2, 16, 12, 12)).astype(np.float16)
@@ -195,10 +216,7 @@ x = rng.integers(-1, 2, (2, 32, 10, 10)).astype(np.float16)
 w = rng.integers(-1, 2, (64, 32, 3, 3)).astype(np.float16)
 bias = rng.integers(-2, 3, (64, 1, 1)).astype(np.float16)
 save("exact_conv64", x, w, bias, want=(conv3x3(x, w) + bias).astype(np.float16))
-graph("exact_conv64", [
-    f"%c = kiln.conv2d %in0, %in1 strides [1, 1] padding [1, 1] dilation [1, 1] groups 1 : {t(2, 32, 10, 10)}, {t(64, 32, 3, 3)} -> {t(2, 64, 10, 10)}",
-    f"%y = kiln.add %c, %in2 : {t(2, 64, 10, 10)}, {t(64, 1, 1)} -> {t(2, 64, 10, 10)}"],
-    [t(2, 32, 10, 10), t(64, 32, 3, 3), t(64, 1, 1)], t(2, 64, 10, 10))
+conv64_graph("exact_conv64", t)
 
 # The bf16 cases: the same integers (exact in bf16: 8 bits of mantissa hold
 # every partial sum here), a linear layer, and the 4096^3 matmul for speed.
@@ -206,19 +224,13 @@ a = rng.integers(-2, 3, (100, 70))
 b = rng.integers(-2, 3, (70, 130))
 c = rng.integers(-3, 4, (130,))
 save("exact_bf16_ragged", bf16(a), bf16(b), bf16(c), want=bf16(np.maximum(a @ b + c, 0)))
-graph("exact_bf16_ragged", [
-    f"%m = kiln.matmul %in0, %in1 : {tb(100, 70)}, {tb(70, 130)} -> {tb(100, 130)}",
-    f"%s = kiln.add %m, %in2 : {tb(100, 130)}, {tb(130)} -> {tb(100, 130)}",
-    f"%y = kiln.relu %s : {tb(100, 130)}"], [tb(100, 70), tb(70, 130), tb(130)], tb(100, 130))
+ragged_graph("exact_bf16_ragged", tb)
 
 x = rng.integers(-1, 2, (2, 32, 10, 10))
 w = rng.integers(-1, 2, (64, 32, 3, 3))
 bias = rng.integers(-2, 3, (64, 1, 1))
 save("exact_bf16_conv64", bf16(x), bf16(w), bf16(bias), want=bf16(conv3x3(x, w) + bias))
-graph("exact_bf16_conv64", [
-    f"%c = kiln.conv2d %in0, %in1 strides [1, 1] padding [1, 1] dilation [1, 1] groups 1 : {tb(2, 32, 10, 10)}, {tb(64, 32, 3, 3)} -> {tb(2, 64, 10, 10)}",
-    f"%y = kiln.add %c, %in2 : {tb(2, 64, 10, 10)}, {tb(64, 1, 1)} -> {tb(2, 64, 10, 10)}"],
-    [tb(2, 32, 10, 10), tb(64, 32, 3, 3), tb(64, 1, 1)], tb(2, 64, 10, 10))
+conv64_graph("exact_bf16_conv64", tb)
 
 x = bf16(rng.standard_normal((128, 768)) * 0.1)
 w = bf16(rng.standard_normal((3072, 768)) * 0.1)
@@ -227,12 +239,6 @@ as_float = lambda v: (v.astype(np.uint32) << 16).view(np.float32).astype(np.floa
 h = as_float(x) @ as_float(w).T + as_float(bias)
 save("linear_gelu_bf16", x, w, bias,
      want=bf16(0.5 * h * (1 + np.vectorize(math.erf)(h / math.sqrt(2)))))
-graph("linear_gelu_bf16", [
-    f"%wt = kiln.transpose %in1 [1, 0] : {tb(3072, 768)} -> {tb(768, 3072)}",
-    f"%m = kiln.matmul %in0, %wt : {tb(128, 768)}, {tb(768, 3072)} -> {tb(128, 3072)}",
-    f"%s = kiln.add %m, %in2 : {tb(128, 3072)}, {tb(3072)} -> {tb(128, 3072)}",
-    f"%y = kiln.gelu %s : {tb(128, 3072)}"], [tb(128, 768), tb(3072, 768), tb(3072)], tb(128, 3072))
+linear_gelu_graph("linear_gelu_bf16", tb)
 
-n = 4096
-graph("mm4096_bf16", [f"%y = kiln.matmul %in0, %in1 : {tb(n, n)}, {tb(n, n)} -> {tb(n, n)}"],
-      [tb(n, n), tb(n, n)], tb(n, n))
+mm4096_graph("mm4096_bf16", tb)

@@ -103,10 +103,7 @@ def to_workgroup(spirv, bm, bn, bk):
     ind, ptr, val, rest, ptr_t = m.groups()
     new = (f"{ind}%half_out = spirv.FConvert {val} : {acc} to {half}\n"
            f"{ind}spirv.KHR.CooperativeMatrixStore {ptr}, %half_out, {rest} : {ptr_t}, {half}, i32")
-    s = s[:m.start()] + new + s[m.end():]
-    # The GPU dialect's lowering asks for subgroup-size assumptions the
-    # workgroup-scope module does not need; the shapes table is advisory.
-    return s
+    return s[:m.start()] + new + s[m.end():]
 
 
 def instructions(words):
@@ -161,8 +158,8 @@ def to_tensor_loads(words, bm, bn, bk):
             body.append(w)
             continue
         rtype, res, ptr = w[1], w[2], w[3]
-        rows, cols, span = (bm, K, bk) if uses[rtype] == 0 else (bk, N, bn)
-        first = (bm, bk) if uses[rtype] == 0 else (bk, bn)
+        # A: the tile's bm rows of K, sliced to bm x bk; B: bk rows of N, to bk x bn.
+        (rows, cols), first = ((bm, K), (bm, bk)) if uses[rtype] == 0 else ((bk, N), (bk, bn))
         l0, l1, l2, undef = fresh(), fresh(), fresh(), fresh()
         body.append([(3 << 16) | 5372, tl, l0])
         body.append([(6 << 16) | 5373, tl, l1, l0, const(rows), const(cols)])

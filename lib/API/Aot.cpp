@@ -16,6 +16,7 @@
 #include "Devices.h"
 #include "FoldBatchNorm.h"
 #include "GraphBuilder.h"
+#include "GraphCache.h"
 #include "GraphFile.h"
 #include "Session.h"
 
@@ -219,21 +220,12 @@ Program kiln::compile(const std::vector<Tensor> &outputs, const std::vector<Tens
       },
       [](const Node &node) {
         std::vector<uint8_t> bytes = bytesOf(node);
-        if (node.dtype == DType::f16) {
+        if (node.dtype == DType::f16 || node.dtype == DType::bf16) {
           std::vector<float> values(bytes.size() / 2);
           for (size_t i = 0; i < values.size(); ++i) {
-            uint16_t h;
-            std::memcpy(&h, &bytes[2 * i], 2);
-            values[i] = half{h};
-          }
-          return values;
-        }
-        if (node.dtype == DType::bf16) {
-          // bf16 is an f32's upper half.
-          std::vector<float> values(bytes.size() / 2);
-          for (size_t i = 0; i < values.size(); ++i) {
-            uint32_t bits = uint32_t(bytes[2 * i]) << 16 | uint32_t(bytes[2 * i + 1]) << 24;
-            std::memcpy(&values[i], &bits, 4);
+            uint16_t bits;
+            std::memcpy(&bits, &bytes[2 * i], 2);
+            values[i] = halfBitsToFloat(bits, node.dtype);
           }
           return values;
         }

@@ -149,6 +149,15 @@ uint16_t kiln::halfBitsOf(double value, DType dtype) {
   return static_cast<uint16_t>(rounded.bitcastToAPInt().getZExtValue());
 }
 
+float kiln::halfBitsToFloat(uint16_t bits, DType dtype) {
+  if (dtype == DType::f16)
+    return half{bits};
+  uint32_t wide = uint32_t(bits) << 16; // bf16 is an f32's upper half
+  float value;
+  std::memcpy(&value, &wide, 4);
+  return value;
+}
+
 std::vector<uint8_t> kiln::splatBytesOf(const Node &node) {
   switch (node.dtype) {
   case DType::boolean: return {uint8_t(node.value != 0 ? 1 : 0)};

@@ -74,6 +74,9 @@ std::vector<uint8_t> splatBytesOf(const Node &node);
 /// to even, as the graph's constant attributes round.
 uint16_t halfBitsOf(double value, DType dtype);
 
+/// The value of f16 or bf16 (`dtype`) `bits` (exact in f32).
+float halfBitsToFloat(uint16_t bits, DType dtype);
+
 } // namespace kiln
 
 #endif // KILN_LIB_API_GRAPHCACHE_H

@@ -9,6 +9,7 @@
 #include "Devices.h"
 #include "CallStack.h"
 #include "Graph.h"
+#include "GraphCache.h"
 #include "OpRecording.h"
 
 #include "dialects/Kiln/ShapeRules.h"
@@ -551,16 +552,10 @@ template <> std::vector<float> Tensor::to_vector<float>() const {
   if (node.dtype == DType::f32)
     return readRaw<float>(node);
   std::vector<float> values(static_cast<size_t>(numElements(node.shape)));
-  if (node.dtype == DType::f16) {
+  if (node.dtype == DType::f16 || node.dtype == DType::bf16) {
     std::vector<uint16_t> raw = readRaw<uint16_t>(node);
     for (size_t i = 0; i < raw.size(); ++i)
-      values[i] = halfToFloat(raw[i]);
-  } else if (node.dtype == DType::bf16) {
-    std::vector<uint16_t> raw = readRaw<uint16_t>(node);
-    for (size_t i = 0; i < raw.size(); ++i) {
-      uint32_t bits = uint32_t(raw[i]) << 16; // bf16 is an f32's upper half
-      std::memcpy(&values[i], &bits, 4);
-    }
+      values[i] = halfBitsToFloat(raw[i], node.dtype);
   } else {
     std::vector<uint8_t> raw = readRaw<uint8_t>(node);
     for (size_t i = 0; i < raw.size(); ++i)

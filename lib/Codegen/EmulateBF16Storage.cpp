@@ -34,21 +34,25 @@ Type withoutBF16(Type type) {
 
 bool holdsBF16(Type type) { return withoutBF16(type) != nullptr; }
 
-/// Retypes the buffers; a load's value and a store's operand keep bf16
-/// through a bitcast.
-void retypeBuffers(func::FuncOp func) {
-  auto retype = [](Value v) {
-    if (isa<MemRefType>(v.getType()))
-      if (Type type = withoutBF16(v.getType()))
-        v.setType(type);
-  };
+/// Calls `fn` on every value of `func`: results and block arguments.
+void forEachValue(func::FuncOp func, llvm::function_ref<void(Value)> fn) {
   func.walk([&](Operation *op) {
     for (Region &region : op->getRegions())
       for (Block &block : region)
         for (BlockArgument arg : block.getArguments())
-          retype(arg);
+          fn(arg);
     for (Value result : op->getResults())
-      retype(result);
+      fn(result);
+  });
+}
+
+/// Retypes the buffers; a load's value and a store's operand keep bf16
+/// through a bitcast.
+void retypeBuffers(func::FuncOp func) {
+  forEachValue(func, [](Value v) {
+    if (isa<MemRefType>(v.getType()))
+      if (Type type = withoutBF16(v.getType()))
+        v.setType(type);
   });
   func.setType(FunctionType::get(func.getContext(),
                                  func.getBody().front().getArgumentTypes(),
@@ -120,22 +124,13 @@ struct MoveBits : RewritePattern {
     return success();
   }
 };
-} // namespace
 
-namespace {
 struct EmulateBF16StoragePass
     : public kiln::impl::KilnEmulateBF16StorageBase<EmulateBF16StoragePass> {
   void runOnOperation() override {
     func::FuncOp func = getOperation();
     bool any = false;
-    func.walk([&](Operation *op) {
-      for (Type type : op->getResultTypes())
-        any |= holdsBF16(type);
-      for (Region &region : op->getRegions())
-        for (Block &block : region)
-          for (Type type : block.getArgumentTypes())
-            any |= holdsBF16(type);
-    });
+    forEachValue(func, [&](Value v) { any |= holdsBF16(v.getType()); });
     if (!any)
       return;
     retypeBuffers(func);

@@ -38,32 +38,30 @@ struct CooperativeMatrix2Properties {
   uint32_t flexibleDimensionsMaxDimension = 0;
   uint32_t workgroupScopeReservedSharedMemory = 0;
 };
-using GetFlexibleProperties = VkResult(VKAPI_PTR *)(VkPhysicalDevice, uint32_t *,
-                                                    FlexibleDimensionsProperties *);
-using GetProperties = VkResult(VKAPI_PTR *)(VkPhysicalDevice, uint32_t *,
-                                            CooperativeMatrixProperties *);
 } // namespace
 
-/// Fills `chained` (a features structure of an extension) for `physical`.
-template <class Features> static void queryFeatures(VkPhysicalDevice physical, Features &chained) {
-  VkPhysicalDeviceFeatures2 features{};
-  features.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2;
-  features.pNext = &chained;
-  vkGetPhysicalDeviceFeatures2(physical, &features);
+/// What the instance-level entry point `name` (count, then fill) lists for
+/// `physical`; empty where it is missing or fails.
+template <class Properties>
+static std::vector<Properties> listed(VkInstance instance, VkPhysicalDevice physical,
+                                      const char *name) {
+  using Get = VkResult(VKAPI_PTR *)(VkPhysicalDevice, uint32_t *, Properties *);
+  auto get = reinterpret_cast<Get>(vkGetInstanceProcAddr(instance, name));
+  uint32_t count = 0;
+  if (!get || get(physical, &count, nullptr) != VK_SUCCESS)
+    return {};
+  std::vector<Properties> all(count);
+  if (get(physical, &count, all.data()) != VK_SUCCESS)
+    return {};
+  all.resize(count);
+  return all;
 }
 
 /// Whether the driver lists 16 x 16 x 16 subgroup matrices of `operand`
 /// multiplied into f32.
 static bool listsShape(VkInstance instance, VkPhysicalDevice physical, uint32_t operand) {
-  auto get = reinterpret_cast<GetProperties>(
-      vkGetInstanceProcAddr(instance, "vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR"));
-  uint32_t count = 0;
-  if (!get || get(physical, &count, nullptr) != VK_SUCCESS)
-    return false;
-  std::vector<CooperativeMatrixProperties> shapes(count);
-  if (get(physical, &count, shapes.data()) != VK_SUCCESS)
-    return false;
-  for (const CooperativeMatrixProperties &p : shapes)
+  for (const CooperativeMatrixProperties &p : listed<CooperativeMatrixProperties>(
+           instance, physical, "vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR"))
     if (p.MSize == 16 && p.NSize == 16 && p.KSize == 16 && p.AType == operand &&
         p.BType == operand && p.CType == kFloat32 && p.ResultType == kFloat32 &&
         p.scope == kSubgroupScope && !p.saturatingAccumulation)
@@ -94,10 +92,8 @@ bool hasF16CooperativeMatrix(VkInstance instance, VkPhysicalDevice physical,
   return listsShape(instance, physical, kFloat16);
 }
 
-bool hasBF16CooperativeMatrix(VkInstance instance, VkPhysicalDevice physical,
-                              uint32_t apiVersion) {
-  if (!hasF16CooperativeMatrix(instance, physical, apiVersion) ||
-      !hasDeviceExtension(physical, kShaderBFloat16Extension))
+bool hasBF16CooperativeMatrix(VkInstance instance, VkPhysicalDevice physical) {
+  if (!hasDeviceExtension(physical, kShaderBFloat16Extension))
     return false;
   ShaderBFloat16Features bf16;
   queryFeatures(physical, bf16);
@@ -106,11 +102,9 @@ bool hasBF16CooperativeMatrix(VkInstance instance, VkPhysicalDevice physical,
 }
 
 WorkgroupCooperativeMatrix queryWorkgroupCooperativeMatrix(VkInstance instance,
-                                                           VkPhysicalDevice physical,
-                                                           uint32_t apiVersion) {
+                                                           VkPhysicalDevice physical) {
   WorkgroupCooperativeMatrix none;
-  if (!hasF16CooperativeMatrix(instance, physical, apiVersion) ||
-      !hasDeviceExtension(physical, kCooperativeMatrix2Extension))
+  if (!hasDeviceExtension(physical, kCooperativeMatrix2Extension))
     return none;
   CooperativeMatrix2Features coop2;
   queryFeatures(physical, coop2);
@@ -121,16 +115,9 @@ WorkgroupCooperativeMatrix queryWorkgroupCooperativeMatrix(VkInstance instance,
   props.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2;
   props.pNext = &limits;
   vkGetPhysicalDeviceProperties2(physical, &props);
-  auto get = reinterpret_cast<GetFlexibleProperties>(vkGetInstanceProcAddr(
-      instance, "vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV"));
-  uint32_t count = 0;
-  if (!get || get(physical, &count, nullptr) != VK_SUCCESS)
-    return none;
-  std::vector<FlexibleDimensionsProperties> shapes(count);
-  if (get(physical, &count, shapes.data()) != VK_SUCCESS)
-    return none;
   WorkgroupCooperativeMatrix best;
-  for (const FlexibleDimensionsProperties &p : shapes) {
+  for (const FlexibleDimensionsProperties &p : listed<FlexibleDimensionsProperties>(
+           instance, physical, "vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV")) {
     if (p.AType != kFloat16 || p.BType != kFloat16 || p.CType != kFloat32 ||
         p.ResultType != kFloat32 || p.scope != kWorkgroupScope || p.saturatingAccumulation ||
         p.workgroupInvocations > limits.workgroupScopeMaxWorkgroupSize ||

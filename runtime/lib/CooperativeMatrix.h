@@ -54,9 +54,9 @@ struct WorkgroupCooperativeMatrix {
   bool tensorAddressing = false;
 };
 
+/// Asked only where hasF16CooperativeMatrix holds.
 WorkgroupCooperativeMatrix queryWorkgroupCooperativeMatrix(VkInstance instance,
-                                                           VkPhysicalDevice physical,
-                                                           uint32_t apiVersion);
+                                                           VkPhysicalDevice physical);
 
 inline constexpr const char *kShaderBFloat16Extension = "VK_KHR_shader_bfloat16";
 
@@ -70,10 +70,9 @@ struct ShaderBFloat16Features {
 };
 
 /// Whether the device also multiplies 16 x 16 x 16 bf16 cooperative
-/// matrices into f32 at subgroup scope (VK_KHR_shader_bfloat16), on top of
-/// hasF16CooperativeMatrix.
-bool hasBF16CooperativeMatrix(VkInstance instance, VkPhysicalDevice physical,
-                              uint32_t apiVersion);
+/// matrices into f32 at subgroup scope (VK_KHR_shader_bfloat16). Asked only
+/// where hasF16CooperativeMatrix holds (the kernels need what it checks).
+bool hasBF16CooperativeMatrix(VkInstance instance, VkPhysicalDevice physical);
 
 /// Whether the device multiplies 16 x 16 x 16 f16 cooperative matrices
 /// into f32 at subgroup scope (the one shape Kiln's coop_gemm form emits)

@@ -174,10 +174,7 @@ createDeviceState(const DeviceSetup &setup) {
     // The extension listed is not enough: its feature must be reported too.
     VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR supported{};
     supported.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR;
-    VkPhysicalDeviceFeatures2 query{};
-    query.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2;
-    query.pNext = &supported;
-    vkGetPhysicalDeviceFeatures2(setup.physical, &query);
+    queryFeatures(setup.physical, supported);
     return supported.pipelineExecutableInfo == VK_TRUE;
   };
   if (const char *want = std::getenv(kPipelineStatisticsEnv);

@@ -273,16 +273,18 @@ VulkanContext::create(const ContextOptions &options) {
     uint32_t apiVersion = std::min(state->apiVersion, adapter.apiVersion);
     adapter.cooperativeMatrixF16 =
         hasF16CooperativeMatrix(state->instance, physical, apiVersion);
-    adapter.cooperativeMatrixBF16 =
-        hasBF16CooperativeMatrix(state->instance, physical, apiVersion);
-    WorkgroupCooperativeMatrix workgroup =
-        queryWorkgroupCooperativeMatrix(state->instance, physical, apiVersion);
-    adapter.workgroupMatrixInvocations = workgroup.invocations;
-    std::copy(workgroup.granularity, workgroup.granularity + 3,
-              adapter.workgroupMatrixGranularity);
-    adapter.workgroupMatrixMaxDimension = workgroup.maxDimension;
-    adapter.workgroupMatrixReservedShared = workgroup.reservedSharedBytes;
-    adapter.workgroupMatrixTensorAddressing = workgroup.tensorAddressing;
+    // bf16 and workgroup-scope matrices build on the f16 ones.
+    if (adapter.cooperativeMatrixF16) {
+      adapter.cooperativeMatrixBF16 = hasBF16CooperativeMatrix(state->instance, physical);
+      WorkgroupCooperativeMatrix workgroup =
+          queryWorkgroupCooperativeMatrix(state->instance, physical);
+      adapter.workgroupMatrixInvocations = workgroup.invocations;
+      std::copy(workgroup.granularity, workgroup.granularity + 3,
+                adapter.workgroupMatrixGranularity);
+      adapter.workgroupMatrixMaxDimension = workgroup.maxDimension;
+      adapter.workgroupMatrixReservedShared = workgroup.reservedSharedBytes;
+      adapter.workgroupMatrixTensorAddressing = workgroup.tensorAddressing;
+    }
   }
   state->devices.resize(state->adapters.size() * options.virtualDevices);
   return std::unique_ptr<VulkanContext>(new VulkanContext(std::move(state)));

@@ -39,6 +39,15 @@ std::string formatApiVersion(uint32_t version);
 /// Whether `physical` offers the device extension `name`.
 bool hasDeviceExtension(VkPhysicalDevice physical, const char *name);
 
+/// Fills `chained` (one extension's features structure, sType set) for
+/// `physical`.
+template <class Features> void queryFeatures(VkPhysicalDevice physical, Features &chained) {
+  VkPhysicalDeviceFeatures2 features{};
+  features.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2;
+  features.pNext = &chained;
+  vkGetPhysicalDeviceFeatures2(physical, &features);
+}
+
 } // namespace kiln::rt
 
 #endif // KILN_RUNTIME_LIB_VULKANUTIL_H
