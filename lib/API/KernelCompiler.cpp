@@ -207,6 +207,23 @@ const CompiledKernel &kiln::compileKernel(Session &session, KernelOp kernel,
                                           const rt::AdapterInfo &adapter, rt::Device *device) {
   MLIRContext *ctx = kernel.getContext();
   DeviceLimits limits = limitsOf(adapter);
+  // SPIR-V indices are 32-bit here (checked first: configuring such a
+  // kernel fails less clearly): refuse any tensor of the kernel that
+  // would overflow them, inputs, results and values computed inside alike
+  // (a sum over a computed 2^31-element tensor reads no such buffer, yet
+  // indexes that far). Not the iteration count: M * N * K is no index.
+  int64_t largest = 0;
+  kernel.getBody().walk([&](Operation *op) {
+    for (Type type : op->getResultTypes())
+      if (auto tensor = dyn_cast<RankedTensorType>(type))
+        largest = std::max(largest, tensor.getNumElements());
+  });
+  for (Type type : kernel.getBody().front().getArgumentTypes())
+    largest = std::max(largest, cast<RankedTensorType>(type).getNumElements());
+  if (largest >= (int64_t(1) << 31))
+    throw CompileError("a kernel over a tensor of " + std::to_string(largest) +
+                       " elements is beyond the 2^31 elements a Vulkan kernel indexes; "
+                       "split the work or run it on the CPU device");
   KernelConfig config =
       configureKernel(session, kernel, &limits, deviceFingerprint(adapter), device);
   // The kernel as configured plus the limits codegen reads: the key in
@@ -257,22 +274,6 @@ const CompiledKernel &kiln::compileKernel(Session &session, KernelOp kernel,
           cast<RankedTensorType>(op->getOperand(0).getType()).getElementType().isBF16())
         options.bf16Matrices = true;
     });
-  // SPIR-V indices are 32-bit here: refuse any tensor of the kernel that
-  // would overflow them, inputs, results and values computed inside alike
-  // (a sum over a computed 2^31-element tensor reads no such buffer, yet
-  // indexes that far). Not the iteration count: M * N * K is no index.
-  int64_t largest = 0;
-  kernel.getBody().walk([&](Operation *op) {
-    for (Type type : op->getResultTypes())
-      if (auto tensor = dyn_cast<RankedTensorType>(type))
-        largest = std::max(largest, tensor.getNumElements());
-  });
-  for (Type type : kernel.getBody().front().getArgumentTypes())
-    largest = std::max(largest, cast<RankedTensorType>(type).getNumElements());
-  if (largest >= (int64_t(1) << 31))
-    throw CompileError("a kernel over a tensor of " + std::to_string(largest) +
-                       " elements is beyond the 2^31 elements a Vulkan kernel indexes; "
-                       "split the work or run it on the CPU device");
   // A device that ends loops early (llvmpipe) must never drop work silently.
   if (limits.maxLoopIterations > 0) {
     int64_t loops = loopIterationsPerInvocation(*fn);
