@@ -8,7 +8,8 @@ exact_*: every element equal; linear_gelu: within 2e-3 of the largest
 expected magnitude (f16 outputs: 2^-11 relative rounding), linear_gelu_bf16
 within 1e-2 (bf16: 2^-8); mm4096 and mm4096_bf16: against PyTorch's f32
 matmul of the same inputs on the GPU when torch is there, within 1e-2 of
-the largest magnitude. bf16 arrays are uint16 bits. Exits non-zero on any
+the largest magnitude, and conv_resnet likewise against PyTorch's f32
+convolution. bf16 arrays are uint16 bits. Exits non-zero on any
 mismatch.
 """
 import os
@@ -44,7 +45,8 @@ def output(name, variant):
 
 
 for name in ("exact_ragged", "exact_aligned", "linear_gelu", "exact_conv", "exact_batched", "exact_conv64",
-             "exact_conv_strided", "exact_bf16_ragged", "exact_bf16_conv64", "linear_gelu_bf16"):
+             "exact_conv_strided", "exact_conv_rows", "exact_conv_rows5", "exact_bf16_ragged",
+             "exact_bf16_conv64", "exact_bf16_conv_rows", "linear_gelu_bf16"):
     for variant in ("coop", "tiled"):
         got = output(name, variant)
         if got is None:
@@ -73,6 +75,17 @@ try:
             err, scale = np.abs(got - want).max(), np.abs(want).max()
             report(f"{name}/{variant}", err <= 1e-2 * scale,
                    f"max |error| {err:.3g} of max |want| {scale:.3g} (against f32 torch)")
+    # The ResNet stage's convolution against PyTorch's f32 one (cuDNN).
+    x = torch.from_numpy(load(os.path.join(cases, "conv_resnet_in0.npy"))).float().cuda()
+    w = torch.from_numpy(load(os.path.join(cases, "conv_resnet_in1.npy"))).float().cuda()
+    want = torch.nn.functional.conv2d(x, w, padding=1).double().cpu().numpy()
+    for variant in ("coop", "tiled"):
+        got = output("conv_resnet", variant)
+        if got is None:
+            continue
+        err, scale = np.abs(got - want).max(), np.abs(want).max()
+        report(f"conv_resnet/{variant}", err <= 1e-2 * scale,
+               f"max |error| {err:.3g} of max |want| {scale:.3g} (against f32 torch)")
 except ImportError as e:
-    print(f"mm4096: not compared ({e})")
+    print(f"mm4096 and conv_resnet: not compared ({e})")
 sys.exit(1 if bad else 0)

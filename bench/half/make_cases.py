@@ -25,9 +25,14 @@ machine: they are too large to carry there).
   tiles); integers in {-1, 0, 1}.
 - conv_resnet: the ResNet stage at batch 32, [32, 64, 56, 56] conv
   [64, 64, 3, 3], padding 1, for speed (inputs made there, as mm4096's).
+- exact_conv_rows: [2, 64, 8, 24] conv [64, 64, 3, 3], padding 1, + bias
+  (rows of whole 8-groups: the gather of 8 columns from two 16-byte reads);
+  exact_conv_rows5: [3, 16, 5, 24] conv [32, 16, 5, 5], padding 2 (ragged
+  k and n, windows two groups wide); integers in {-1, 0, 1}.
 - bf16 (on cooperative matrices where the device multiplies bf16; .npy of
-  uint16 bits, Kiln's convention): exact_bf16_ragged and exact_bf16_conv64
-  (exact_ragged's and exact_conv64's integers), linear_gelu_bf16, and
+  uint16 bits, Kiln's convention): exact_bf16_ragged, exact_bf16_conv64 and
+  exact_bf16_conv_rows (exact_ragged's, exact_conv64's and exact_conv_rows'
+  integers), linear_gelu_bf16, and
   mm4096_bf16 for speed (inputs made there).
 """
 import math
@@ -112,6 +117,13 @@ def conv64_graph(name, ty):
         f"%c = kiln.conv2d %in0, %in1 strides [1, 1] padding [1, 1] dilation [1, 1] groups 1 : {ty(2, 32, 10, 10)}, {ty(64, 32, 3, 3)} -> {ty(2, 64, 10, 10)}",
         f"%y = kiln.add %c, %in2 : {ty(2, 64, 10, 10)}, {ty(64, 1, 1)} -> {ty(2, 64, 10, 10)}"],
         [ty(2, 32, 10, 10), ty(64, 32, 3, 3), ty(64, 1, 1)], ty(2, 64, 10, 10))
+
+
+def conv_rows_graph(name, ty):
+    graph(name, [
+        f"%c = kiln.conv2d %in0, %in1 strides [1, 1] padding [1, 1] dilation [1, 1] groups 1 : {ty(2, 64, 8, 24)}, {ty(64, 64, 3, 3)} -> {ty(2, 64, 8, 24)}",
+        f"%y = kiln.add %c, %in2 : {ty(2, 64, 8, 24)}, {ty(64, 1, 1)} -> {ty(2, 64, 8, 24)}"],
+        [ty(2, 64, 8, 24), ty(64, 64, 3, 3), ty(64, 1, 1)], ty(2, 64, 8, 24))
 
 
 def conv3x3(x, w):
@@ -218,6 +230,21 @@ bias = rng.integers(-2, 3, (64, 1, 1)).astype(np.float16)
 save("exact_conv64", x, w, bias, want=(conv3x3(x, w) + bias).astype(np.float16))
 conv64_graph("exact_conv64", t)
 
+# exact_conv_rows, exact_conv_rows5: widths of whole 8-groups
+x = rng.integers(-1, 2, (2, 64, 8, 24)).astype(np.float16)
+w = rng.integers(-1, 2, (64, 64, 3, 3)).astype(np.float16)
+bias = rng.integers(-2, 3, (64, 1, 1)).astype(np.float16)
+save("exact_conv_rows", x, w, bias, want=(conv3x3(x, w) + bias).astype(np.float16))
+conv_rows_graph("exact_conv_rows", t)
+rows_x, rows_w, rows_bias = x, w, bias
+
+x = rng.integers(-1, 2, (3, 16, 5, 24)).astype(np.float16)
+w = rng.integers(-1, 2, (32, 16, 5, 5)).astype(np.float16)
+save("exact_conv_rows5", x, w, want=conv_general(x, w, 1, 2, 1, 1).astype(np.float16))
+graph("exact_conv_rows5", [
+    f"%y = kiln.conv2d %in0, %in1 strides [1, 1] padding [2, 2] dilation [1, 1] groups 1 : {t(3, 16, 5, 24)}, {t(32, 16, 5, 5)} -> {t(3, 32, 5, 24)}"],
+    [t(3, 16, 5, 24), t(32, 16, 5, 5)], t(3, 32, 5, 24))
+
 # The bf16 cases: the same integers (exact in bf16: 8 bits of mantissa hold
 # every partial sum here), a linear layer, and the 4096^3 matmul for speed.
 a = rng.integers(-2, 3, (100, 70))
@@ -231,6 +258,10 @@ w = rng.integers(-1, 2, (64, 32, 3, 3))
 bias = rng.integers(-2, 3, (64, 1, 1))
 save("exact_bf16_conv64", bf16(x), bf16(w), bf16(bias), want=bf16(conv3x3(x, w) + bias))
 conv64_graph("exact_bf16_conv64", tb)
+
+save("exact_bf16_conv_rows", bf16(rows_x.astype(np.float64)), bf16(rows_w.astype(np.float64)),
+     bf16(rows_bias.astype(np.float64)), want=bf16(conv3x3(rows_x, rows_w) + rows_bias))
+conv_rows_graph("exact_bf16_conv_rows", tb)
 
 x = bf16(rng.standard_normal((128, 768)) * 0.1)
 w = bf16(rng.standard_normal((3072, 768)) * 0.1)

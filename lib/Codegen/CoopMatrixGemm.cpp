@@ -16,9 +16,11 @@
 // and tile declared as vector<4xf32>, bits only: the fragment loads read
 // them as f16); B contiguous along k (a linear layer's W^T) is staged
 // transposed, [n][k], and loaded column-major. With 2 stages the tiles are
-// double-buffered, one barrier per slice. A convolution's B is gathered
-// through a table of each column's window offsets (where shared memory
-// holds it). Other operands go element
+// double-buffered, one barrier per slice. A stride-1 convolution over
+// widths of whole 8-groups gathers its B 8 columns at a time, shifted out
+// of two aligned 16-byte reads of an input row; any other convolution's B
+// is gathered through a table of each column's window offsets (where
+// shared memory holds it). Other operands go element
 // by element through their readers. The epilogue reads the accumulators back through one
 // 16 x 16 f32 fragment of shared memory per subgroup, each lane evaluating
 // its results as the tiled form does, then one guarded store each.
@@ -49,6 +51,37 @@ static bool multipliesBF16(Operation *root) {
   return cast<RankedTensorType>(root->getOperand(0).getType()).getElementType().isBF16();
 }
 
+/// Whether kernel argument `argNumber` feeds nothing but `root` (through
+/// views): its buffer may then be declared as 16-byte vectors.
+static bool onlyFeedsRoot(KernelOp kernel, Operation *root, unsigned argNumber) {
+  Value arg = kernel.getBody().front().getArgument(argNumber);
+  if (cast<RankedTensorType>(arg.getType()).getNumElements() % 8)
+    return false;
+  for (Value v = arg; v != root->getResult(0);) {
+    if (!v.hasOneUse())
+      return false;
+    Operation *user = *v.getUsers().begin();
+    if (user == root)
+      break;
+    if (!user->hasTrait<View>() || user->getNumResults() != 1)
+      return false;
+    v = user->getResult(0);
+  }
+  return true;
+}
+
+/// Stride 1 along rows of whole 8-groups (the input's and the output's
+/// widths multiples of 8), windows reaching at most 8 columns either side:
+/// a k's 8 consecutive output columns read 8 consecutive halves of one
+/// input row, inside the two aligned 16-byte groups around them.
+static bool gathersRows(KernelOp kernel, Operation *root, const Gemm &gemm) {
+  if (!gemm.conv)
+    return false;
+  const ConvGeometry &cg = *gemm.conv;
+  return cg.strideW == 1 && cg.dilationW == 1 && cg.width % 8 == 0 && cg.outWidth % 8 == 0 &&
+         cg.padW <= 8 && cg.kernelW - 1 - cg.padW <= 8 && onlyFeedsRoot(kernel, root, cg.inputArg);
+}
+
 std::optional<GemmShape> kiln::coopGemmShape(KernelOp kernel, Operation *root, bool bf16) {
   if (!isa_and_nonnull<MatmulOp, Conv2dOp>(root))
     return std::nullopt;
@@ -64,7 +97,7 @@ std::optional<GemmShape> kiln::coopGemmShape(KernelOp kernel, Operation *root, b
   std::optional<Gemm> gemm = describeGemm(kernel, root, /*minRowsPerGroup=*/16);
   if (!gemm || gemm->k == 0 || (gemm->conv && gemm->conv->sources.size() != 1))
     return std::nullopt;
-  return GemmShape{gemm->batch, gemm->m, gemm->n, gemm->k};
+  return GemmShape{gemm->batch, gemm->m, gemm->n, gemm->k, gathersRows(kernel, root, *gemm)};
 }
 
 FailureOr<func::FuncOp> kiln::buildCoopGemmFunction(KernelOp kernel, Operation *root,
@@ -140,6 +173,9 @@ FailureOr<func::FuncOp> kiln::buildCoopGemmFunction(KernelOp kernel, Operation *
     // A convolution's B: 8 consecutive k of one column gathered into one
     // 16-byte group of a [n][k] tile (wide in shared memory only).
     bool gathered = false;
+    // A stride-1 convolution's B: 8 consecutive columns of one k, shifted
+    // out of two aligned 16-byte groups of an input row ([k][n], wide).
+    bool rowGroups = false;
     unsigned arg = 0;
     AffineExpr vectorIndex; // wide: the vector holding (b, p, q), q or p a multiple of 8
     int64_t ld = 0;         // tile row length, in halves
@@ -165,20 +201,7 @@ FailureOr<func::FuncOp> kiln::buildCoopGemmFunction(KernelOp kernel, Operation *
     int64_t along = d == 1 ? *sp - *o : *sq - *o, other = d == 1 ? *sq - *o : *sp - *o;
     if (along != 1 || *o % 8 || (*sb - *o) % 8 || other % 8)
       return false;
-    Value arg = kernel.getBody().front().getArgument(access->first);
-    if (cast<RankedTensorType>(arg.getType()).getNumElements() % 8)
-      return false;
-    for (Value v = arg; v != root->getResult(0);) {
-      if (!v.hasOneUse())
-        return false;
-      Operation *user = *v.getUsers().begin();
-      if (user == root)
-        break;
-      if (!user->hasTrait<View>() || user->getNumResults() != 1)
-        return false;
-      v = user->getResult(0);
-    }
-    return true;
+    return onlyFeedsRoot(kernel, root, access->first);
   };
   Staging sa, sb;
   sa.reader = &gemm.readA;
@@ -195,14 +218,22 @@ FailureOr<func::FuncOp> kiln::buildCoopGemmFunction(KernelOp kernel, Operation *
   }
   const ConvGeometry *cg = gemm.conv ? &*gemm.conv : nullptr;
   const int64_t taps = cg ? cg->kernelH * cg->kernelW : 0;
-  const bool useTable = cg && config.sharedBytes() + TN * taps * 4 <= limits.sharedMemoryBytes;
+  // Rows of 8 columns: two 16-byte reads and a few shifts per 8 elements,
+  // where the table's gather reads (and finds) each element alone (its
+  // loads were the kernel: the ResNet stage 0.087 -> 0.062 ms on the H200).
+  if (gathersRows(kernel, root, gemm) && TN % 8 == 0 && (TK * TN / 8) % threads == 0) {
+    sb.rowGroups = sb.wide = true;
+    sb.arg = cg->inputArg;
+  }
+  const bool useTable = cg && !sb.rowGroups &&
+                        config.sharedBytes() + TN * taps * 4 <= limits.sharedMemoryBytes;
   // With the table, each work item gathers 8 consecutive k of its column
   // and stores them as one 16-byte group: one shared store for 8 (the
   // stores were a third of the staging's memory instructions).
   if (useTable && TK % 8 == 0 && (TN * TK / 8) % threads == 0)
     sb.gathered = sb.wide = sb.transposed = true;
   for (auto [st, access] : {std::pair{&sa, &gemm.aAccess}, std::pair{&sb, &gemm.bAccess}}) {
-    if (st->gathered)
+    if (st->gathered || st->rowGroups)
       continue;
     if (st->wide && (st->rows() * st->cols() / 8) % threads)
       st->wide = st->transposed = false; // groups do not split evenly: element by element
@@ -311,7 +342,7 @@ FailureOr<func::FuncOp> kiln::buildCoopGemmFunction(KernelOp kernel, Operation *
     convPlanes = add(lb, mul(lb, arith::DivUIOp::create(lb, loc, batch, idx(lb, cg->groups)), cg->channels),
                      mul(lb, arith::RemUIOp::create(lb, loc, batch, idx(lb, cg->groups)), cg->groupChannels));
     for (auto slot : sb.slots) {
-      if (useTable)
+      if (useTable || sb.rowGroups)
         break;
       ConvColumn column;
       Value j = clamp(lb, add(lb, colBase, slot.second), gemm.n, raggedN, column.inside);
@@ -397,6 +428,81 @@ FailureOr<func::FuncOp> kiln::buildCoopGemmFunction(KernelOp kernel, Operation *
         gb, memref::LoadOp::create(gb, loc, entry->getArgument(cg->inputArg), ValueRange{at}));
     return arith::SelectOp::create(gb, loc, inside, v, floatConstant(gb, loc, f16, 0.0));
   };
+  // Row groups: each slot's 8 columns (fixed across k slices) start at
+  // output (ho, wo0), wo0 a multiple of 8: its window row's first input row
+  // and its 16-byte group along the row; zeros past N.
+  struct RowGroup {
+    Value top, group, inside;
+  };
+  SmallVector<RowGroup> rowGroups;
+  if (sb.rowGroups)
+    for (auto slot : sb.slots) {
+      RowGroup rg;
+      Value j = clamp(lb, add(lb, colBase, mul(lb, slot.second, 8)), gemm.n, raggedN, rg.inside);
+      rg.top = arith::SubIOp::create(
+          lb, loc, mul(lb, arith::DivUIOp::create(lb, loc, j, idx(lb, cg->outWidth)), cg->strideH),
+          idx(lb, cg->padH));
+      rg.group = arith::DivUIOp::create(
+          lb, loc, arith::RemUIOp::create(lb, loc, j, idx(lb, cg->outWidth)), idx(lb, 8));
+      rowGroups.push_back(rg);
+    }
+  // Row k of a row group: window tap (dy, dx) of channel k / taps. Its 8
+  // halves start s = dx - padW columns from the group's first: at half
+  // r = s mod 8 of group floor(s / 8), running into the next group.
+  auto gatherRow = [&](OpBuilder &gb, const RowGroup &rg, Value k) -> Value {
+    Value inside = rg.inside;
+    k = clamp(gb, k, gemm.k, raggedK, inside);
+    Value tap = arith::RemUIOp::create(gb, loc, k, idx(gb, taps));
+    Value plane = add(gb, convPlanes, arith::DivUIOp::create(gb, loc, k, idx(gb, taps)));
+    Value h = add(gb, rg.top,
+                  mul(gb, arith::DivUIOp::create(gb, loc, tap, idx(gb, cg->kernelW)), cg->dilationH));
+    Value okH = arith::CmpIOp::create(gb, loc, arith::CmpIPredicate::ult, h, idx(gb, cg->height));
+    inside = inside ? arith::AndIOp::create(gb, loc, inside, okH).getResult() : okH;
+    // s + 8 in [0, 16]: the first group is rg.group + (s + 8) / 8 - 1.
+    Value shifted = add(gb, arith::RemUIOp::create(gb, loc, tap, idx(gb, cg->kernelW)), idx(gb, 8 - cg->padW));
+    Value r = arith::RemUIOp::create(gb, loc, shifted, idx(gb, 8));
+    Value rowStart = mul(gb, add(gb, mul(gb, plane, cg->height), h), cg->width / 8);
+    Type i32v = VectorType::get({4}, gb.getI32Type());
+    SmallVector<Value> words; // the two groups' eight 32-bit words
+    for (int64_t part = 0; part < 2; ++part) {
+      Value group = arith::SubIOp::create(
+          gb, loc, add(gb, rg.group, arith::DivUIOp::create(gb, loc, shifted, idx(gb, 8))),
+          idx(gb, 1 - part));
+      Value ok = arith::CmpIOp::create(gb, loc, arith::CmpIPredicate::ult, group, idx(gb, cg->width / 8));
+      ok = arith::AndIOp::create(gb, loc, ok, inside);
+      Value at = arith::SelectOp::create(gb, loc, ok, add(gb, rowStart, group), idx(gb, 0));
+      Value v = memref::LoadOp::create(gb, loc, entry->getArgument(cg->inputArg), ValueRange{at});
+      v = vector::BitCastOp::create(gb, loc, i32v, v);
+      v = arith::SelectOp::create(
+          gb, loc, vector::BroadcastOp::create(gb, loc, VectorType::get({4}, gb.getI1Type()), ok), v,
+          arith::ConstantOp::create(gb, loc, DenseElementsAttr::get(cast<VectorType>(i32v), gb.getI32IntegerAttr(0))));
+      for (int64_t w = 0; w < 4; ++w)
+        words.push_back(vector::ExtractOp::create(gb, loc, v, ArrayRef<int64_t>{w}));
+    }
+    // Word j of the result: halves r + 2j, r + 2j + 1 of the eight words,
+    // from word j + r / 2 (and the next one's low half when r is odd).
+    Value q = arith::IndexCastOp::create(gb, loc, gb.getI32Type(), arith::DivUIOp::create(gb, loc, r, idx(gb, 2)));
+    Value odd = arith::CmpIOp::create(gb, loc, arith::CmpIPredicate::ne,
+                                      arith::RemUIOp::create(gb, loc, r, idx(gb, 2)), idx(gb, 0));
+    auto i32c = [&](int64_t v) { return arith::ConstantIntOp::create(gb, loc, gb.getI32Type(), v); };
+    SmallVector<Value> is(4);
+    for (int64_t d = 1; d < 4; ++d)
+      is[d] = arith::CmpIOp::create(gb, loc, arith::CmpIPredicate::eq, q, i32c(d));
+    SmallVector<Value> from; // word j + q, for j in [0, 5)
+    for (int64_t j = 0; j < 5; ++j) {
+      Value w = words[j];
+      for (int64_t d = 1; d < 4; ++d)
+        w = arith::SelectOp::create(gb, loc, is[d], words[std::min<int64_t>(j + d, 7)], w);
+      from.push_back(w);
+    }
+    SmallVector<Value> out;
+    for (int64_t j = 0; j < 4; ++j) {
+      Value joined = arith::OrIOp::create(gb, loc, arith::ShRUIOp::create(gb, loc, from[j], i32c(16)),
+                                          arith::ShLIOp::create(gb, loc, from[j + 1], i32c(16)));
+      out.push_back(arith::SelectOp::create(gb, loc, odd, joined, from[j]));
+    }
+    return vector::BitCastOp::create(gb, loc, v4, vector::FromElementsOp::create(gb, loc, i32v, out));
+  };
   SmallVector<Value> tableRows; // each B slot's first table entry
   if (tapTable)
     for (auto slot : sb.slots)
@@ -411,6 +517,8 @@ FailureOr<func::FuncOp> kiln::buildCoopGemmFunction(KernelOp kernel, Operation *
     for (auto [n, slot] : llvm::enumerate(sb.slots)) {
       if (!cg) {
         values.push_back(readSlot(gb, sb, slot, kBase, colBase));
+      } else if (sb.rowGroups) {
+        values.push_back(gatherRow(gb, rowGroups[n], add(gb, kBase, slot.first)));
       } else if (sb.gathered) {
         // Tile row n = slot.first, k group slot.second: 8 halves as 16 bytes.
         // (SPIR-V vectors hold 4 elements: pairs of halves become f32 bits.)

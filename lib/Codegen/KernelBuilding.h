@@ -203,6 +203,10 @@ RowKernelConfig defaultRowKernelConfig(KernelOp kernel, const DeviceLimits &limi
 /// A contraction's GEMM sizes, where the tiled GPU form can build it.
 struct GemmShape {
   int64_t batch = 1, m = 1, n = 1, k = 1;
+  /// A convolution whose B the coop_gemm form gathers 8 columns at a time
+  /// from two 16-byte reads of an input row (stride 1, widths of whole
+  /// 8-groups), where its tiles' columns come in 8-groups.
+  bool gathersRows = false;
 };
 std::optional<GemmShape> tiledGemmShape(KernelOp kernel, Operation *root);
 /// Whether the tiled grid of `config` fits the device's grid limits.

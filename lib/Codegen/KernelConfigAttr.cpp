@@ -128,7 +128,8 @@ KernelConfig kiln::defaultKernelConfig(KernelOp kernel, const DeviceLimits *gpu)
     if (std::optional<GemmShape> gemm = coopGemmShape(kernel, root, gpu->cooperativeMatrixBF16)) {
       config.form = KernelConfig::Form::CoopGemm;
       config.coop = CoopMatrixConfig::defaultFor(*gpu, gemm->m, gemm->n, gemm->k, gemm->batch,
-                                                 /*gathered=*/isa<Conv2dOp>(root));
+                                                 /*gathered=*/isa<Conv2dOp>(root),
+                                                 /*inRows=*/gemm->gathersRows);
       return config;
     }
   }

@@ -191,10 +191,11 @@ struct CoopMatrixConfig {
   /// epilogue reads the accumulators through it).
   int64_t sharedBytes() const;
   /// The largest tiles that still give every compute unit work; for a
-  /// convolution (`gathered`: B read element by element) the shape that
-  /// gathers least per work item.
+  /// convolution (`gathered`: B gathered from its input, `inRows`: 8
+  /// columns at a time) the shape that ran it fastest.
   static CoopMatrixConfig defaultFor(const DeviceLimits &limits, int64_t m, int64_t n,
-                                     int64_t k, int64_t batch, bool gathered = false);
+                                     int64_t k, int64_t batch, bool gathered = false,
+                                     bool inRows = false);
   std::string check(const DeviceLimits &limits) const;
 };
 

@@ -61,5 +61,22 @@ func.func @resnet_stage(%x: tensor<32x64x56x56xf16>, %w: tensor<64x64x3x3xf16>) 
   }
   return %0 : tensor<32x64x56x56xf16>
 }
+// The ResNet stage gathers B in rows of 8 columns (56 wide): 2 x 2 subgroups.
 // CHECK-LABEL: func.func @resnet_stage
+// CHECK: config {form = "coop_gemm", stages = 2 : i64, subgroups = array<i64: 2, 2>, tile = array<i64: 64, 64, 32>}
+
+// -----
+
+// The next stage's planes are 28 wide, not whole 8-groups: the table's
+// gather, 2 x 4 subgroups.
+func.func @resnet_stage2(%x: tensor<32x128x28x28xf16>, %w: tensor<128x128x3x3xf16>) -> tensor<32x128x28x28xf16> {
+  %0 = kiln.kernel on "vulkan:0" (%x, %w) : (tensor<32x128x28x28xf16>, tensor<128x128x3x3xf16>) -> tensor<32x128x28x28xf16> {
+  ^bb0(%a: tensor<32x128x28x28xf16>, %f: tensor<128x128x3x3xf16>):
+    %y = kiln.conv2d %a, %f strides [1, 1] padding [1, 1] dilation [1, 1] groups 1
+        : tensor<32x128x28x28xf16>, tensor<128x128x3x3xf16> -> tensor<32x128x28x28xf16>
+    kiln.yield %y : tensor<32x128x28x28xf16>
+  }
+  return %0 : tensor<32x128x28x28xf16>
+}
+// CHECK-LABEL: func.func @resnet_stage2
 // CHECK: config {form = "coop_gemm", stages = 2 : i64, subgroups = array<i64: 2, 4>, tile = array<i64: 64, 64, 32>}
