@@ -38,8 +38,11 @@ dump)
   for g in mm4096 linear_gelu conv_resnet; do
     KILN_CACHE_DIR=$cache KILN_GPU_LIMITS=$limits,coop=1 build/bin/kiln-tune \
       .dev/half/cases/$g.mlir --device vulkan:0 --emit-candidates .dev/half/candidates-$g \
-      ${KILN_HALF_ONLY:+--only "$KILN_HALF_ONLY"} | tail -n 1
+      ${KILN_HALF_ONLY:+--only "$KILN_HALF_ONLY"} | tail -n 1 || true
   done
+  # The f16 elementwise kernel's forms (halves one by one, or 4 at a time).
+  KILN_CACHE_DIR=$cache KILN_GPU_LIMITS=$limits build/bin/kiln-tune .dev/half/cases/add_relu_f16.mlir \
+    --device vulkan:0 --emit-candidates .dev/half/candidates-add_relu_f16 | tail -n 1
   rm -rf "$cache"
   /usr/bin/python3 bench/half/make_ceiling.py .dev/half/ceiling
   for f in .dev/half/ceiling/*.mlir; do
@@ -90,8 +93,10 @@ run)
         || echo "$k: replay failed"
     done
   fi
-  for c in mm4096 mm4096_bf16 conv_resnet; do
+  for c in mm4096 mm4096_bf16 conv_resnet add_relu_f32 add_relu_f16; do
     for v in coop tiled; do
+      # (Elementwise kernels: one form.)
+      case $c/$v in add_relu_*/tiled) continue ;; esac
       echo "$c $v:"
       build/bin/kiln-run .dev/half/${c}_$v.kiln --device vulkan:0 \
         --input .dev/half/cases/${c}_in0.npy --input .dev/half/cases/${c}_in1.npy --profile 20 | grep "kernel 0"
@@ -115,7 +120,7 @@ t = measure_cuda(lambda: torch.nn.functional.conv2d(x, w, padding=1))
 flop = 2 * 32 * 64 * 64 * 9 * 56 * 56
 print(f"torch f16 conv ResNet stage (cuDNN, NCHW): {t * 1e3:.4f} ms, {flop / t / 1e12:.1f} TFLOP/s")
 PY
-  for g in mm4096 linear_gelu conv_resnet; do
+  for g in mm4096 linear_gelu conv_resnet add_relu_f16; do
     [ -d .dev/half/candidates-$g ] || continue
     build/bin/kiln-spirv-replay --runs 20 $(ls .dev/half/candidates-$g/*.kernel | sort -V) | grep -v '^device' \
       > "$times/$g.times" || echo "candidate replay of $g failed"

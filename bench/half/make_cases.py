@@ -5,8 +5,8 @@ expected output.
 
     python3 bench/half/make_cases.py OUTDIR [--mm4096-inputs]
 
---mm4096-inputs writes only mm4096's two 32 MB inputs (made on the GPU
-machine: they are too large to carry there).
+--mm4096-inputs writes only the large inputs (mm4096's, conv_resnet's and
+add_relu's, made on the GPU machine: they are too large to carry there).
 
 - exact_ragged: [100, 70] x [70, 130] + bias, relu; small integers, so
   every product and sum is exact in f32 and the result exact in f16.
@@ -29,6 +29,8 @@ machine: they are too large to carry there).
   (rows of whole 8-groups: the gather of 8 columns from two 16-byte reads);
   exact_conv_rows5: [3, 16, 5, 24] conv [32, 16, 5, 5], padding 2 (ragged
   k and n, windows two groups wide); integers in {-1, 0, 1}.
+- add_relu_f32, add_relu_f16: relu(a + b) of two [4096, 4096] tensors, for
+  bandwidth (inputs made there): half the bytes, about half the time.
 - bf16 (on cooperative matrices where the device multiplies bf16; .npy of
   uint16 bits, Kiln's convention): exact_bf16_ragged, exact_bf16_conv64 and
   exact_bf16_conv_rows (exact_ragged's, exact_conv64's and exact_conv_rows'
@@ -68,6 +70,10 @@ if large_only:
     save("mm4096_bf16", bf16(rng.standard_normal((n, n))), bf16(rng.standard_normal((n, n))))
     save("conv_resnet", rng.standard_normal((32, 64, 56, 56)).astype(np.float16),
          (rng.standard_normal((64, 64, 3, 3)) * 0.1).astype(np.float16))
+    for ty in (np.float32, np.float16):
+        name = "add_relu_" + np.dtype(ty).name.replace("float", "f")
+        save(name, rng.standard_normal((4096, 4096)).astype(ty),
+             rng.standard_normal((4096, 4096)).astype(ty))
     sys.exit(0)
 
 
@@ -244,6 +250,11 @@ save("exact_conv_rows5", x, w, want=conv_general(x, w, 1, 2, 1, 1).astype(np.flo
 graph("exact_conv_rows5", [
     f"%y = kiln.conv2d %in0, %in1 strides [1, 1] padding [2, 2] dilation [1, 1] groups 1 : {t(3, 16, 5, 24)}, {t(32, 16, 5, 5)} -> {t(3, 32, 5, 24)}"],
     [t(3, 16, 5, 24), t(32, 16, 5, 5)], t(3, 32, 5, 24))
+
+# add_relu_f32, add_relu_f16 (their inputs: --mm4096-inputs)
+for name, ty in (("add_relu_f32", lambda *d: t(*d).replace("f16", "f32")), ("add_relu_f16", t)):
+    graph(name, [f"%s = kiln.add %in0, %in1 : {ty(4096, 4096)}, {ty(4096, 4096)} -> {ty(4096, 4096)}",
+                 f"%y = kiln.relu %s : {ty(4096, 4096)}"], [ty(4096, 4096), ty(4096, 4096)], ty(4096, 4096))
 
 # The bf16 cases: the same integers (exact in bf16: 8 bits of mantissa hold
 # every partial sum here), a linear layer, and the 4096^3 matmul for speed.

@@ -458,7 +458,7 @@ static std::string configProblem(KernelOp kernel, const DeviceLimits *gpu,
   switch (config.form) {
   case KernelConfig::Form::Loop:
     if (config.loop.vectorWidth == 4 && !supportsVector4(kernel))
-      return "vector width 4 needs f32 operands and results whose innermost dimension is a "
+      return "vector width 4 needs f32 or f16 operands and results whose innermost dimension is a "
              "multiple of 4";
     return gpu ? config.loop.check(*gpu) : "";
   case KernelConfig::Form::Row:

@@ -11,8 +11,12 @@
 // reduces its columns, then subgroup reductions and one shared-memory step
 // combine the work items. Up to maxChunksInRegisters columns per work item
 // stay in registers between phases (straight-line code), so each input
-// element is loaded once. Otherwise (the CPU, narrow rows, column
-// reductions) one loop iteration or work item takes a row.
+// element is loaded once. Where rows come in whole groups of 4 columns and
+// every argument is read along them (or once per row), a work item takes 4
+// columns per chunk, loaded and stored as one vector (16 bytes of f32, 8 of
+// f16). Rows one subgroup covers go several to a workgroup. Otherwise (the
+// CPU, narrow rows, column reductions) one loop iteration or work item
+// takes a row.
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,6 +28,7 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SetVector.h"
 
@@ -152,8 +157,15 @@ public:
                  AffineExpr index, ValueRange dims) {
     e.collect(v, index);
     ArrayRef<std::pair<unsigned, AffineExpr>> accesses = e.getAccesses();
+    bool grouped = lanes > 1 && dims.size() == 2;
     for (size_t i = loads.size(); i < accesses.size(); ++i) {
       AffineExpr access = accesses[i].second;
+      if (accessLog)
+        accessLog->push_back({accesses[i].first, access, static_cast<unsigned>(dims.size())});
+      // A group's lanes read `lanes` consecutive elements of a grouped
+      // argument (its buffer declared as vectors): one load.
+      if (grouped && groupedArgs.contains(accesses[i].first))
+        access = access.floorDiv(lanes);
       // Along a row's columns (dim 1, in [0, columns) in the row loops)
       // views that regroup dimensions (a residual read through a transpose)
       // read at indices linear in the column once simplified under that
@@ -166,7 +178,7 @@ public:
                                                dims);
       loads.push_back(memref::LoadOp::create(b, loc, entry->getArgument(accesses[i].first), at));
     }
-    return e.emit(b, v, index, loads, failed);
+    return e.emit(b, v, index, loads, failed, {}, {}, grouped ? lanes : 1);
   }
 
   /// The accumulator type: f16 and bf16 accumulate in f32 (as PyTorch does).
@@ -176,7 +188,11 @@ public:
   }
 
   Value widen(OpBuilder &b, Value v, Type type) {
-    return v && v.getType() != type ? arith::ExtFOp::create(b, loc, type, v).getResult() : v;
+    if (!v)
+      return v;
+    if (auto vector = dyn_cast<VectorType>(v.getType()))
+      type = VectorType::get(vector.getShape(), type);
+    return v.getType() != type ? arith::ExtFOp::create(b, loc, type, v).getResult() : v;
   }
 
   /// Records a reduction's total (scaled for a mean, narrowed back to its
@@ -246,6 +262,13 @@ public:
   /// One loop iteration or work item per row, its columns a loop over
   /// [0, columns) (buildRowLoops).
   bool rowLoops = false;
+  /// Columns per work item and chunk (a workgroup per row): with more than
+  /// one, the 2-d evaluations are vectors of that many lanes, the
+  /// `groupedArgs` and full-shape results are buffers of such vectors.
+  int64_t lanes = 1;
+  DenseSet<unsigned> groupedArgs;
+  /// Where set, every access made: (argument, index, dims of the index).
+  SmallVector<std::tuple<unsigned, AffineExpr, unsigned>> *accessLog = nullptr;
 
 private:
   void record(Value v, Value computed) {
@@ -329,18 +352,34 @@ void buildRowWorkgroups(OpBuilder &b, RowEmitter &em, const DeviceLimits &limits
     return arith::ConstantIndexOp::create(ib, loc, v);
   };
   int64_t size = config.workgroupSize, sg = limits.subgroupSize, groups = size / sg;
-  int64_t chunks = (info.columns + size - 1) / size;
+  const int64_t lanes = em.lanes, span = size * lanes; // columns per chunk
+  int64_t chunks = (info.columns + span - 1) / span;
   bool inRegisters = chunks <= config.maxChunksInRegisters;
-  int64_t gridX = std::min<int64_t>(info.rows, limits.maxWorkgroupCount[0]);
-  int64_t gridY = (info.rows + gridX - 1) / gridX;
+  // Rows one subgroup covers go several to a workgroup, a subgroup each
+  // (nothing but shuffles between their work items): a workgroup of one
+  // subgroup per row of 128 halves ran the f16 transformer's softmax at
+  // 720 GB/s on the H200, its compute units holding as many workgroups as
+  // they may but few work items.
+  int64_t perGroup = 1;
+  if (groups == 1 && info.rows >= 1024)
+    perGroup = std::max<int64_t>(1, std::min<int64_t>(8, limits.maxWorkgroupInvocations / size));
+  int64_t blocks = (info.rows + perGroup - 1) / perGroup;
+  int64_t gridX = std::min<int64_t>(blocks, limits.maxWorkgroupCount[0]);
+  int64_t gridY = (blocks + gridX - 1) / gridX;
   auto launch = gpu::LaunchOp::create(b, loc, index(b, gridX), index(b, gridY), index(b, 1),
-                                      index(b, size), index(b, 1), index(b, 1));
+                                      index(b, size * perGroup), index(b, 1), index(b, 1));
   OpBuilder lb = OpBuilder::atBlockBegin(&launch.getBody().front());
   Value tid = launch.getThreadIds().x;
   Value row = launch.getBlockIds().x;
   if (gridY > 1)
     row = arith::AddIOp::create(
         lb, loc, row, arith::MulIOp::create(lb, loc, launch.getBlockIds().y, index(lb, gridX)));
+  if (perGroup > 1) {
+    // (tid from here on: the work item within its row)
+    row = arith::AddIOp::create(lb, loc, arith::MulIOp::create(lb, loc, row, index(lb, perGroup)),
+                                arith::DivUIOp::create(lb, loc, tid, index(lb, size)));
+    tid = arith::RemUIOp::create(lb, loc, tid, index(lb, size));
+  }
   // Per reduction, one partial result per subgroup (workgroup memory).
   SmallVector<Value> partials;
   for (ReduceOp reduce : info.reductions)
@@ -349,7 +388,9 @@ void buildRowWorkgroups(OpBuilder &b, RowEmitter &em, const DeviceLimits &limits
         MemRefType::get({groups}, em.accumulatorType(reduce), AffineMap(),
                         lb.getI64IntegerAttr(3))));
   OpBuilder body = lb;
-  if (gridX * gridY != info.rows) { // uniform per workgroup: barriers stay legal
+  // Uniform per workgroup (per subgroup with several rows, which have no
+  // barriers): barriers stay legal.
+  if (gridX * gridY * perGroup != info.rows) {
     auto guard = scf::IfOp::create(
         lb, loc, arith::CmpIOp::create(lb, loc, arith::CmpIPredicate::ult, row,
                                        index(lb, info.rows)),
@@ -361,12 +402,15 @@ void buildRowWorkgroups(OpBuilder &b, RowEmitter &em, const DeviceLimits &limits
 
   // The column a work item handles in chunk `c` (clamped into the row) and
   // whether it is real.
+  // (With lanes, the first of the group's columns; rows hold whole groups.)
   auto columnOf = [&](OpBuilder &cb, Value c) -> std::pair<Value, Value> {
     Value column = arith::AddIOp::create(cb, loc, tid,
                                          arith::MulIOp::create(cb, loc, c, index(cb, size)));
+    if (lanes > 1)
+      column = arith::MulIOp::create(cb, loc, column, index(cb, lanes));
     Value valid = arith::CmpIOp::create(cb, loc, arith::CmpIPredicate::ult, column,
                                         index(cb, info.columns));
-    Value clamped = arith::MinUIOp::create(cb, loc, column, index(cb, info.columns - 1));
+    Value clamped = arith::MinUIOp::create(cb, loc, column, index(cb, info.columns - lanes));
     return {clamped, valid};
   };
   struct Chunk {
@@ -380,7 +424,7 @@ void buildRowWorkgroups(OpBuilder &b, RowEmitter &em, const DeviceLimits &limits
     for (int64_t c = 0; c < chunks; ++c) {
       auto [column, valid] = columnOf(body, index(body, c));
       held.push_back({&em.evaluator(2, /*persistent=*/true), {}, column, valid,
-                      (c + 1) * size > info.columns});
+                      (c + 1) * span > info.columns});
     }
 
   // The reduction operand at one chunk, the identity where the column is
@@ -393,8 +437,21 @@ void buildRowWorkgroups(OpBuilder &b, RowEmitter &em, const DeviceLimits &limits
                        type);
     if (!v || !partial)
       return v;
-    return arith::SelectOp::create(tb, loc, valid, v,
-                                   reductionInit(tb, loc, reduce.getKind(), type));
+    Value init = reductionInit(tb, loc, reduce.getKind(), type);
+    if (auto vector = dyn_cast<VectorType>(v.getType())) {
+      // (SPIR-V selects vectors by a vector of conditions.)
+      init = vector::BroadcastOp::create(tb, loc, vector, init);
+      valid = vector::BroadcastOp::create(tb, loc, vector.clone(tb.getI1Type()), valid);
+    }
+    return arith::SelectOp::create(tb, loc, valid, v, init);
+  };
+  // A term into the accumulator, lane by lane.
+  auto accumulate = [&](OpBuilder &ab, ReduceKind kind, Value acc, Value v) -> Value {
+    if (!isa<VectorType>(v.getType()))
+      return reductionStep(ab, loc, kind, acc, v);
+    for (int64_t l = 0; l < lanes; ++l)
+      acc = reductionStep(ab, loc, kind, acc, vector::ExtractOp::create(ab, loc, v, l));
+    return acc;
   };
 
   for (auto [r, reduce] : llvm::enumerate(info.reductions)) {
@@ -405,7 +462,7 @@ void buildRowWorkgroups(OpBuilder &b, RowEmitter &em, const DeviceLimits &limits
       for (Chunk &chunk : held)
         if (Value v = term(body, reduce, *chunk.evaluator, chunk.loads, chunk.column, chunk.valid,
                            chunk.partial))
-          acc = reductionStep(body, loc, kind, acc, v);
+          acc = accumulate(body, kind, acc, v);
     } else {
       acc = buildCascadeLoop(
           body, loc, chunks, kGpuCascadeBlock,
@@ -468,7 +525,8 @@ void buildRowWorkgroups(OpBuilder &b, RowEmitter &em, const DeviceLimits &limits
       auto inside = scf::IfOp::create(sb, loc, valid, false);
       wb = OpBuilder::atBlockBegin(&inside.getThenRegion().front());
     }
-    Value at = affine::AffineApplyOp::create(wb, loc, AffineMap::get(2, 0, em.fullIndex),
+    AffineExpr flat = lanes > 1 ? em.fullIndex.floorDiv(lanes) : em.fullIndex;
+    Value at = affine::AffineApplyOp::create(wb, loc, AffineMap::get(2, 0, flat),
                                              ValueRange{row, column});
     em.store(wb, values, at);
   };
@@ -521,6 +579,73 @@ RowKernelConfig kiln::defaultRowKernelConfig(KernelOp kernel, const DeviceLimits
                                      rowPhases(kernel, info));
 }
 
+/// Lanes of a grouped row kernel: 16 bytes of f32, 8 of f16.
+static constexpr int64_t kRowLanes = 4;
+
+/// The arguments a workgroup-per-row kernel reads `lanes` columns at a
+/// time, from the accesses of a build without groups (`log`); none when
+/// some access or result does not allow groups. A grouped argument is read
+/// at a column coefficient of 1 from a multiple of `lanes` and nowhere
+/// else; other arguments only at indices the same for the whole group (a
+/// per-row value). Groups hold f16 or f32 (bf16's buffers become integers
+/// later; i1 is stored as i8).
+static std::optional<DenseSet<unsigned>>
+groupedArguments(KernelOp kernel, const RowInfo &info, ArrayRef<unsigned> elementResults,
+                 ArrayRef<std::tuple<unsigned, AffineExpr, unsigned>> log, int64_t lanes) {
+  MLIRContext *ctx = kernel.getContext();
+  auto groupable = [&](Type type) {
+    auto tensor = cast<RankedTensorType>(type);
+    Type element = tensor.getElementType();
+    return (element.isF16() || element.isF32()) && tensor.getNumElements() % lanes == 0;
+  };
+  auto constantAt = [&](AffineExpr e, int64_t row, int64_t column) -> std::optional<int64_t> {
+    AffineExpr c = simplifyAffineExpr(
+        e.replaceDimsAndSymbols({getAffineConstantExpr(row, ctx), getAffineConstantExpr(column, ctx)},
+                                {}),
+        2, 0);
+    if (auto constant = dyn_cast<AffineConstantExpr>(c))
+      return constant.getValue();
+    return std::nullopt;
+  };
+  DenseSet<unsigned> grouped, other;
+  for (auto [arg, index, dims] : log) {
+    if (dims != 2) {
+      other.insert(arg);
+      continue;
+    }
+    std::optional<AffineExpr> run = simplifyWithinRun(index, 1, {info.rows, info.columns});
+    if (!run)
+      return std::nullopt;
+    std::optional<int64_t> at0 = constantAt(*run, 0, 0), at1 = constantAt(*run, 0, 1);
+    if (!at0 || !at1)
+      return std::nullopt;
+    int64_t step = *at1 - *at0;
+    if (step == 0) {
+      other.insert(arg);
+      continue;
+    }
+    // Every row's first element of a group at a multiple of `lanes`.
+    AffineExpr first = simplifyAffineExpr(
+        run->replaceDimsAndSymbols({getAffineDimExpr(0, ctx), getAffineConstantExpr(0, ctx)}, {}) %
+            lanes,
+        2, 0);
+    auto zero = dyn_cast<AffineConstantExpr>(first);
+    if (step != 1 || !zero || zero.getValue() != 0)
+      return std::nullopt;
+    grouped.insert(arg);
+  }
+  Block &body = kernel.getBody().front();
+  for (unsigned arg : grouped)
+    if (other.contains(arg) || !groupable(body.getArgument(arg).getType()))
+      return std::nullopt;
+  for (unsigned i : elementResults)
+    if (!groupable(body.getTerminator()->getOperand(i).getType()))
+      return std::nullopt;
+  if (grouped.empty())
+    return std::nullopt;
+  return grouped;
+}
+
 FailureOr<func::FuncOp> kiln::buildRowKernelFunction(KernelOp kernel, OpBuilder &builder,
                                                       StringRef name, const DeviceLimits *gpu,
                                                       const RowKernelConfig *config) {
@@ -545,6 +670,49 @@ FailureOr<func::FuncOp> kiln::buildRowKernelFunction(KernelOp kernel, OpBuilder 
       return kernel.emitOpError("row kernel configuration: ") << problem, failure();
     }
     func->setAttr("kiln.outer_size", builder.getI64IntegerAttr(info.rows));
+    // Groups of columns per load and store where every row's columns come
+    // in whole groups that stay in registers: a first build, thrown away,
+    // lists what each argument is read at.
+    int64_t groupedChunks = (info.columns + chosen.workgroupSize * kRowLanes - 1) /
+                            (chosen.workgroupSize * kRowLanes);
+    if (info.contiguous && info.columns % kRowLanes == 0 &&
+        groupedChunks <= chosen.maxChunksInRegisters) {
+      SmallVector<std::tuple<unsigned, AffineExpr, unsigned>> log;
+      bool probeFailed = false;
+      {
+        ScopedDiagnosticHandler quiet(kernel.getContext(), [](Diagnostic &) { return success(); });
+        func::FuncOp probe = createFlatKernelFunction(kernel, builder, (name + "_groups").str(),
+                                                      info.rows * info.columns, info.rows);
+        Block *probeEntry = probe.addEntryBlock();
+        OpBuilder pb = OpBuilder::atBlockBegin(probeEntry);
+        RowEmitter prober(kernel, info, probeEntry, probeFailed);
+        prober.classifyResults();
+        prober.accessLog = &log;
+        buildRowWorkgroups(pb, prober, *gpu, chosen);
+        probe.erase();
+      }
+      if (!probeFailed)
+        if (std::optional<DenseSet<unsigned>> grouped =
+                groupedArguments(kernel, info, emitter.elementResults, log, kRowLanes)) {
+          emitter.lanes = kRowLanes;
+          emitter.groupedArgs = *grouped;
+          // Their buffers (and the full-shape results') as vectors: the
+          // same bytes.
+          SmallVector<Type> args(func.getArgumentTypes());
+          auto asVectors = [&](unsigned i) {
+            auto flat = cast<MemRefType>(args[i]);
+            args[i] = MemRefType::get({flat.getNumElements() / kRowLanes},
+                                      VectorType::get({kRowLanes}, flat.getElementType()));
+          };
+          for (unsigned arg : *grouped)
+            asVectors(arg);
+          for (unsigned i : emitter.elementResults)
+            asVectors(kernel.getInputs().size() + i);
+          func.setType(builder.getFunctionType(args, {}));
+          for (auto [i, type] : llvm::enumerate(args))
+            entry->getArgument(i).setType(type);
+        }
+    }
     buildRowWorkgroups(b, emitter, *gpu, chosen);
   } else {
     emitter.rowLoops = true;

@@ -73,43 +73,52 @@ static arith::CmpFPredicate toArith(CmpPredicate predicate) {
   llvm_unreachable("unknown predicate");
 }
 
-/// Element conversion between f32, f16, bf16, i32 and i1.
+/// Element conversion between f32, f16, bf16, i32 and i1, of scalars or of
+/// vectors (`to` then a vector type of the same lanes).
 static Value castScalar(OpBuilder &b, Location loc, Value v, Type to) {
   Type from = v.getType();
   if (from == to)
     return v;
-  // Scalars only: kernels with casts use the flat layout (supportsVector4).
   auto isFloat = [](Type t) { return isa<FloatType>(getElementTypeOrSelf(t)); };
-  auto zero = [&](Type t) -> Value {
-    return isFloat(t) ? floatConstant(b, loc, t, 0.0)
-                      : arith::ConstantOp::create(b, loc, b.getIntegerAttr(t, 0)).getResult();
+  auto width = [](Type t) { return getElementTypeOrSelf(t).getIntOrFloatBitWidth(); };
+  // `element` in v's shape.
+  auto shaped = [&](Type element) -> Type {
+    if (auto vector = dyn_cast<VectorType>(from))
+      return vector.clone(element);
+    return element;
   };
-  if (to.isInteger(1))
+  auto intConstant = [&](Type t, int64_t value) -> Value {
+    auto attr = b.getIntegerAttr(getElementTypeOrSelf(t), value);
+    if (auto vector = dyn_cast<VectorType>(t))
+      return arith::ConstantOp::create(b, loc, DenseElementsAttr::get(vector, attr));
+    return arith::ConstantOp::create(b, loc, attr);
+  };
+  auto zero = [&](Type t) -> Value {
+    return isFloat(t) ? floatConstant(b, loc, t, 0.0) : intConstant(t, 0);
+  };
+  if (getElementTypeOrSelf(to).isInteger(1))
     return isFloat(from)
                ? arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNE, v, zero(from)).getResult()
                : arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, v, zero(from)).getResult();
-  if (from.isInteger(1))
+  if (getElementTypeOrSelf(from).isInteger(1))
     return isFloat(to) ? arith::UIToFPOp::create(b, loc, to, v).getResult()
                        : arith::ExtUIOp::create(b, loc, to, v).getResult();
+  Type f32 = shaped(b.getF32Type());
   if (isFloat(from) && isFloat(to)) {
     // bf16 <-> f16 have one width: through f32, which holds both exactly.
-    if (from.getIntOrFloatBitWidth() == to.getIntOrFloatBitWidth()) {
-      v = arith::ExtFOp::create(b, loc, b.getF32Type(), v);
-      from = b.getF32Type();
+    if (width(from) == width(to)) {
+      v = arith::ExtFOp::create(b, loc, f32, v);
+      from = f32;
     }
-    return from.getIntOrFloatBitWidth() < to.getIntOrFloatBitWidth()
-               ? arith::ExtFOp::create(b, loc, to, v).getResult()
-               : arith::TruncFOp::create(b, loc, to, v).getResult();
+    return width(from) < width(to) ? arith::ExtFOp::create(b, loc, to, v).getResult()
+                                   : arith::TruncFOp::create(b, loc, to, v).getResult();
   }
   if (isFloat(from)) {
     // Saturating, NaN to 0: out-of-range values are poison for fptosi (x86
     // gives INT_MIN for 1e10), and an index made from 1e10 must clamp to
     // the last row, not wrap to the first. 2147483520 is the largest f32
     // below 2^31 (in f16 every finite value is in range).
-    Value wide = from.getIntOrFloatBitWidth() < 32
-                     ? arith::ExtFOp::create(b, loc, b.getF32Type(), v).getResult()
-                     : v;
-    Type f32 = wide.getType();
+    Value wide = width(from) < 32 ? arith::ExtFOp::create(b, loc, f32, v).getResult() : v;
     Value clamped = arith::MaxNumFOp::create(b, loc, wide, floatConstant(b, loc, f32, -2147483648.0));
     clamped = arith::MinNumFOp::create(b, loc, clamped, floatConstant(b, loc, f32, 2147483520.0));
     Value isNaN = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNO, wide, wide);
@@ -117,8 +126,7 @@ static Value castScalar(OpBuilder &b, Location loc, Value v, Type to) {
     Value converted = arith::FPToSIOp::create(b, loc, to, clamped);
     Value above = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGE, wide,
                                         floatConstant(b, loc, f32, 2147483648.0));
-    Value largest = arith::ConstantOp::create(
-        b, loc, b.getIntegerAttr(to, to.getIntOrFloatBitWidth() >= 32 ? INT32_MAX : 0x7FFF));
+    Value largest = intConstant(to, width(to) >= 32 ? INT32_MAX : 0x7FFF);
     return arith::SelectOp::create(b, loc, above, largest, converted);
   }
   return arith::SIToFPOp::create(b, loc, to, v);

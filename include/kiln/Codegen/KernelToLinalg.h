@@ -18,15 +18,15 @@ enum class KernelLayout {
   /// (a [r, c] + [c] add stays 2-D, a plain [a, b, c] op becomes 1-D):
   /// broadcast operands are read contiguously in the inner loop (CPU).
   Coalesced,
-  /// One loop over groups of 4 elements, vector<4xf32> buffer accesses:
-  /// 16-byte loads and stores for GPU bandwidth. Operands broadcast along
+  /// One loop over groups of 4 elements, vector<4xf32> (or vector<4xf16>)
+  /// buffer accesses: 16-byte (8-byte) loads and stores for GPU bandwidth. Operands broadcast along
   /// the innermost dimension are read as scalars and splatted. Only for
   /// kernels that supportsVector4 accepts.
   Vector4,
 };
 
-/// Whether `kernel` can use KernelLayout::Vector4: f32 operands and results,
-/// an innermost dimension that is a multiple of 4.
+/// Whether `kernel` can use KernelLayout::Vector4: f32 or f16 operands and
+/// results, an innermost dimension that is a multiple of 4.
 bool supportsVector4(KernelOp kernel);
 
 /// Builds `func.func @name(inputs..., outputs...)` at the builder's insertion

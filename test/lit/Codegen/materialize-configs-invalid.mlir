@@ -62,7 +62,7 @@ func.func @toobig(%a: tensor<64x64xf32>, %b: tensor<64x64xf32>) -> tensor<64x64x
 // -----
 
 func.func @vector(%a: tensor<5x3xf32>) -> tensor<5x3xf32> {
-  // expected-error @+1 {{config: vector width 4 needs f32 operands and results whose innermost dimension is a multiple of 4}}
+  // expected-error @+1 {{config: vector width 4 needs f32 or f16 operands and results whose innermost dimension is a multiple of 4}}
   %0 = kiln.kernel on "vulkan:0" config {form = "loop", vector_width = 4, workgroup_size = 64} (%a) : (tensor<5x3xf32>) -> tensor<5x3xf32> {
   ^bb0(%x: tensor<5x3xf32>):
     %t = kiln.tanh %x : tensor<5x3xf32>

@@ -192,6 +192,47 @@ TEST_P(ReduceOnEveryDevice, SoftmaxAndLayerNormAreOneKernelAtEveryWidth) {
   }
 }
 
+// Many rows, in f32 and f16: rows of whole 4-column groups are read and
+// written 4 columns at a time (the residual too), and rows a subgroup covers
+// go several to a workgroup, the last workgroup partly empty (1027 rows).
+TEST_P(ReduceOnEveryDevice, ManyRowsInGroupsOfColumns) {
+  const int64_t rows = 1027;
+  for (DType dtype : {DType::f32, DType::f16})
+    for (int64_t width : {8, 40, 100, 128, 512}) {
+      Tensor x = (Tensor::randn({rows, width}, *device) * 2.0f).to(dtype);
+      Tensor r = Tensor::randn({rows, width}, *device).to(dtype);
+      Tensor g = (Tensor::randn({width}, *device) * 0.1f + 1.0f).to(dtype);
+      realize({x, r, g});
+      std::vector<float> xs = x.to_vector<float>(), rs = r.to_vector<float>(),
+                         gs = g.to_vector<float>();
+      std::vector<double> soft, norm;
+      for (int64_t i = 0; i < rows; ++i) {
+        double m = -INFINITY, s = 0, mu = 0, v = 0;
+        std::vector<double> h(width);
+        for (int64_t j = 0; j < width; ++j) {
+          h[j] = double(xs[i * width + j]) + rs[i * width + j];
+          m = std::max(m, double(xs[i * width + j]));
+          mu += h[j] / width;
+        }
+        for (int64_t j = 0; j < width; ++j) {
+          s += std::exp(xs[i * width + j] - m);
+          v += (h[j] - mu) * (h[j] - mu) / width;
+        }
+        for (int64_t j = 0; j < width; ++j) {
+          soft.push_back(std::exp(xs[i * width + j] - m) / s);
+          norm.push_back((h[j] - mu) / std::sqrt(v + 1e-5) * gs[j]);
+        }
+      }
+      Tensor b = Tensor::zeros_like(g);
+      std::vector<float> gotSoft = softmax(x, -1).to_vector<float>();
+      std::vector<float> gotNorm = layer_norm(x + r, g, b, 1e-5f).to_vector<float>();
+      // f16 results: 2^-11 relative rounding, f16 residual sums.
+      double tol = dtype == DType::f16 ? 4e-3 : 1e-4;
+      EXPECT_TRUE(allClose(gotSoft, soft, tol, 1e-6)) << "softmax, width " << width;
+      EXPECT_TRUE(allClose(gotNorm, norm, tol, 2 * tol)) << "layer norm, width " << width;
+    }
+}
+
 // Over a leading axis the reduced elements are strided: still one kernel.
 TEST_P(ReduceOnEveryDevice, SoftmaxOverALeadingAxis) {
   Tensor x = Tensor::randn({257, 6}, *device);
