@@ -200,14 +200,20 @@ graph("exact_conv", [
     f"%y = kiln.relu %s : {t(2, 32, 12, 12)}"], [t(2, 16, 12, 12), t(32, 16, 3, 3), t(32, 1, 1)],
     t(2, 32, 12, 12))
 
+def exact_conv_case(name, xs, ws, stride, pad, dil, groups):
+    """A convolution of integers in {-1, 0, 1}, its float64 reference."""
+    x = rng.integers(-1, 2, xs).astype(np.float16)
+    w = rng.integers(-1, 2, ws).astype(np.float16)
+    want = conv_general(x, w, stride, pad, dil, groups).astype(np.float16)
+    save(name, x, w, want=want)
+    graph(name, [
+        f"%y = kiln.conv2d %in0, %in1 strides [{stride}, {stride}] padding [{pad}, {pad}] dilation [{dil}, {dil}] groups {groups} : {t(*xs)}, {t(*ws)} -> {t(*want.shape)}"],
+        [t(*xs), t(*ws)], t(*want.shape))
+
+
 # exact_conv_strided: every term of the gather's window (stride, padding,
 # dilation, groups) and ragged k and n
-x = rng.integers(-1, 2, (2, 32, 15, 13)).astype(np.float16)
-w = rng.integers(-1, 2, (128, 16, 3, 3)).astype(np.float16)
-save("exact_conv_strided", x, w, want=conv_general(x, w, 2, 2, 2, 2).astype(np.float16))
-graph("exact_conv_strided", [
-    f"%y = kiln.conv2d %in0, %in1 strides [2, 2] padding [2, 2] dilation [2, 2] groups 2 : {t(2, 32, 15, 13)}, {t(128, 16, 3, 3)} -> {t(2, 128, 8, 7)}"],
-    [t(2, 32, 15, 13), t(128, 16, 3, 3)], t(2, 128, 8, 7))
+exact_conv_case("exact_conv_strided", (2, 32, 15, 13), (128, 16, 3, 3), 2, 2, 2, 2)
 
 # conv_resnet (its inputs: --mm4096-inputs)
 graph("conv_resnet", [
@@ -244,12 +250,7 @@ save("exact_conv_rows", x, w, bias, want=(conv3x3(x, w) + bias).astype(np.float1
 conv_rows_graph("exact_conv_rows", t)
 rows_x, rows_w, rows_bias = x, w, bias
 
-x = rng.integers(-1, 2, (3, 16, 5, 24)).astype(np.float16)
-w = rng.integers(-1, 2, (32, 16, 5, 5)).astype(np.float16)
-save("exact_conv_rows5", x, w, want=conv_general(x, w, 1, 2, 1, 1).astype(np.float16))
-graph("exact_conv_rows5", [
-    f"%y = kiln.conv2d %in0, %in1 strides [1, 1] padding [2, 2] dilation [1, 1] groups 1 : {t(3, 16, 5, 24)}, {t(32, 16, 5, 5)} -> {t(3, 32, 5, 24)}"],
-    [t(3, 16, 5, 24), t(32, 16, 5, 5)], t(3, 32, 5, 24))
+exact_conv_case("exact_conv_rows5", (3, 16, 5, 24), (32, 16, 5, 5), 1, 2, 1, 1)
 
 # add_relu_f32, add_relu_f16 (their inputs: --mm4096-inputs)
 for name, ty in (("add_relu_f32", lambda *d: t(*d).replace("f16", "f32")), ("add_relu_f16", t)):
