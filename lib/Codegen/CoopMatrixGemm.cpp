@@ -243,6 +243,15 @@ FailureOr<func::FuncOp> kiln::buildCoopGemmFunction(KernelOp kernel, Operation *
       st->vectorIndex = simplifyAffineExpr((*access)->second.floorDiv(8), 3, 0);
     }
   }
+  // Where no tile overhangs and each lane's epilogue results come in groups
+  // of 4 along a row, the epilogue reads and writes 4 at a time: its grouped
+  // arguments and the results are buffers of 4-vectors. (The MLP's GEMM of
+  // the f16 transformer, 47 us alone, took 56 us with a bias added and 82
+  // with bias and GELU element by element on the H200.)
+  const int64_t perLane = kF * kF / sg;
+  std::optional<DenseSet<unsigned>> epilogueGroups;
+  if (!raggedM && !raggedN && perLane % 4 == 0)
+    epilogueGroups = gpuEpilogueGroups(kernel, root, gemm);
   // Wide operands' buffers are declared as 16-byte vectors (the same bytes).
   {
     SmallVector<Type> args(func.getArgumentTypes());
@@ -251,6 +260,17 @@ FailureOr<func::FuncOp> kiln::buildCoopGemmFunction(KernelOp kernel, Operation *
         auto flat = cast<MemRefType>(args[st->arg]);
         args[st->arg] = MemRefType::get({flat.getNumElements() / 8}, v4);
       }
+    auto asGroups = [&](unsigned a) {
+      auto flat = cast<MemRefType>(args[a]);
+      args[a] = MemRefType::get({flat.getNumElements() / 4},
+                                VectorType::get({4}, flat.getElementType()));
+    };
+    if (epilogueGroups) {
+      for (unsigned a : *epilogueGroups)
+        asGroups(a);
+      for (unsigned r = 0; r < kernel.getNumResults(); ++r)
+        asGroups(kernel.getInputs().size() + r);
+    }
     func.setType(builder.getFunctionType(args, {}));
     for (auto [i, type] : llvm::enumerate(args))
       entry->getArgument(i).setType(type);
@@ -654,7 +674,23 @@ FailureOr<func::FuncOp> kiln::buildCoopGemmFunction(KernelOp kernel, Operation *
                                             ValueRange{scratchBase}, lb.getIndexAttr(kF),
                                             UnitAttr());
       subgroupBarrier(lb);
-      for (int64_t e = 0; e < kF * kF / sg; ++e) {
+      // Groups of 4 along a row: group q = lane + sg * h of the fragment's
+      // 64 is row q / 4, columns 4 (q % 4) on.
+      for (int64_t h = 0; epilogueGroups && h < perLane / 4 && !failedOp; ++h) {
+        Value q = add(lb, lane, idx(lb, h * sg));
+        Value r = arith::DivUIOp::create(lb, loc, q, idx(lb, kF / 4));
+        Value c = mul(lb, arith::RemUIOp::create(lb, loc, q, idx(lb, kF / 4)), 4);
+        Value i = add(lb, add(lb, rowBase, subRow), add(lb, r, idx(lb, fm * kF)));
+        Value j = add(lb, add(lb, colBase, subCol), add(lb, c, idx(lb, fn * kF)));
+        Value first = add(lb, scratchBase, add(lb, mul(lb, r, kF), c));
+        SmallVector<Value> sums;
+        for (int64_t e = 0; e < 4; ++e)
+          sums.push_back(memref::LoadOp::create(lb, loc, scratch, ValueRange{add(lb, first, idx(lb, e))}));
+        emitGpuGemmResultGroup(lb, loc, kernel, root, entry, gemm, batch, i, j,
+                               vector::FromElementsOp::create(lb, loc, VectorType::get({4}, f32), sums),
+                               *epilogueGroups, failedOp);
+      }
+      for (int64_t e = 0; !epilogueGroups && e < kF * kF / sg; ++e) {
         Value flat = add(lb, lane, idx(lb, e * sg));
         Value r = arith::DivUIOp::create(lb, loc, flat, idx(lb, kF));
         Value c = arith::RemUIOp::create(lb, loc, flat, idx(lb, kF));

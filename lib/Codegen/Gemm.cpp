@@ -336,6 +336,101 @@ std::optional<int64_t> lastStride(AffineExpr e, ArrayRef<int64_t> bounds) {
 }
 } // namespace
 
+std::optional<DenseSet<unsigned>> kiln::gpuEpilogueGroups(KernelOp kernel, Operation *root,
+                                                          const Gemm &gemm) {
+  constexpr int64_t lanes = 4;
+  SmallVector<int64_t> bounds{gemm.batch, gemm.m, gemm.n};
+  if (gemm.n % lanes)
+    return std::nullopt;
+  Block &body = kernel.getBody().front();
+  auto groupable = [&](Type t) {
+    Type e = getElementTypeOrSelf(t);
+    return (e.isF16() || e.isF32()) && cast<RankedTensorType>(t).getNumElements() % lanes == 0;
+  };
+  for (Operation &op : body.without_terminator())
+    if (op.hasTrait<GuardedView>() &&
+        !llvm::all_of(op.getUsers(), [&](Operation *user) { return user == root; }))
+      return std::nullopt;
+  for (Type t : kernel.getResultTypes())
+    if (!groupable(t))
+      return std::nullopt;
+  // A group's first element (j a multiple of 4) at a multiple of 4.
+  auto aligned = [&](AffineExpr e) {
+    MLIRContext *ctx = e.getContext();
+    AffineExpr first = simplifyAffineExpr(
+        e.replaceDims({getAffineDimExpr(0, ctx), getAffineDimExpr(1, ctx),
+                       getAffineConstantExpr(0, ctx)}) %
+            lanes,
+        3, 0);
+    auto c = dyn_cast<AffineConstantExpr>(first);
+    return c && c.getValue() == 0;
+  };
+  AffineExpr index = simplifyWithBounds(gemm.resultIndex, bounds);
+  if (lastStride(index, bounds) != 1 || !aligned(index))
+    return std::nullopt;
+  FlatEvaluator epilogue(kernel, 3);
+  epilogue.bindAt(root->getResult(0), index);
+  for (Value result : body.getTerminator()->getOperands())
+    epilogue.collect(result, index);
+  if (epilogue.misusedBinding())
+    return std::nullopt;
+  // The arguments the operands read (through views): the form's buffers.
+  DenseSet<unsigned> operandArgs;
+  SmallVector<Value> work(root->getOperands());
+  while (!work.empty()) {
+    Value v = work.pop_back_val();
+    if (auto arg = dyn_cast<BlockArgument>(v))
+      operandArgs.insert(arg.getArgNumber());
+    else if (Operation *def = v.getDefiningOp())
+      llvm::append_range(work, def->getOperands());
+  }
+  DenseSet<unsigned> grouped, single;
+  for (auto [arg, expr] : epilogue.getAccesses()) {
+    std::optional<int64_t> stride = lastStride(expr, bounds);
+    if (stride == 1 && aligned(simplifyWithBounds(expr, bounds)))
+      grouped.insert(arg);
+    else if (stride == 0)
+      single.insert(arg);
+    else
+      return std::nullopt;
+  }
+  for (unsigned arg : grouped)
+    if (single.contains(arg) || operandArgs.contains(arg) ||
+        !groupable(body.getArgument(arg).getType()))
+      return std::nullopt;
+  return grouped;
+}
+
+void kiln::emitGpuGemmResultGroup(OpBuilder &sb, Location loc, KernelOp kernel, Operation *root,
+                                  Block *entry, const Gemm &gemm, Value batch, Value i, Value j,
+                                  Value sums, const DenseSet<unsigned> &grouped, bool &failed) {
+  SmallVector<int64_t> bounds{gemm.batch, gemm.m, gemm.n};
+  auto vec = cast<VectorType>(sums.getType());
+  int64_t lanes = vec.getNumElements();
+  Type resultType = getElementTypeOrSelf(root->getResult(0).getType());
+  if (resultType != vec.getElementType())
+    sums = arith::TruncFOp::create(sb, loc, vec.clone(resultType), sums);
+  AffineExpr index = simplifyWithBounds(gemm.resultIndex, bounds);
+  FlatEvaluator epilogue(kernel, 3);
+  epilogue.bindAt(root->getResult(0), index);
+  Block &body = kernel.getBody().front();
+  for (Value result : body.getTerminator()->getOperands())
+    epilogue.collect(result, index);
+  epilogue.setBinding(root->getResult(0), sums);
+  SmallVector<Value> coords{batch, i, j};
+  SmallVector<Value> loads;
+  for (auto [arg, expr] : epilogue.getAccesses()) {
+    AffineExpr e = simplifyWithBounds(expr, bounds);
+    loads.push_back(memref::LoadOp::create(
+        sb, loc, entry->getArgument(arg),
+        ValueRange{applyExpr(sb, loc, grouped.contains(arg) ? e.floorDiv(lanes) : e, coords)}));
+  }
+  Value at = applyExpr(sb, loc, index.floorDiv(lanes), coords);
+  storeResults(sb, loc, kernel, entry, at, [&](Value result) {
+    return epilogue.emit(sb, result, index, loads, failed, coords, {}, lanes);
+  });
+}
+
 bool kiln::vectorizableGemmEpilogue(KernelOp kernel, Operation *root, ArrayRef<int64_t> bounds,
                                     AffineExpr resultIndex) {
   auto f32 = [](Type t) { return getElementTypeOrSelf(t).isF32(); };

@@ -182,6 +182,20 @@ void emitGemmEpilogueAt(OpBuilder &b, Location loc, KernelOp kernel, Operation *
                         Block *entry, Value sum, ValueRange coords, ArrayRef<int64_t> bounds,
                         AffineExpr resultIndex, bool &failed);
 
+/// The epilogue's arguments a GPU reads 4 consecutive results (along j) at
+/// a time: each read either contiguous along j from a multiple of 4 or the
+/// same for the 4; such arguments and every result f16 or f32 and read by
+/// nothing the GEMM's operands read (their buffers then become vectors of
+/// 4). None when some read or result does not allow it (or N % 4 != 0).
+std::optional<DenseSet<unsigned>> gpuEpilogueGroups(KernelOp kernel, Operation *root,
+                                                    const Gemm &gemm);
+/// The epilogue of results (batch, i, j .. j + 3), all in bounds, j a
+/// multiple of 4, from `sums` (vector<4xf32>): the `grouped` arguments and
+/// the results are buffers of 4-vectors.
+void emitGpuGemmResultGroup(OpBuilder &b, Location loc, KernelOp kernel, Operation *root,
+                            Block *entry, const Gemm &gemm, Value batch, Value i, Value j,
+                            Value sums, const DenseSet<unsigned> &grouped, bool &failed);
+
 /// Whether emitGemmEpilogueVector can evaluate this kernel's epilogue on
 /// vectors along the last coordinate: f32 throughout, every read either
 /// contiguous or constant along it, no guarded view.

@@ -21,7 +21,9 @@
 // NOCOOP-LABEL: func.func @linear
 // NOCOOP: config {form = "gemm"
 // CHECK-LABEL: func.func @linear_kernel0(
-// CHECK-SAME: memref<12288xvector<4xf32>>, %{{.*}}: memref<294912xvector<4xf32>>, %{{.*}}: memref<3072xf16>, %{{.*}}: memref<393216xf16>)
+// The epilogue reads the bias and writes the result 4 at a time: their
+// buffers are 4-vectors of halves.
+// CHECK-SAME: memref<12288xvector<4xf32>>, %{{.*}}: memref<294912xvector<4xf32>>, %[[BIAS:.*]]: memref<768xvector<4xf16>>, %[[OUT:.*]]: memref<98304xvector<4xf16>>)
 // 24 x 1 workgroups of 4 subgroups of 32.
 // CHECK: gpu.launch blocks({{.*}}) in ({{.*}} = %c24{{.*}}, {{.*}} = %c1{{.*}}, {{.*}} = %c1{{.*}}) threads({{.*}}) in ({{.*}} = %c128
 // Tiles of 128 rows of 32 + 8 halves, as 16-byte vectors (A [m][k], W^T
@@ -43,8 +45,14 @@
 // CHECK: gpu.subgroup_mma_store_matrix {{.*}} {leadDimension = 16 : index} : !gpu.mma_matrix<16x16xf32, "COp">, memref<1024xf32, 3>
 // CHECK-NOT: gpu.barrier
 // CHECK: spirv.ControlBarrier <Subgroup>, <Subgroup>, <AcquireRelease|WorkgroupMemory>
-// The GELU per result (erf as a polynomial with an exp).
-// CHECK: math.exp
+// Each lane's 8 results of a fragment as 2 groups of 4 along a row: 4
+// scratch reads, one bias read, GELU on 4 lanes (erf as a polynomial with
+// an exp), one store, twice.
+// CHECK: memref.load %[[BIAS]]{{.*}} : memref<768xvector<4xf16>>
+// CHECK: math.exp {{.*}} : vector<4xf32>
+// CHECK: memref.store {{.*}}, %[[OUT]]{{.*}} : memref<98304xvector<4xf16>>
+// CHECK: memref.load %[[BIAS]]
+// CHECK: memref.store {{.*}}, %[[OUT]]
 // CHECK: spirv.ControlBarrier <Subgroup>, <Subgroup>
 // CHECK-NOT: gpu.barrier
 // CHECK: gpu.terminator
