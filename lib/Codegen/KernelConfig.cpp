@@ -173,11 +173,13 @@ CoopMatrixConfig CoopMatrixConfig::defaultFor(const DeviceLimits &limits, int64_
   }
   if (k <= 16 || (k <= 32 && chosen.tileK > 32))
     chosen.tileK = k <= 16 ? 16 : 32;
-  // 128 x 128 tiles over a long k: slices of 64 in one stage ran the
-  // 4096^3 matmul 1.06x faster than slices of 32 in two (0.434-0.444
-  // against 0.467-0.470 ms, three alternating rounds on the H200, session
-  // 19); both stages of 64 do not fit 48 KB.
-  if (chosen.tileM == 128 && chosen.tileN == 128 && k >= 1024) {
+  // 128 x 128 and 128 x 64 tiles over k of 512 or more: slices of 64 in
+  // one stage ran faster than slices of 32 in two on the H200 (session 19,
+  // three alternating rounds each): the 4096^3 matmul 1.06x (0.434-0.444
+  // against 0.467-0.470 ms), the f16 transformer's MLP GEMMs 1.11x (128 x
+  // 128, k 512, bias and GELU) and 1.17x (128 x 64, k 2048, residual).
+  // Both stages of 64 do not fit 48 KB.
+  if (chosen.tileM == 128 && (chosen.tileN == 128 || chosen.tileN == 64) && k >= 512) {
     CoopMatrixConfig deep = chosen;
     deep.tileK = 64;
     if (deep.check(limits).empty())

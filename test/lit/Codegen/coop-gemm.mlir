@@ -15,7 +15,7 @@
 // column-major (transpose).
 // With 132 compute units the tiles shrink until the workgroups fill every
 // unit once (32 x 32 x 64, 2 x 2 subgroups of one fragment each); without
-// a count, 128 x 128 x 32 of 2 x 2.
+// a count, 128 x 128 of 2 x 2, k (768) in slices of 64, one stage.
 // CONFIG-LABEL: func.func @linear
 // CONFIG: config {form = "coop_gemm", stages = 2 : i64, subgroups = array<i64: 2, 2>, tile = array<i64: 32, 32, 64>}
 // NOCOOP-LABEL: func.func @linear
@@ -26,17 +26,19 @@
 // CHECK-SAME: memref<12288xvector<4xf32>>, %{{.*}}: memref<294912xvector<4xf32>>, %[[BIAS:.*]]: memref<768xvector<4xf16>>, %[[OUT:.*]]: memref<98304xvector<4xf16>>)
 // 24 x 1 workgroups of 4 subgroups of 32.
 // CHECK: gpu.launch blocks({{.*}}) in ({{.*}} = %c24{{.*}}, {{.*}} = %c1{{.*}}, {{.*}} = %c1{{.*}}) threads({{.*}}) in ({{.*}} = %c128
-// Tiles of 128 rows of 32 + 8 halves, as 16-byte vectors (A [m][k], W^T
-// [n][k]), two buffers each (2 stages); a 16x16 f32 fragment per subgroup
-// for the epilogue.
-// CHECK: memref.alloc() : memref<1280xvector<4xf32>, 3>
-// CHECK: memref.alloc() : memref<1280xvector<4xf32>, 3>
+// Tiles of 128 rows of 64 + 8 halves, as 16-byte vectors (A [m][k], W^T
+// [n][k]), one buffer each; a 16x16 f32 fragment per subgroup for the
+// epilogue. Per slice: the staged reads into the tiles, a barrier, the next
+// slice's reads, the multiplies, a barrier.
+// CHECK: memref.alloc() : memref<1152xvector<4xf32>, 3>
+// CHECK: memref.alloc() : memref<1152xvector<4xf32>, 3>
 // CHECK: memref.alloc() : memref<1024xf32, 3>
 // CHECK: gpu.subgroup_mma_constant_matrix
-// CHECK: gpu.barrier
 // CHECK: scf.for
-// CHECK: gpu.subgroup_mma_load_matrix {{.*}} {leadDimension = 5 : index} : memref<1280xvector<4xf32>, 3> -> !gpu.mma_matrix<16x16xf16, "AOp">
-// CHECK: gpu.subgroup_mma_load_matrix {{.*}} {leadDimension = 5 : index, transpose} : memref<1280xvector<4xf32>, 3> -> !gpu.mma_matrix<16x16xf16, "BOp">
+// CHECK: memref.store {{.*}} : memref<1152xvector<4xf32>, 3>
+// CHECK: gpu.barrier
+// CHECK: gpu.subgroup_mma_load_matrix {{.*}} {leadDimension = 9 : index} : memref<1152xvector<4xf32>, 3> -> !gpu.mma_matrix<16x16xf16, "AOp">
+// CHECK: gpu.subgroup_mma_load_matrix {{.*}} {leadDimension = 9 : index, transpose} : memref<1152xvector<4xf32>, 3> -> !gpu.mma_matrix<16x16xf16, "BOp">
 // CHECK: gpu.subgroup_mma_compute {{.*}} -> !gpu.mma_matrix<16x16xf32, "COp">
 // CHECK: gpu.barrier
 // CHECK: scf.yield
