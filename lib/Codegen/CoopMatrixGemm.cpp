@@ -104,7 +104,8 @@ FailureOr<func::FuncOp> kiln::buildCoopGemmFunction(KernelOp kernel, Operation *
                                                     OpBuilder &builder, StringRef name,
                                                     const DeviceLimits &limits,
                                                     const CoopMatrixConfig &config) {
-  if (!coopGemmShape(kernel, root, limits.cooperativeMatrixBF16))
+  std::optional<GemmShape> shape = coopGemmShape(kernel, root, limits.cooperativeMatrixBF16);
+  if (!shape)
     return root->emitOpError("the coop_gemm form takes a matmul of two f16 operands read "
                              "through views, or an f16 convolution of one input with at least "
                              "16 filters per group (bf16 where the device multiplies bf16)"),
@@ -221,7 +222,7 @@ FailureOr<func::FuncOp> kiln::buildCoopGemmFunction(KernelOp kernel, Operation *
   // Rows of 8 columns: two 16-byte reads and a few shifts per 8 elements,
   // where the table's gather reads (and finds) each element alone (its
   // loads were the kernel: the ResNet stage 0.087 -> 0.062 ms on the H200).
-  if (gathersRows(kernel, root, gemm) && TN % 8 == 0 && (TK * TN / 8) % threads == 0) {
+  if (shape->gathersRows && TN % 8 == 0 && (TK * TN / 8) % threads == 0) {
     sb.rowGroups = sb.wide = true;
     sb.arg = cg->inputArg;
   }

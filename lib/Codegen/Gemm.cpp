@@ -334,6 +334,45 @@ std::optional<int64_t> lastStride(AffineExpr e, ArrayRef<int64_t> bounds) {
     return std::nullopt;
   return c.getValue();
 }
+
+/// `epilogue` (of the result index's dims) with the root bound at `index`
+/// and every result collected there.
+void collectEpilogue(FlatEvaluator &epilogue, KernelOp kernel, Operation *root,
+                     AffineExpr index) {
+  epilogue.bindAt(root->getResult(0), index);
+  for (Value result : kernel.getBody().front().getTerminator()->getOperands())
+    epilogue.collect(result, index);
+}
+
+/// The epilogue run along the result's last coordinate: results contiguous
+/// there, no guarded view of its own, and each read's step along it (1:
+/// contiguous, 0: one value for the run) as (argument, index, step); none
+/// otherwise.
+std::optional<SmallVector<std::tuple<unsigned, AffineExpr, int64_t>>>
+epilogueReadsAlongRows(KernelOp kernel, Operation *root, ArrayRef<int64_t> bounds,
+                       AffineExpr resultIndex) {
+  // (A guarded view read by the root alone, the concat in front of a
+  // convolution, is the form's to read, not the epilogue's.)
+  for (Operation &op : kernel.getBody().front().without_terminator())
+    if (op.hasTrait<GuardedView>() &&
+        !llvm::all_of(op.getUsers(), [&](Operation *user) { return user == root; }))
+      return std::nullopt;
+  AffineExpr index = simplifyWithBounds(resultIndex, bounds);
+  if (lastStride(index, bounds) != 1)
+    return std::nullopt;
+  FlatEvaluator epilogue(kernel, static_cast<unsigned>(bounds.size()));
+  collectEpilogue(epilogue, kernel, root, index);
+  if (epilogue.misusedBinding())
+    return std::nullopt;
+  SmallVector<std::tuple<unsigned, AffineExpr, int64_t>> reads;
+  for (auto [arg, expr] : epilogue.getAccesses()) {
+    std::optional<int64_t> step = lastStride(expr, bounds);
+    if (!step)
+      return std::nullopt;
+    reads.push_back({arg, simplifyWithBounds(expr, bounds), *step});
+  }
+  return reads;
+}
 } // namespace
 
 std::optional<DenseSet<unsigned>> kiln::gpuEpilogueGroups(KernelOp kernel, Operation *root,
@@ -347,10 +386,6 @@ std::optional<DenseSet<unsigned>> kiln::gpuEpilogueGroups(KernelOp kernel, Opera
     Type e = getElementTypeOrSelf(t);
     return (e.isF16() || e.isF32()) && cast<RankedTensorType>(t).getNumElements() % lanes == 0;
   };
-  for (Operation &op : body.without_terminator())
-    if (op.hasTrait<GuardedView>() &&
-        !llvm::all_of(op.getUsers(), [&](Operation *user) { return user == root; }))
-      return std::nullopt;
   for (Type t : kernel.getResultTypes())
     if (!groupable(t))
       return std::nullopt;
@@ -365,14 +400,9 @@ std::optional<DenseSet<unsigned>> kiln::gpuEpilogueGroups(KernelOp kernel, Opera
     auto c = dyn_cast<AffineConstantExpr>(first);
     return c && c.getValue() == 0;
   };
-  AffineExpr index = simplifyWithBounds(gemm.resultIndex, bounds);
-  if (lastStride(index, bounds) != 1 || !aligned(index))
-    return std::nullopt;
-  FlatEvaluator epilogue(kernel, 3);
-  epilogue.bindAt(root->getResult(0), index);
-  for (Value result : body.getTerminator()->getOperands())
-    epilogue.collect(result, index);
-  if (epilogue.misusedBinding())
+  std::optional<SmallVector<std::tuple<unsigned, AffineExpr, int64_t>>> reads =
+      epilogueReadsAlongRows(kernel, root, bounds, gemm.resultIndex);
+  if (!reads || !aligned(simplifyWithBounds(gemm.resultIndex, bounds)))
     return std::nullopt;
   // The arguments the operands read (through views): the form's buffers.
   DenseSet<unsigned> operandArgs;
@@ -385,12 +415,11 @@ std::optional<DenseSet<unsigned>> kiln::gpuEpilogueGroups(KernelOp kernel, Opera
       llvm::append_range(work, def->getOperands());
   }
   DenseSet<unsigned> grouped, single;
-  for (auto [arg, expr] : epilogue.getAccesses()) {
-    std::optional<int64_t> stride = lastStride(expr, bounds);
-    if (stride == 1 && aligned(simplifyWithBounds(expr, bounds)))
-      grouped.insert(arg);
-    else if (stride == 0)
+  for (auto [arg, expr, step] : *reads) {
+    if (step == 0)
       single.insert(arg);
+    else if (aligned(expr))
+      grouped.insert(arg);
     else
       return std::nullopt;
   }
@@ -412,10 +441,7 @@ void kiln::emitGpuGemmResultGroup(OpBuilder &sb, Location loc, KernelOp kernel, 
     sums = arith::TruncFOp::create(sb, loc, vec.clone(resultType), sums);
   AffineExpr index = simplifyWithBounds(gemm.resultIndex, bounds);
   FlatEvaluator epilogue(kernel, 3);
-  epilogue.bindAt(root->getResult(0), index);
-  Block &body = kernel.getBody().front();
-  for (Value result : body.getTerminator()->getOperands())
-    epilogue.collect(result, index);
+  collectEpilogue(epilogue, kernel, root, index);
   epilogue.setBinding(root->getResult(0), sums);
   SmallVector<Value> coords{batch, i, j};
   SmallVector<Value> loads;
@@ -434,32 +460,18 @@ void kiln::emitGpuGemmResultGroup(OpBuilder &sb, Location loc, KernelOp kernel, 
 bool kiln::vectorizableGemmEpilogue(KernelOp kernel, Operation *root, ArrayRef<int64_t> bounds,
                                     AffineExpr resultIndex) {
   auto f32 = [](Type t) { return getElementTypeOrSelf(t).isF32(); };
-  for (Operation &op : kernel.getBody().front().without_terminator()) {
-    // (A guarded view read by the root alone, the concat in front of a
-    // convolution, is the form's to read, not the epilogue's.)
-    if (op.hasTrait<GuardedView>() &&
-        !llvm::all_of(op.getUsers(), [&](Operation *user) { return user == root; }))
-      return false;
+  for (Operation &op : kernel.getBody().front().without_terminator())
     for (Type t : op.getResultTypes())
       if (!f32(t) && !getElementTypeOrSelf(t).isInteger(1))
         return false;
-  }
   for (Type t : kernel.getResultTypes())
     if (!f32(t))
       return false;
-  AffineExpr index = simplifyWithBounds(resultIndex, bounds);
-  if (lastStride(index, bounds) != 1)
-    return false;
-  FlatEvaluator epilogue(kernel, static_cast<unsigned>(bounds.size()));
-  epilogue.bindAt(root->getResult(0), index);
-  for (Value result : kernel.getBody().front().getTerminator()->getOperands())
-    epilogue.collect(result, index);
-  if (epilogue.misusedBinding())
-    return false;
-  for (auto [arg, expr] : epilogue.getAccesses())
-    if (!f32(kernel.getBody().front().getArgument(arg).getType()) || !lastStride(expr, bounds))
-      return false;
-  return true;
+  std::optional<SmallVector<std::tuple<unsigned, AffineExpr, int64_t>>> reads =
+      epilogueReadsAlongRows(kernel, root, bounds, resultIndex);
+  return reads && llvm::all_of(*reads, [&](const auto &read) {
+           return f32(kernel.getBody().front().getArgument(std::get<0>(read)).getType());
+         });
 }
 
 std::optional<GemmRowValues>

@@ -96,7 +96,9 @@ AffineMap projectedMap(ArrayRef<int64_t> shape, ArrayRef<int64_t> space,
 bool kiln::supportsVector4(KernelOp kernel) {
   // f16 too: 8-byte groups, 4x fewer loads and stores than halves one by
   // one (bf16's buffers become integers after this form is chosen).
-  auto f32 = [](Type t) { return getElementTypeOrSelf(t).isF32() || getElementTypeOrSelf(t).isF16(); };
+  auto vectorElement = [](Type t) {
+    return getElementTypeOrSelf(t).isF32() || getElementTypeOrSelf(t).isF16();
+  };
   ArrayRef<int64_t> space =
       cast<RankedTensorType>(kernel.getResult(0).getType()).getShape();
   bool views = llvm::any_of(kernel.getBody().front(), [](Operation &op) {
@@ -104,8 +106,8 @@ bool kiln::supportsVector4(KernelOp kernel) {
            op.hasTrait<Contraction>();
   });
   return !views && !space.empty() && space.back() % 4 == 0 &&
-         llvm::all_of(kernel.getInputs().getTypes(), f32) &&
-         llvm::all_of(kernel.getResultTypes(), f32);
+         llvm::all_of(kernel.getInputs().getTypes(), vectorElement) &&
+         llvm::all_of(kernel.getResultTypes(), vectorElement);
 }
 
 namespace {

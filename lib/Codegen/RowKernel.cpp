@@ -160,8 +160,6 @@ public:
     bool grouped = lanes > 1 && dims.size() == 2;
     for (size_t i = loads.size(); i < accesses.size(); ++i) {
       AffineExpr access = accesses[i].second;
-      if (accessLog)
-        accessLog->push_back({accesses[i].first, access, static_cast<unsigned>(dims.size())});
       // A group's lanes read `lanes` consecutive elements of a grouped
       // argument (its buffer declared as vectors): one load.
       if (grouped && groupedArgs.contains(accesses[i].first))
@@ -267,8 +265,6 @@ public:
   /// `groupedArgs` and full-shape results are buffers of such vectors.
   int64_t lanes = 1;
   DenseSet<unsigned> groupedArgs;
-  /// Where set, every access made: (argument, index, dims of the index).
-  SmallVector<std::tuple<unsigned, AffineExpr, unsigned>> *accessLog = nullptr;
 
 private:
   void record(Value v, Value computed) {
@@ -582,16 +578,47 @@ RowKernelConfig kiln::defaultRowKernelConfig(KernelOp kernel, const DeviceLimits
 /// Lanes of a grouped row kernel: 16 bytes of f32, 8 of f16.
 static constexpr int64_t kRowLanes = 4;
 
+/// Every argument read the row kernel's evaluations make, as (argument,
+/// index, dims of the index): the reductions' inputs and the full-shape
+/// results over (row, column), the row values bound; the row values and
+/// row-shaped results over the row, the reductions' results bound.
+static SmallVector<std::tuple<unsigned, AffineExpr, unsigned>>
+rowKernelReads(KernelOp kernel, const RowInfo &info, AffineExpr fullIndex) {
+  FlatEvaluator columns(kernel, 2), rows(kernel, 1);
+  AffineExpr d0 = getAffineDimExpr(0, kernel.getContext());
+  for (Value v : info.rowValues)
+    columns.bindRow(v);
+  for (ReduceOp reduce : info.reductions) {
+    columns.collect(reduce.getInput(), fullIndex);
+    rows.bindRow(reduce.getResult());
+  }
+  for (Value v : info.rowValues)
+    if (!v.getDefiningOp<ReduceOp>())
+      rows.collect(v, d0);
+  for (Value result : kernel.getBody().front().getTerminator()->getOperands()) {
+    if (shapeOf(result) == ArrayRef<int64_t>(info.full))
+      columns.collect(result, fullIndex);
+    else
+      rows.collect(result, d0);
+  }
+  SmallVector<std::tuple<unsigned, AffineExpr, unsigned>> reads;
+  for (auto [arg, index] : columns.getAccesses())
+    reads.push_back({arg, index, 2});
+  for (auto [arg, index] : rows.getAccesses())
+    reads.push_back({arg, index, 1});
+  return reads;
+}
+
 /// The arguments a workgroup-per-row kernel reads `lanes` columns at a
-/// time, from the accesses of a build without groups (`log`); none when
-/// some access or result does not allow groups. A grouped argument is read
-/// at a column coefficient of 1 from a multiple of `lanes` and nowhere
-/// else; other arguments only at indices the same for the whole group (a
-/// per-row value). Groups hold f16 or f32 (bf16's buffers become integers
-/// later; i1 is stored as i8).
+/// time (`reads` as rowKernelReads lists them); none when some read or
+/// result does not allow groups. A grouped argument is read at a column
+/// coefficient of 1 from a multiple of `lanes` and nowhere else; other
+/// arguments only at indices the same for the whole group (a per-row
+/// value). Groups hold f16 or f32 (bf16's buffers become integers later;
+/// i1 is stored as i8).
 static std::optional<DenseSet<unsigned>>
 groupedArguments(KernelOp kernel, const RowInfo &info, ArrayRef<unsigned> elementResults,
-                 ArrayRef<std::tuple<unsigned, AffineExpr, unsigned>> log, int64_t lanes) {
+                 ArrayRef<std::tuple<unsigned, AffineExpr, unsigned>> reads, int64_t lanes) {
   MLIRContext *ctx = kernel.getContext();
   auto groupable = [&](Type type) {
     auto tensor = cast<RankedTensorType>(type);
@@ -608,7 +635,7 @@ groupedArguments(KernelOp kernel, const RowInfo &info, ArrayRef<unsigned> elemen
     return std::nullopt;
   };
   DenseSet<unsigned> grouped, other;
-  for (auto [arg, index, dims] : log) {
+  for (auto [arg, index, dims] : reads) {
     if (dims != 2) {
       other.insert(arg);
       continue;
@@ -671,48 +698,32 @@ FailureOr<func::FuncOp> kiln::buildRowKernelFunction(KernelOp kernel, OpBuilder 
     }
     func->setAttr("kiln.outer_size", builder.getI64IntegerAttr(info.rows));
     // Groups of columns per load and store where every row's columns come
-    // in whole groups that stay in registers: a first build, thrown away,
-    // lists what each argument is read at.
+    // in whole groups that stay in registers and every read allows them.
     int64_t groupedChunks = (info.columns + chosen.workgroupSize * kRowLanes - 1) /
                             (chosen.workgroupSize * kRowLanes);
     if (info.contiguous && info.columns % kRowLanes == 0 &&
-        groupedChunks <= chosen.maxChunksInRegisters) {
-      SmallVector<std::tuple<unsigned, AffineExpr, unsigned>> log;
-      bool probeFailed = false;
-      {
-        ScopedDiagnosticHandler quiet(kernel.getContext(), [](Diagnostic &) { return success(); });
-        func::FuncOp probe = createFlatKernelFunction(kernel, builder, (name + "_groups").str(),
-                                                      info.rows * info.columns, info.rows);
-        Block *probeEntry = probe.addEntryBlock();
-        OpBuilder pb = OpBuilder::atBlockBegin(probeEntry);
-        RowEmitter prober(kernel, info, probeEntry, probeFailed);
-        prober.classifyResults();
-        prober.accessLog = &log;
-        buildRowWorkgroups(pb, prober, *gpu, chosen);
-        probe.erase();
+        groupedChunks <= chosen.maxChunksInRegisters)
+      if (std::optional<DenseSet<unsigned>> grouped =
+              groupedArguments(kernel, info, emitter.elementResults,
+                               rowKernelReads(kernel, info, emitter.fullIndex), kRowLanes)) {
+        emitter.lanes = kRowLanes;
+        emitter.groupedArgs = *grouped;
+        // Their buffers (and the full-shape results') as vectors: the same
+        // bytes.
+        SmallVector<Type> args(func.getArgumentTypes());
+        auto asVectors = [&](unsigned i) {
+          auto flat = cast<MemRefType>(args[i]);
+          args[i] = MemRefType::get({flat.getNumElements() / kRowLanes},
+                                    VectorType::get({kRowLanes}, flat.getElementType()));
+        };
+        for (unsigned arg : *grouped)
+          asVectors(arg);
+        for (unsigned i : emitter.elementResults)
+          asVectors(kernel.getInputs().size() + i);
+        func.setType(builder.getFunctionType(args, {}));
+        for (auto [i, type] : llvm::enumerate(args))
+          entry->getArgument(i).setType(type);
       }
-      if (!probeFailed)
-        if (std::optional<DenseSet<unsigned>> grouped =
-                groupedArguments(kernel, info, emitter.elementResults, log, kRowLanes)) {
-          emitter.lanes = kRowLanes;
-          emitter.groupedArgs = *grouped;
-          // Their buffers (and the full-shape results') as vectors: the
-          // same bytes.
-          SmallVector<Type> args(func.getArgumentTypes());
-          auto asVectors = [&](unsigned i) {
-            auto flat = cast<MemRefType>(args[i]);
-            args[i] = MemRefType::get({flat.getNumElements() / kRowLanes},
-                                      VectorType::get({kRowLanes}, flat.getElementType()));
-          };
-          for (unsigned arg : *grouped)
-            asVectors(arg);
-          for (unsigned i : emitter.elementResults)
-            asVectors(kernel.getInputs().size() + i);
-          func.setType(builder.getFunctionType(args, {}));
-          for (auto [i, type] : llvm::enumerate(args))
-            entry->getArgument(i).setType(type);
-        }
-    }
     buildRowWorkgroups(b, emitter, *gpu, chosen);
   } else {
     emitter.rowLoops = true;
