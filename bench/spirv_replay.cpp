@@ -3,14 +3,16 @@
 // machines that only have a Vulkan driver (the lent GPU).
 //
 //   kiln-spirv-replay [--device N] [--runs N] [--positive] [--statistics]
-//                     <dir>/<hash>.kernel...
+//                     [--internals DIR] <dir>/<hash>.kernel...
 //
 // Inputs are filled from a fixed-seed generator (normal, or its absolute
 // value with --positive: a batch norm's variance input then gives no NaN); per kernel it prints the
 // time per dispatch (median of batches), GB/s over all bindings (each read or
 // written once by an elementwise kernel) and a checksum of the outputs, so
 // two machines can be compared. --statistics prints what the driver says of
-// each pipeline (registers, shared memory: PipelineStatistics.h) first.
+// each pipeline (registers, shared memory: PipelineStatistics.h) first;
+// --internals DIR also writes the driver's internal representations of each
+// (its compiled code, where it gives them) to DIR/<manifest>.internals.txt.
 
 #include "kiln/runtime/PipelineStatistics.h"
 #include "kiln/runtime/Vulkan.h"
@@ -109,6 +111,7 @@ int main(int argc, char **argv) {
   size_t deviceIndex = SIZE_MAX;
   int runs = 50;
   bool positive = false;
+  std::string internalsDir;
   std::vector<std::string> files;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--device") && i + 1 < argc)
@@ -119,6 +122,10 @@ int main(int argc, char **argv) {
       positive = true;
     else if (!std::strcmp(argv[i], "--statistics"))
       setenv(kiln::rt::kPipelineStatisticsEnv, "1", 1); // read when the device is created
+    else if (!std::strcmp(argv[i], "--internals") && i + 1 < argc) {
+      setenv(kiln::rt::kPipelineStatisticsEnv, kiln::rt::kPipelineInternalsValue, 1);
+      internalsDir = argv[++i];
+    }
     else
       files.push_back(argv[i]);
   }
@@ -191,6 +198,13 @@ int main(int argc, char **argv) {
       return fail(pipeline.status().message());
     if (std::string stats = kiln::rt::pipelineStatistics(**pipeline); !stats.empty())
       std::printf("statistics of %s: %s", file.c_str(), stats.c_str());
+    if (std::string code = kiln::rt::pipelineInternals(**pipeline); !internalsDir.empty()) {
+      std::string base = file.substr(file.find_last_of('/') + 1);
+      std::string out = internalsDir + "/" + base + ".internals.txt";
+      std::ofstream(out) << code;
+      std::printf("internal representations of %s: %zu bytes in %s\n", file.c_str(), code.size(),
+                  out.c_str());
+    }
 
     auto batch = [&](int n) {
       auto start = std::chrono::steady_clock::now();

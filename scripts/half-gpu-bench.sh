@@ -18,6 +18,12 @@
 # ceiling), `run` replays them before the candidates; likewise the 4096^3
 # matmul on NVIDIA's workgroup-scope matrices (bench/half/make_wgscope.py,
 # .dev/half/wgscope) next to Kiln's compiled default.
+# Tensor-core paths (`paths-dump` here, `paths` there; carry .gl, .dev/paths,
+# build/bin/kiln-spirv-replay): which instruction the driver makes of
+# cooperative matrices (its internal representations of the 2 x 2, 4 x 4
+# ceiling kernels and of the compiled 4096^3 default, next to
+# bench/half/hmma_peak.cu's mma.sync rate), and what whole Triton GEMMs
+# reach on each path (bench/half/mma_paths.py) next to cuBLAS.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
@@ -127,6 +133,47 @@ PY
     cp .dev/half/candidates-$g/candidates.json "$times/$g.json"
   done
   ;;
+paths-dump)
+  rm -rf .dev/paths && mkdir -p .dev/paths
+  /usr/bin/python3 bench/half/make_ceiling.py .dev/paths/all
+  for mode in reg smem bar; do
+    n=.dev/paths/${mode}_sg2x2_f4x4
+    build/bin/kiln-opt .dev/paths/all/$(basename $n).mlir --kiln-linalg-to-spirv \
+      | build/bin/kiln-spirv-check --output "$n.spv" >/dev/null
+    { echo "spirv $(basename "$n").spv"; echo "entry ceiling_kernel"; cat .dev/paths/all/$(basename $n).info; } > "$n.kernel"
+  done
+  rm -rf .dev/paths/all
+  /usr/bin/python3 bench/half/make_cases.py .dev/paths/cases
+  cache=$(mktemp -d) dump=$(mktemp -d)
+  KILN_CACHE_DIR=$cache KILN_DUMP_SPIRV=$dump KILN_GPU_LIMITS=$limits,coop=1 \
+    build/bin/kiln-compile .dev/paths/cases/mm4096.mlir --target vulkan -o "$cache/mm.kiln"
+  cp "$dump"/*.spv .dev/paths/kiln_default.spv
+  { grep -v '^spirv' "$dump"/*.kernel; echo "spirv kiln_default.spv"; echo "halves 0 1 2";
+    echo "outputs 2"; echo "label kiln_default $((2 * 4096 ** 3)) FLOP"; } > .dev/paths/kiln_default.kernel
+  rm -rf "$cache" "$dump" .dev/paths/cases
+  fetch_vulkan_loader
+  ;;
+paths)
+  install_vulkan_loader
+  export XDG_CACHE_HOME=/tmp/kiln-cache
+  out=${OUT:-/tmp/paths-out}
+  mkdir -p "$out"
+  nvcc -O3 -arch=sm_90 bench/half/hmma_peak.cu -o /tmp/hmma_peak && /tmp/hmma_peak
+  echo "hmma_peak's SASS:"; cuobjdump --dump-sass /tmp/hmma_peak | grep -o '[HG]*MMA[.A-Z0-9]*' | sort | uniq -c
+  for k in .dev/paths/*.kernel; do
+    build/bin/kiln-spirv-replay --statistics --internals "$out" --runs 10 "$k" | grep -v '^device' \
+      | sed 's/Binary Size=[0-9]*, Stack Size=0, Local Memory Size=[0-9]*, //' || echo "$k: replay failed"
+  done
+  for f in "$out"/*.internals.txt; do
+    [ -s "$f" ] || { echo "$f: the driver gave no internal representation"; continue; }
+    echo "$(basename "$f"): $(grep -c . "$f") lines; representations: $(grep '^== ' "$f" | tr '\n' ' ')"
+    echo "  tensor-core instructions: $(grep -o -i -E '\b[HG]MMA[.A-Z0-9]*|wgmma[.a-z0-9]*|mma\.sync[.a-z0-9]*' "$f" | sort | uniq -c | tr '\n' ' ')"
+  done
+  for v in 0 1; do
+    DISABLE_MMA_V3=$v TRITON_CACHE_DIR=/tmp/triton-$v PYTHONUNBUFFERED=1 python3 bench/half/mma_paths.py \
+      || echo "mma_paths.py (DISABLE_MMA_V3=$v) failed"
+  done
+  ;;
 rounds)
   # scripts/half-gpu-bench.sh rounds GRAPH:I,J,... [GRAPH:...]: chosen
   # candidates, one process each (in one process every candidate after the
@@ -156,7 +203,7 @@ rounds)
   done
   ;;
 *)
-  echo "usage: scripts/half-gpu-bench.sh dump|run|rounds" >&2
+  echo "usage: scripts/half-gpu-bench.sh dump|run|rounds|paths-dump|paths" >&2
   exit 2
   ;;
 esac

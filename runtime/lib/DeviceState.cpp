@@ -177,13 +177,15 @@ createDeviceState(const DeviceSetup &setup) {
     queryFeatures(setup.physical, supported);
     return supported.pipelineExecutableInfo == VK_TRUE;
   };
-  if (const char *want = std::getenv(kPipelineStatisticsEnv);
-      want && std::string(want) == "1" && features.chained && offersStatistics()) {
+  const char *want = std::getenv(kPipelineStatisticsEnv);
+  bool internals = want && std::string(want) == kPipelineInternalsValue;
+  if (want && (std::string(want) == "1" || internals) && features.chained && offersStatistics()) {
     extensions.push_back(VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
     executables.pipelineExecutableInfo = VK_TRUE;
     executables.pNext = features.v12.pNext;
     features.v12.pNext = &executables;
-    state->captureStatistics = true;
+    state->capture =
+        internals ? PipelineCapture::StatisticsAndInternals : PipelineCapture::Statistics;
   }
   VkDeviceCreateInfo info{};
   info.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO;

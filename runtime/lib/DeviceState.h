@@ -80,7 +80,8 @@ struct VulkanDevice::State {
   // The driver's pipeline cache, kept in the store across processes.
   std::unique_ptr<DriverPipelineCache> driverCache;
   bool creationFeedback = false; // Vulkan 1.3: cache hits are reported
-  bool captureStatistics = false; // KILN_PIPELINE_STATISTICS=1 and the driver has them
+  // KILN_PIPELINE_STATISTICS=1 (or =internal) and the driver has them.
+  PipelineCapture capture = PipelineCapture::None;
   DeviceStats counters; // all but the pool's and validation counters
   uint64_t validationBaseline = 0;
 };

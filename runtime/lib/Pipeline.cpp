@@ -18,7 +18,7 @@ namespace kiln::rt {
 StatusOr<std::unique_ptr<Pipeline>>
 Pipeline::create(VkDevice device, const void *owner, const KernelBinary &kernel,
                  uint32_t maxBindings, const std::string &label,
-                 VkPipelineCache cache, bool *driverCacheHit, bool captureStatistics) {
+                 VkPipelineCache cache, bool *driverCacheHit, PipelineCapture capture) {
   std::string what = "kernel " + formatHash(kernel.hash) + " on " + label;
   if (!kernel.spirv)
     return Status::invalidArgument("no SPIR-V for " + what);
@@ -84,8 +84,10 @@ Pipeline::create(VkDevice device, const void *owner, const KernelBinary &kernel,
   feedbackInfo.pPipelineStageCreationFeedbacks = &stageFeedback;
   if (driverCacheHit)
     info.pNext = &feedbackInfo;
-  if (captureStatistics)
+  if (capture != PipelineCapture::None)
     info.flags |= VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR;
+  if (capture == PipelineCapture::StatisticsAndInternals)
+    info.flags |= VK_PIPELINE_CREATE_CAPTURE_INTERNAL_REPRESENTATIONS_BIT_KHR;
   VkResult result = vkCreateComputePipelines(device, cache, 1, &info,
                                              nullptr, &pipeline->pipeline_);
   if (driverCacheHit)
@@ -95,8 +97,10 @@ Pipeline::create(VkDevice device, const void *owner, const KernelBinary &kernel,
   vkDestroyShaderModule(device, module, nullptr);
   if (result != VK_SUCCESS)
     return vkFailure(result, "vkCreateComputePipelines for " + what);
-  if (captureStatistics)
+  if (capture != PipelineCapture::None)
     pipeline->statistics_ = kiln::rt::captureStatistics(device, pipeline->pipeline_);
+  if (capture == PipelineCapture::StatisticsAndInternals)
+    pipeline->internals_ = kiln::rt::captureInternals(device, pipeline->pipeline_);
   return pipeline;
 }
 

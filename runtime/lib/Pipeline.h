@@ -21,6 +21,10 @@
 
 namespace kiln::rt {
 
+/// What the driver is asked to keep of each pipeline's code
+/// (PipelineStatistics.h).
+enum class PipelineCapture { None, Statistics, StatisticsAndInternals };
+
 class Pipeline {
 public:
   /// `owner` identifies the creating device (checked on dispatch);
@@ -29,7 +33,7 @@ public:
   create(VkDevice device, const void *owner, const KernelBinary &kernel,
          uint32_t maxBindings, const std::string &label,
          VkPipelineCache cache = VK_NULL_HANDLE, bool *driverCacheHit = nullptr,
-         bool captureStatistics = false);
+         PipelineCapture capture = PipelineCapture::None);
   ~Pipeline();
   Pipeline(const Pipeline &) = delete;
   Pipeline &operator=(const Pipeline &) = delete;
@@ -43,6 +47,9 @@ public:
   VkDescriptorSetLayout setLayout() const { return setLayout_; }
   /// The driver's statistics, when captured (PipelineStatistics.h).
   const std::string &statistics() const { return statistics_; }
+  /// The driver's internal representations (its compiled code), when
+  /// captured.
+  const std::string &internals() const { return internals_; }
 
 private:
   Pipeline(VkDevice device, const void *owner, const KernelBinary &kernel)
@@ -58,12 +65,17 @@ private:
   VkPipelineLayout layout_ = VK_NULL_HANDLE;
   VkPipeline pipeline_ = VK_NULL_HANDLE;
   std::string statistics_;
+  std::string internals_;
 };
 
 /// The statistics of every executable of `pipeline` (created with
 /// VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR), as pipelineStatistics()
 /// returns them.
 std::string captureStatistics(VkDevice device, VkPipeline pipeline);
+/// Likewise its internal representations (created with
+/// VK_PIPELINE_CREATE_CAPTURE_INTERNAL_REPRESENTATIONS_BIT_KHR): each
+/// executable's name, then every text representation the driver gives.
+std::string captureInternals(VkDevice device, VkPipeline pipeline);
 
 } // namespace kiln::rt
 

@@ -31,7 +31,7 @@ std::string VulkanDevice::adapterName() const { return state_->adapter.name; }
 std::string VulkanDevice::adapterUuid() const { return state_->adapter.uuid; }
 const AdapterInfo &VulkanDevice::adapter() const { return state_->adapter; }
 size_t VulkanDevice::ordinal() const { return state_->ordinal; }
-bool VulkanDevice::capturesPipelineStatistics() const { return state_->captureStatistics; }
+bool VulkanDevice::capturesPipelineStatistics() const { return state_->capture != PipelineCapture::None; }
 void *VulkanDevice::vkDevice() const { return state_->device; }
 
 /// `buffer` as this device's VulkanBuffer, or null if another device owns it
@@ -246,7 +246,7 @@ StatusOr<Pipeline *> VulkanDevice::pipeline(const KernelBinary &kernel) {
   StatusOr<std::unique_ptr<Pipeline>> created = Pipeline::create(
       s.device, &s, kernel, s.maxStorageBuffersPerStage, s.label,
       s.driverCache ? s.driverCache->handle() : VK_NULL_HANDLE,
-      s.creationFeedback ? &driverHit : nullptr, s.captureStatistics);
+      s.creationFeedback ? &driverHit : nullptr, s.capture);
   if (!created.isOk())
     return created.status();
   if (driverHit)
