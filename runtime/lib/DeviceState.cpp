@@ -164,6 +164,22 @@ createDeviceState(const DeviceSetup &setup) {
     coop2.pNext = coop.pNext;
     coop.pNext = &coop2;
   }
+  // Host memory both sides of a copy between devices import
+  // (PeerTransfer.cpp): a Vulkan 1.1 query for its alignment.
+  if (apiVersion >= VK_API_VERSION_1_1 &&
+      hasDeviceExtension(setup.physical, VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME)) {
+    VkPhysicalDeviceExternalMemoryHostPropertiesEXT host{};
+    host.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_EXTERNAL_MEMORY_HOST_PROPERTIES_EXT;
+    VkPhysicalDeviceProperties2 props2{};
+    props2.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2;
+    props2.pNext = &host;
+    vkGetPhysicalDeviceProperties2(setup.physical, &props2);
+    if (host.minImportedHostPointerAlignment) {
+      extensions.push_back(VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME);
+      state->importsHostMemory = true;
+      state->hostPointerAlignment = host.minImportedHostPointerAlignment;
+    }
+  }
   // The driver's statistics of each pipeline, where asked for
   // (PipelineStatistics.h).
   VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR executables{};
@@ -237,6 +253,8 @@ VulkanDevice::State::~State() {
   if (stream && stream->hasWork())
     (void)stream->submitAndWait();
   vkDeviceWaitIdle(device);
+  peerSources.clear();
+  peerTargets.clear();
   pipelines.clear();
   driverCache.reset(); // saves what this process added
   descriptors.reset();

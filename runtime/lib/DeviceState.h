@@ -17,6 +17,7 @@
 #include "CommandStream.h"
 #include "DescriptorAllocator.h"
 #include "Pipeline.h"
+#include "PeerTransfer.h"
 #include "PipelineCache.h"
 #include "StagingBuffer.h"
 
@@ -82,6 +83,14 @@ struct VulkanDevice::State {
   bool creationFeedback = false; // Vulkan 1.3: cache hits are reported
   // KILN_PIPELINE_STATISTICS=1 (or =internal) and the driver has them.
   PipelineCapture capture = PipelineCapture::None;
+  // VK_EXT_external_memory_host enabled: copies between this device and
+  // another go through host memory both import (PeerTransfer.cpp); host
+  // pointers imported must be aligned to this.
+  bool importsHostMemory = false;
+  VkDeviceSize hostPointerAlignment = 0;
+  // This device's halves of the rings of the pairs it copied between, by
+  // the other device (PeerTransfer.h); destroyed before the VkDevice.
+  std::unordered_map<const State *, std::unique_ptr<PeerSide>> peerSources, peerTargets;
   DeviceStats counters; // all but the pool's and validation counters
   uint64_t validationBaseline = 0;
 };
@@ -90,6 +99,9 @@ struct VulkanDevice::State {
 /// recycles what the work used (descriptors, staging, pooled buffers).
 /// Under the device mutex.
 Status submitLocked(VulkanDevice::State &s, const std::vector<VkCommandBuffer> &more = {});
+
+/// Submits and waits for the recorded work, if any. Under the device mutex.
+Status flushLocked(VulkanDevice::State &s);
 
 /// Creates the VkDevice and everything a VulkanDevice needs.
 StatusOr<std::unique_ptr<VulkanDevice::State>>

@@ -1,6 +1,7 @@
 //===- Program.cpp - the buffer plan and the interpreter of a Program -----===//
 
 #include "kiln/runtime/Program.h"
+#include "kiln/runtime/Vulkan.h"
 
 
 #include <algorithm>
@@ -239,6 +240,14 @@ StatusOr<std::shared_ptr<Buffer>> Runner::moveTo(const std::shared_ptr<Buffer> &
   }
   if (void *destination = CpuDevice::data(**moved)) {
     if (Status s = buffer->device().download(*buffer, destination, bytes); !s.isOk())
+      return s;
+    return moved;
+  }
+  // Between Vulkan devices: through host memory both import, in overlapped
+  // chunks, where the drivers allow it (PeerTransfer.cpp).
+  VulkanDevice *from = buffer->device().replayDevice();
+  if (VulkanDevice *to = target.replayDevice(); from && to) {
+    if (Status s = from->copyToDevice(*buffer, *to, **moved, bytes); !s.isOk())
       return s;
     return moved;
   }

@@ -58,7 +58,7 @@ static Status tooLarge(const char *what, size_t bytes, const Buffer &buffer) {
 }
 
 /// Submits and waits for the recorded work, then recycles what it used.
-static Status flushLocked(VulkanDevice::State &s) {
+Status flushLocked(VulkanDevice::State &s) {
   if (!s.stream->hasWork()) {
     // Nothing recorded or in flight: what an upload took from staging
     // before failing to record is free again.

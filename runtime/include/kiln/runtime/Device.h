@@ -46,6 +46,9 @@ struct DeviceStats {
   uint64_t driverCacheHits = 0;
   uint64_t bytesUploaded = 0;
   uint64_t bytesDownloaded = 0;
+  /// Bytes copied to another Vulkan device through host memory both import
+  /// (VulkanDevice::copyToDevice), counted on the source.
+  uint64_t bytesToPeers = 0;
   uint64_t submits = 0;
   uint64_t buffersAllocated = 0; // new device allocations (pool misses)
   uint64_t bufferPoolHits = 0;   // allocations served from the pool

@@ -233,6 +233,18 @@ public:
                   uint32_t groupsX, uint32_t groupsY, uint32_t groupsZ);
   /// Records a copy of the first `bytes` of `src` into `dst` (same device).
   Status copy(Buffer &src, Buffer &dst, size_t bytes);
+  /// Copies `bytes` of `src` (this device's) into `dst` on `target`, another
+  /// Vulkan device: another adapter, or another logical device of this one.
+  /// Where both import host memory (VK_EXT_external_memory_host) the copy
+  /// goes in chunks through host memory both see, this device's copy engine
+  /// writing one chunk while the target's reads the one before, and the host
+  /// copies nothing; otherwise through each device's staging memory (a
+  /// download, then an upload). Waits for earlier work on both first, and
+  /// for the copy.
+  Status copyToDevice(Buffer &src, VulkanDevice &target, Buffer &dst, size_t bytes);
+  /// Whether copyToDevice can take the shared host memory path from or to
+  /// this device.
+  bool importsHostMemory() const;
 
   /// Records `dispatches`, each ordered after the one before, into a new
   /// Recording. Checked as dispatch() checks them; nothing runs.
