@@ -110,8 +110,10 @@ std::string kiln::listDevices() {
   if (rt::VulkanContext *context = optionalVulkan())
     for (size_t i = 0; i < context->numDevices(); ++i) {
       const rt::AdapterInfo &adapter = context->adapterOf(i);
+      // The UUID tells two GPUs of one model apart (nvidia-smi -L prints
+      // the same one); logical devices of one adapter share it.
       text += ", vulkan:" + std::to_string(i) + " (" + adapter.name + ", " +
-              adapter.typeName() + ")";
+              adapter.typeName() + ", uuid " + adapter.uuid + ")";
     }
   return text;
 }

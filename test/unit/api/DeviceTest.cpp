@@ -41,6 +41,12 @@ TEST(Device, MissingDevicesAreErrorsNamingTheExistingOnes) {
     std::string text = error.what();
     EXPECT_NE(text.find("\"vulkan:7\" does not exist"), std::string::npos) << text;
     EXPECT_NE(text.find("vulkan:0 ("), std::string::npos) << text;
+    // Each with its adapter's UUID: two logical devices of one adapter
+    // (KILN_VIRTUAL_DEVICES=2 in these tests) show the same one.
+    std::string uuid = "uuid " + Device::vulkan(0).adapter_uuid();
+    EXPECT_NE(text.find(uuid), std::string::npos) << text;
+    EXPECT_EQ(Device::vulkan(1).adapter_uuid(), Device::vulkan(0).adapter_uuid());
+    EXPECT_NE(text.find(uuid, text.find(uuid) + 1), std::string::npos) << text;
   }
   EXPECT_THROW(Device::parse("metal"), DeviceError);
   EXPECT_THROW(Device::parse("vulkan:x"), DeviceError);
