@@ -61,6 +61,17 @@ bool ready(benchmark::State &state, Pair &p) {
   return false;
 }
 
+/// A filled buffer on the source, one on the target, and host memory, of
+/// `bytes` each.
+struct Buffers {
+  Buffers(Pair &p, size_t bytes)
+      : src(*p.from->allocate(bytes)), dst(*p.to->allocate(bytes)), host(bytes, 1) {
+    (void)p.from->upload(*src, host.data(), bytes);
+  }
+  std::shared_ptr<kiln::rt::Buffer> src, dst;
+  std::vector<uint8_t> host;
+};
+
 void report(benchmark::State &state, const Pair &p, size_t bytes) {
   state.SetBytesProcessed(int64_t(state.iterations()) * int64_t(bytes));
   state.SetLabel(p.label);
@@ -71,13 +82,10 @@ void BM_CopyStaged(benchmark::State &state) {
   if (!ready(state, p))
     return;
   size_t bytes = size_t(state.range(0));
-  auto src = *p.from->allocate(bytes);
-  auto dst = *p.to->allocate(bytes);
-  std::vector<uint8_t> host(bytes, 1);
-  (void)p.from->upload(*src, host.data(), bytes);
+  Buffers b(p, bytes);
   for (auto _ : state) {
-    if (!p.from->download(*src, host.data(), bytes).isOk() ||
-        !p.to->upload(*dst, host.data(), bytes).isOk() || !p.to->flush().isOk()) {
+    if (!p.from->download(*b.src, b.host.data(), bytes).isOk() ||
+        !p.to->upload(*b.dst, b.host.data(), bytes).isOk() || !p.to->flush().isOk()) {
       state.SkipWithError("staged copy failed");
       return;
     }
@@ -90,12 +98,9 @@ void BM_CopyToDevice(benchmark::State &state) {
   if (!ready(state, p))
     return;
   size_t bytes = size_t(state.range(0));
-  auto src = *p.from->allocate(bytes);
-  auto dst = *p.to->allocate(bytes);
-  std::vector<uint8_t> host(bytes, 1);
-  (void)p.from->upload(*src, host.data(), bytes);
+  Buffers b(p, bytes);
   for (auto _ : state) {
-    if (kiln::rt::Status s = p.from->copyToDevice(*src, *p.to, *dst, bytes); !s.isOk()) {
+    if (kiln::rt::Status s = p.from->copyToDevice(*b.src, *p.to, *b.dst, bytes); !s.isOk()) {
       state.SkipWithError(s.message().c_str());
       return;
     }
@@ -108,10 +113,9 @@ void BM_Upload(benchmark::State &state) {
   if (!ready(state, p))
     return;
   size_t bytes = size_t(state.range(0));
-  auto dst = *p.from->allocate(bytes);
-  std::vector<uint8_t> host(bytes, 1);
+  Buffers b(p, bytes);
   for (auto _ : state)
-    if (!p.from->upload(*dst, host.data(), bytes).isOk() || !p.from->flush().isOk()) {
+    if (!p.from->upload(*b.src, b.host.data(), bytes).isOk() || !p.from->flush().isOk()) {
       state.SkipWithError("upload failed");
       return;
     }
@@ -123,11 +127,9 @@ void BM_Download(benchmark::State &state) {
   if (!ready(state, p))
     return;
   size_t bytes = size_t(state.range(0));
-  auto src = *p.from->allocate(bytes);
-  std::vector<uint8_t> host(bytes, 1);
-  (void)p.from->upload(*src, host.data(), bytes);
+  Buffers b(p, bytes);
   for (auto _ : state)
-    if (!p.from->download(*src, host.data(), bytes).isOk()) {
+    if (!p.from->download(*b.src, b.host.data(), bytes).isOk()) {
       state.SkipWithError("download failed");
       return;
     }

@@ -9,26 +9,39 @@
 
 namespace kiln::rt {
 
-std::string captureStatistics(VkDevice device, VkPipeline pipeline) {
+namespace {
+/// The pipeline's executables (a compute pipeline: one), or none when the
+/// driver does not say.
+std::vector<VkPipelineExecutablePropertiesKHR> executablesOf(VkDevice device,
+                                                             VkPipeline pipeline) {
   auto getExecutables = reinterpret_cast<PFN_vkGetPipelineExecutablePropertiesKHR>(
       vkGetDeviceProcAddr(device, "vkGetPipelineExecutablePropertiesKHR"));
-  auto getStatistics = reinterpret_cast<PFN_vkGetPipelineExecutableStatisticsKHR>(
-      vkGetDeviceProcAddr(device, "vkGetPipelineExecutableStatisticsKHR"));
-  if (!getExecutables || !getStatistics)
-    return "";
+  if (!getExecutables)
+    return {};
   VkPipelineInfoKHR info{};
   info.sType = VK_STRUCTURE_TYPE_PIPELINE_INFO_KHR;
   info.pipeline = pipeline;
   uint32_t count = 0;
   if (getExecutables(device, &info, &count, nullptr) != VK_SUCCESS)
-    return "";
+    return {};
   std::vector<VkPipelineExecutablePropertiesKHR> executables(count);
   for (auto &e : executables)
     e.sType = VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_PROPERTIES_KHR;
   if (getExecutables(device, &info, &count, executables.data()) != VK_SUCCESS)
+    return {};
+  executables.resize(count);
+  return executables;
+}
+} // namespace
+
+std::string captureStatistics(VkDevice device, VkPipeline pipeline) {
+  auto getStatistics = reinterpret_cast<PFN_vkGetPipelineExecutableStatisticsKHR>(
+      vkGetDeviceProcAddr(device, "vkGetPipelineExecutableStatisticsKHR"));
+  if (!getStatistics)
     return "";
+  std::vector<VkPipelineExecutablePropertiesKHR> executables = executablesOf(device, pipeline);
   std::string text;
-  for (uint32_t i = 0; i < count; ++i) {
+  for (uint32_t i = 0; i < executables.size(); ++i) {
     VkPipelineExecutableInfoKHR which{};
     which.sType = VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_INFO_KHR;
     which.pipeline = pipeline;
@@ -67,25 +80,13 @@ std::string captureStatistics(VkDevice device, VkPipeline pipeline) {
 }
 
 std::string captureInternals(VkDevice device, VkPipeline pipeline) {
-  auto getExecutables = reinterpret_cast<PFN_vkGetPipelineExecutablePropertiesKHR>(
-      vkGetDeviceProcAddr(device, "vkGetPipelineExecutablePropertiesKHR"));
   auto getInternals = reinterpret_cast<PFN_vkGetPipelineExecutableInternalRepresentationsKHR>(
       vkGetDeviceProcAddr(device, "vkGetPipelineExecutableInternalRepresentationsKHR"));
-  if (!getExecutables || !getInternals)
+  if (!getInternals)
     return "";
-  VkPipelineInfoKHR info{};
-  info.sType = VK_STRUCTURE_TYPE_PIPELINE_INFO_KHR;
-  info.pipeline = pipeline;
-  uint32_t count = 0;
-  if (getExecutables(device, &info, &count, nullptr) != VK_SUCCESS)
-    return "";
-  std::vector<VkPipelineExecutablePropertiesKHR> executables(count);
-  for (auto &e : executables)
-    e.sType = VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_PROPERTIES_KHR;
-  if (getExecutables(device, &info, &count, executables.data()) != VK_SUCCESS)
-    return "";
+  std::vector<VkPipelineExecutablePropertiesKHR> executables = executablesOf(device, pipeline);
   std::string text;
-  for (uint32_t i = 0; i < count; ++i) {
+  for (uint32_t i = 0; i < executables.size(); ++i) {
     VkPipelineExecutableInfoKHR which{};
     which.sType = VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_INFO_KHR;
     which.pipeline = pipeline;
