@@ -32,7 +32,9 @@
 namespace kiln {
 namespace rt {
 struct Artifact;
+class Buffer;
 class Model;
+struct ProgramInput;
 } // namespace rt
 
 struct CompileOptions {
@@ -56,8 +58,18 @@ public:
   /// device). Inputs in order, of the shapes and dtypes it was compiled for,
   /// on any device; outputs are committed to the program's device.
   std::vector<Tensor> run(const std::vector<Tensor> &inputs) const;
+  /// Runs once per micro-batch (each a list of inputs as run() takes them),
+  /// pipelined across the devices a split model runs on: while the second
+  /// device works on batch b the first starts batch b + 1. Outputs per
+  /// batch, each the same as run() would give (bit for bit).
+  std::vector<std::vector<Tensor>>
+  run_pipelined(const std::vector<std::vector<Tensor>> &batches) const;
 
+  /// The first device it runs on.
   Device device() const;
+  /// Every device it runs on: one per device its steps name (a model
+  /// compiled split across GPUs, or loaded onto several), else one.
+  std::vector<Device> devices() const { return devices_; }
   /// "vulkan, cpu".
   std::string targets() const;
   /// Input and output names, shapes and dtypes, one per line.
@@ -76,12 +88,20 @@ private:
   friend Program compile_graph(const std::string &, const std::string &, const CompileOptions &);
   /// With `mustRun`, a device the artifact cannot run on throws; else
   /// (a compile for another ISA level) run() does.
-  Program(std::shared_ptr<const rt::Artifact> artifact, Device device, bool mustRun = true);
+  friend Program load(const std::string &, const std::vector<Device> &);
+  Program(std::shared_ptr<const rt::Artifact> artifact, std::vector<Device> devices,
+          bool mustRun = true);
+  /// The program inputs of one run, checked against the signature; host
+  /// bytes kept in `hostData`.
+  std::vector<rt::ProgramInput> bindInputs(const std::vector<Tensor> &inputs,
+                                           std::vector<std::vector<uint8_t>> &hostData) const;
+  std::vector<Tensor> outputsOf(const std::vector<std::shared_ptr<rt::Buffer>> &buffers) const;
 
   std::shared_ptr<const rt::Artifact> artifact_;
   std::shared_ptr<rt::Model> model_;
   std::string unusable_; // why model_ is null
   Device device_;
+  std::vector<Device> devices_;
 };
 
 /// Compiles the graph that computes `outputs` from `inputs`. Throws
@@ -109,6 +129,10 @@ std::string export_graph(const std::vector<Tensor> &outputs);
 /// malformed file, and the targets present when it has no code for
 /// `device`.
 Program load(const std::string &path, const Device &device);
+/// Loads a model compiled split across devices onto `devices`, in the
+/// order its steps name them (one device runs it whole). Throws Error
+/// naming the devices it was compiled for when the count differs.
+Program load(const std::string &path, const std::vector<Device> &devices);
 
 } // namespace kiln
 

@@ -161,15 +161,32 @@ void markScalarsFixed(mlir::func::FuncOp func) {
   });
 }
 
+/// The devices a freshly compiled program runs on: the Vulkan devices its
+/// steps name (a model split across GPUs runs split), else the target's.
+std::vector<Device> compiledDevices(const rt::Artifact &artifact, const std::string &target) {
+  if (target == "vulkan")
+    for (const rt::TargetProgram &program : artifact.programs)
+      if (program.target == target && program.program->devices.size() > 1) {
+        std::vector<Device> devices;
+        for (const std::string &name : program.program->devices)
+          devices.push_back(Device::parse(name));
+        return devices;
+      }
+  return {deviceFor(target)};
+}
+
 std::string nameAt(const std::vector<std::string> &names, size_t i, const char *prefix) {
   return i < names.size() ? names[i] : prefix + std::to_string(i);
 }
 } // namespace
 
-Program::Program(std::shared_ptr<const rt::Artifact> artifact, Device device, bool mustRun)
-    : artifact_(std::move(artifact)), device_(std::move(device)) {
-  rt::StatusOr<std::unique_ptr<rt::Model>> model =
-      rt::Model::create(artifact_, runtimeDevice(device_));
+Program::Program(std::shared_ptr<const rt::Artifact> artifact, std::vector<Device> devices,
+                 bool mustRun)
+    : artifact_(std::move(artifact)), device_(devices.at(0)), devices_(std::move(devices)) {
+  std::vector<rt::Device *> bound;
+  for (const Device &d : devices_)
+    bound.push_back(&runtimeDevice(d));
+  rt::StatusOr<std::unique_ptr<rt::Model>> model = rt::Model::create(artifact_, bound);
   if (!model.isOk()) {
     if (mustRun)
       throw Error(model.status().message());
@@ -239,6 +256,8 @@ Program kiln::compile(const std::vector<Tensor> &outputs, const std::vector<Tens
     Device device = deviceFor(target);
     GraphBuilder graph(&s.contextForGraph());
     graph.retarget = device;
+    // A model split across Vulkan devices stays split (Program::devices()).
+    graph.keepOrdinals = target == "vulkan";
     graph.build(roots);
     if (target == "cpu")
       markScalarsFixed(graph.func);
@@ -304,7 +323,8 @@ Program kiln::compile(const std::vector<Tensor> &outputs, const std::vector<Tens
     }
     artifact->programs.push_back(std::move(program));
   }
-  return Program(std::move(artifact), deviceFor(targets.front()), /*mustRun=*/false);
+  return Program(std::move(artifact), compiledDevices(*artifact, targets.front()),
+                 /*mustRun=*/false);
 }
 
 mlir::OwningOpRef<mlir::ModuleOp> kiln::parseGraphText(mlir::MLIRContext &ctx,
@@ -336,10 +356,16 @@ void kiln::placeAndFuseFor(mlir::ModuleOp module, const Device &device, const st
   func::FuncOp func = firstFunc(module);
   DeviceAttr attr = DeviceAttr::get(ctx, device.api(), device.index(), device.adapter_uuid(),
                                     device.written());
-  // Every committed source moves to the target's device, as compile() does.
+  // Every committed source moves to the target's device, as compile() does;
+  // for Vulkan, sources on Vulkan devices keep their ordinals (a model split
+  // across GPUs stays split).
+  bool keep = device.api() == "vulkan";
   func.walk([&](PlacedOpInterface op) {
-    if (op.isPlacementSource() && op.getPlacement())
-      op.setPlacement(attr);
+    if (!op.isPlacementSource() || !op.getPlacement())
+      return;
+    if (keep && op.getPlacement().getApi() == attr.getApi())
+      return;
+    op.setPlacement(attr);
   });
   if (fixedScalars)
     markScalarsFixed(func);
@@ -400,7 +426,8 @@ Program kiln::compile_graph(const std::string &text, const std::string &name,
       program.sources.push_back({false, static_cast<uint32_t>(i)});
     artifact->programs.push_back(std::move(program));
   }
-  return Program(std::move(artifact), deviceFor(targets.front()), /*mustRun=*/false);
+  return Program(std::move(artifact), compiledDevices(*artifact, targets.front()),
+                 /*mustRun=*/false);
 }
 
 std::string kiln::export_graph(const std::vector<Tensor> &outputs) {
@@ -421,10 +448,16 @@ std::string kiln::export_graph(const std::vector<Tensor> &outputs) {
 }
 
 Program kiln::load(const std::string &path, const Device &device) {
+  return load(path, std::vector<Device>{device});
+}
+
+Program kiln::load(const std::string &path, const std::vector<Device> &devices) {
+  if (devices.empty())
+    throw Error("load: no device to run " + path + " on");
   rt::StatusOr<rt::Artifact> artifact = rt::loadArtifact(path);
   if (!artifact.isOk())
     throw Error(artifact.status().message());
-  return Program(std::make_shared<const rt::Artifact>(std::move(*artifact)), device);
+  return Program(std::make_shared<const rt::Artifact>(std::move(*artifact)), devices);
 }
 
 void Program::save(const std::string &path) const {
@@ -432,9 +465,9 @@ void Program::save(const std::string &path) const {
     throw Error("saving " + path + ": " + s.message());
 }
 
-std::vector<Tensor> Program::run(const std::vector<Tensor> &inputs) const {
-  if (!model_)
-    throw Error(unusable_);
+std::vector<rt::ProgramInput>
+Program::bindInputs(const std::vector<Tensor> &inputs,
+                    std::vector<std::vector<uint8_t>> &hostData) const {
   const rt::Artifact &a = *artifact_;
   if (inputs.size() != a.inputs.size())
     throw Error("the program takes " + std::to_string(a.inputs.size()) + " inputs, got " +
@@ -456,38 +489,75 @@ std::vector<Tensor> Program::run(const std::vector<Tensor> &inputs) const {
   if (!computed.empty())
     realize(computed);
   std::vector<rt::ProgramInput> bound;
-  std::vector<std::vector<uint8_t>> hostData(inputs.size());
-  {
-    Session &s = session();
-    std::lock_guard<std::mutex> lock(s.mutex);
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      const Node &node = *inputs[i].node();
-      if (node.realized()) {
-        bound.push_back({node.buffer, nullptr});
-      } else {
-        hostData[i] = hostBytes(node);
-        bound.push_back({nullptr, hostData[i].data()});
-      }
+  hostData.assign(inputs.size(), {});
+  Session &s = session();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Node &node = *inputs[i].node();
+    if (node.realized()) {
+      bound.push_back({node.buffer, nullptr});
+    } else {
+      hostData[i] = hostBytes(node);
+      bound.push_back({nullptr, hostData[i].data()});
     }
   }
+  return bound;
+}
+
+std::vector<Tensor>
+Program::outputsOf(const std::vector<std::shared_ptr<rt::Buffer>> &buffers) const {
+  const rt::Artifact &a = *artifact_;
+  std::vector<Tensor> out;
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    auto node = std::make_shared<Node>();
+    node->kind = OpKind::Input;
+    node->shape = a.outputs[i].type.shape;
+    node->dtype = dtypeOf(a.outputs[i].type.element);
+    // A split model's outputs live where its last steps ran.
+    node->device = apiDevice(buffers[i]->device());
+    node->buffer = buffers[i];
+    node->bufferDevice = node->device;
+    out.emplace_back(std::move(node));
+  }
+  return out;
+}
+
+namespace {
+rt::RunOptions apiRunOptions() {
   rt::RunOptions options;
   options.allocate = [](rt::Device &device, size_t bytes,
                         const char *what) -> rt::StatusOr<std::shared_ptr<rt::Buffer>> {
     return allocateOn(device, bytes, what);
   };
-  rt::StatusOr<rt::RunResult> result = model_->run(bound, options);
+  return options;
+}
+} // namespace
+
+std::vector<Tensor> Program::run(const std::vector<Tensor> &inputs) const {
+  if (!model_)
+    throw Error(unusable_);
+  std::vector<std::vector<uint8_t>> hostData;
+  std::vector<rt::ProgramInput> bound = bindInputs(inputs, hostData);
+  rt::StatusOr<rt::RunResult> result = model_->run(bound, apiRunOptions());
   check(result.status(), "running the program");
-  std::vector<Tensor> out;
-  for (size_t i = 0; i < result->outputs.size(); ++i) {
-    auto node = std::make_shared<Node>();
-    node->kind = OpKind::Input;
-    node->shape = a.outputs[i].type.shape;
-    node->dtype = dtypeOf(a.outputs[i].type.element);
-    node->device = device_;
-    node->buffer = result->outputs[i];
-    node->bufferDevice = device_;
-    out.emplace_back(std::move(node));
-  }
+  return outputsOf(result->outputs);
+}
+
+std::vector<std::vector<Tensor>>
+Program::run_pipelined(const std::vector<std::vector<Tensor>> &batches) const {
+  if (!model_)
+    throw Error(unusable_);
+  std::vector<std::vector<std::vector<uint8_t>>> hostData(batches.size());
+  std::vector<std::vector<rt::ProgramInput>> bound;
+  for (size_t b = 0; b < batches.size(); ++b)
+    bound.push_back(bindInputs(batches[b], hostData[b]));
+  // Allocation failures come back as statuses: the workers are threads of
+  // their own, where the API's typed errors could not be thrown.
+  rt::StatusOr<std::vector<rt::RunResult>> results = model_->runPipelined(bound);
+  check(results.status(), "running the program's micro-batches");
+  std::vector<std::vector<Tensor>> out;
+  for (const rt::RunResult &result : *results)
+    out.push_back(outputsOf(result.outputs));
   return out;
 }
 

@@ -81,7 +81,9 @@ std::vector<Node *> kiln::topologicalOrder(const std::vector<std::shared_ptr<Nod
 }
 
 DeviceAttr GraphBuilder::committedAttr(const Device &device) const {
-  return deviceAttr(ctx, retarget ? *retarget : device);
+  if (retarget && !(keepOrdinals && device.api() == retarget->api()))
+    return deviceAttr(ctx, *retarget);
+  return deviceAttr(ctx, device);
 }
 
 Value GraphBuilder::emit(OpBuilder &b, Node *node) {

@@ -45,6 +45,9 @@ struct GraphBuilder {
   /// Ahead of time: every committed device becomes this one (a model whose
   /// weights live on a GPU, compiled for the CPU).
   std::optional<Device> retarget;
+  /// With retarget: devices of its api keep their ordinals (a model split
+  /// across two GPUs stays split); only the others move.
+  bool keepOrdinals = false;
 
   explicit GraphBuilder(mlir::MLIRContext *ctx) : ctx(ctx) {}
   /// `order` is topologicalOrder(roots).

@@ -530,6 +530,18 @@ StatusOr<Artifact> kiln::rt::loadArtifact(const std::string &path) {
 
 StatusOr<std::unique_ptr<Model>> Model::create(std::shared_ptr<const Artifact> artifact,
                                                Device &device) {
+  return create(std::move(artifact), std::vector<Device *>{&device});
+}
+
+StatusOr<std::unique_ptr<Model>> Model::create(std::shared_ptr<const Artifact> artifact,
+                                               const std::vector<Device *> &devices) {
+  if (devices.empty())
+    return Status::invalidArgument("a model needs a device to run on");
+  Device &device = *devices[0];
+  for (Device *other : devices)
+    if (other->api() != device.api())
+      return Status::invalidArgument("a model runs on devices of one api: " + device.name() +
+                                     " and " + other->name() + " are not");
   for (const TargetProgram &program : artifact->programs)
     if (program.target == device.api()) {
       const std::shared_ptr<const CpuLibrary> &library = program.program->cpuLibrary;
@@ -537,7 +549,22 @@ StatusOr<std::unique_ptr<Model>> Model::create(std::shared_ptr<const Artifact> a
         Status usable = CpuLibrary::checkCpu(library->description(), "the model");
         return usable.isOk() ? Status::internal("the model's CPU code is not loaded") : usable;
       }
-      auto model = std::unique_ptr<Model>(new Model(artifact, program, device));
+      const std::vector<std::string> &named = program.program->devices;
+      std::vector<Device *> bound(named.size(), &device);
+      if (devices.size() > 1) {
+        if (devices.size() != named.size()) {
+          std::string list;
+          for (const std::string &n : named)
+            list += (list.empty() ? "" : ", ") + n;
+          return Status::invalidArgument(
+              "the model's steps run on " + std::to_string(named.size()) + " device" +
+              (named.size() == 1 ? "" : "s") + " (" + list + " when compiled), got " +
+              std::to_string(devices.size()) + ": pass one device, or " +
+              std::to_string(named.size()) + " in that order");
+        }
+        bound = devices;
+      }
+      auto model = std::unique_ptr<Model>(new Model(artifact, program, std::move(bound)));
       model->weights_.resize(artifact->weights.size());
       return model;
     }
@@ -545,6 +572,13 @@ StatusOr<std::unique_ptr<Model>> Model::create(std::shared_ptr<const Artifact> a
                           "); it was compiled for: " + artifact->targets() +
                           ". Run it on one of those, or compile it with --target " +
                           device.api());
+}
+
+std::string Model::programDevices() const {
+  std::string list;
+  for (const std::string &n : program_->program->devices)
+    list += (list.empty() ? "" : ", ") + n;
+  return list;
 }
 
 Status Model::checkInputs(const std::vector<ProgramInput> &inputs) const {
@@ -560,8 +594,40 @@ Status Model::checkInputs(const std::vector<ProgramInput> &inputs) const {
   return Status::ok();
 }
 
+std::vector<ProgramInput> Model::bind(const std::vector<ProgramInput> &inputs) {
+  std::vector<ProgramInput> bound;
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const InputSource &source : program_->sources) {
+    if (!source.weight) {
+      bound.push_back(inputs[source.index]);
+      continue;
+    }
+    ProgramInput weight;
+    if (weights_[source.index])
+      weight.buffer = weights_[source.index];
+    else
+      weight.host = artifact_->weights[source.index].data.data();
+    bound.push_back(std::move(weight));
+  }
+  return bound;
+}
+
+StatusOr<std::vector<RunResult>>
+Model::runPipelined(const std::vector<std::vector<ProgramInput>> &batches,
+                    const RunOptions &options) {
+  for (const std::vector<ProgramInput> &inputs : batches)
+    if (Status s = checkInputs(inputs); !s.isOk())
+      return s;
+  // Weights first, each on its device, so batches share them.
+  if (Status s = uploadWeights(options); !s.isOk())
+    return s;
+  std::vector<std::vector<ProgramInput>> bound;
+  for (const std::vector<ProgramInput> &inputs : batches)
+    bound.push_back(bind(inputs));
+  return kiln::rt::runPipelined(*program_->program, devices_, bound, options);
+}
+
 StatusOr<RunResult> Model::run(const std::vector<ProgramInput> &inputs, const RunOptions &options) {
-  const Artifact &a = *artifact_;
   if (Status s = checkInputs(inputs); !s.isOk())
     return s;
   const Program &program = *program_->program;
@@ -571,7 +637,10 @@ StatusOr<RunResult> Model::run(const std::vector<ProgramInput> &inputs, const Ru
     return text && std::string(text) == "0";
   }();
   VulkanDevice *replayDevice = device_->replayDevice();
-  bool replayable = replayDevice && !options.poisonResults && !options.constants && !replayOff;
+  bool oneDevice = std::all_of(devices_.begin(), devices_.end(),
+                               [&](Device *d) { return d == device_; });
+  bool replayable =
+      replayDevice && oneDevice && !options.poisonResults && !options.constants && !replayOff;
   if (replayable) {
     std::lock_guard<std::mutex> lock(replayMutex_);
     if (!replayTried_) {
@@ -596,24 +665,8 @@ StatusOr<RunResult> Model::run(const std::vector<ProgramInput> &inputs, const Ru
       return replay_->run(bound, options);
     }
   }
-  std::vector<ProgramInput> bound;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    for (const InputSource &source : program_->sources) {
-      if (!source.weight) {
-        bound.push_back(inputs[source.index]);
-        continue;
-      }
-      ProgramInput weight;
-      if (weights_[source.index])
-        weight.buffer = weights_[source.index];
-      else
-        weight.host = a.weights[source.index].data.data();
-      bound.push_back(std::move(weight));
-    }
-  }
-  std::vector<Device *> devices(program.devices.size(), device_);
-  StatusOr<RunResult> result = kiln::rt::run(program, devices, bound, options);
+  std::vector<ProgramInput> bound = bind(inputs);
+  StatusOr<RunResult> result = kiln::rt::run(program, devices_, bound, options);
   if (!result.isOk())
     return result;
   // Weights stay on the device for the next run.
@@ -640,25 +693,32 @@ StatusOr<ProgramProfile> Model::profile(const std::vector<ProgramInput> &inputs,
                                     : inputs.at(source.index));
     }
   }
-  std::vector<Device *> devices(program.devices.size(), device_);
-  return kiln::rt::profile(program, devices, bound, runs, {}, nullptr, fixed);
+  return kiln::rt::profile(program, devices_, bound, runs, {}, nullptr, fixed);
 }
 
 Status Model::uploadWeights(const RunOptions &options) {
+  const Program &program = *program_->program;
   std::lock_guard<std::mutex> lock(mutex_);
-  for (const InputSource &source : program_->sources) {
+  for (const ProgramStep &step : program.steps) {
+    if (step.kind != ProgramStep::Kind::input)
+      continue;
+    const InputSource &source = program_->sources[step.index];
     if (!source.weight || weights_[source.index])
       continue;
+    Device &device = *devices_[step.device];
     const Weight &weight = artifact_->weights[source.index];
     StatusOr<std::shared_ptr<Buffer>> buffer =
-        options.allocate ? options.allocate(*device_, weight.data.size(), "uploading a weight")
-                         : device_->allocate(weight.data.size());
+        options.allocate ? options.allocate(device, weight.data.size(), "uploading a weight")
+                         : device.allocate(weight.data.size());
     if (!buffer.isOk())
       return buffer.status();
     if (!weight.data.empty())
-      if (Status s = device_->upload(**buffer, weight.data.data(), weight.data.size()); !s.isOk())
+      if (Status s = device.upload(**buffer, weight.data.data(), weight.data.size()); !s.isOk())
         return s;
     weights_[source.index] = *buffer;
   }
-  return device_->flush();
+  for (Device *device : devices_)
+    if (Status s = device->flush(); !s.isOk())
+      return s;
+  return Status::ok();
 }

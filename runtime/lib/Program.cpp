@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
+#include <thread>
 #include <cstring>
 #include <sstream>
 
@@ -178,6 +180,12 @@ public:
   }
 
   StatusOr<RunResult> run();
+  /// The checks run() starts with.
+  Status check() const;
+  /// Steps [begin, end) in order.
+  Status runSteps(size_t begin, size_t end);
+  /// Collects the outputs once every step ran; waits for them.
+  StatusOr<RunResult> finish();
 
 private:
   StatusOr<std::shared_ptr<Buffer>> allocate(Device &device, size_t bytes, const char *what) {
@@ -362,7 +370,7 @@ Status Runner::runDispatch(const ProgramStep &step) {
   return Status::ok();
 }
 
-StatusOr<RunResult> Runner::run() {
+Status Runner::check() const {
   if (inputs.size() != program.inputs.size())
     return Status::invalidArgument("the program takes " + std::to_string(program.inputs.size()) +
                                    " inputs, got " + std::to_string(inputs.size()));
@@ -375,7 +383,12 @@ StatusOr<RunResult> Runner::run() {
     return Status::invalidArgument("the program runs on " +
                                    std::to_string(program.devices.size()) + " devices, got " +
                                    std::to_string(devices.size()));
-  for (const ProgramStep &step : program.steps) {
+  return Status::ok();
+}
+
+Status Runner::runSteps(size_t begin, size_t end) {
+  for (size_t i = begin; i < end; ++i) {
+    const ProgramStep &step = program.steps[i];
     Status status = Status::ok();
     switch (step.kind) {
     case ProgramStep::Kind::input: status = runInput(step); break;
@@ -395,6 +408,10 @@ StatusOr<RunResult> Runner::run() {
     if (!status.isOk())
       return status;
   }
+  return Status::ok();
+}
+
+StatusOr<RunResult> Runner::finish() {
   for (uint32_t v : program.outputs)
     result.outputs.push_back(buffers[v]);
   // Synchronous: when run returns the outputs are computed.
@@ -403,10 +420,102 @@ StatusOr<RunResult> Runner::run() {
       return s;
   return std::move(result);
 }
+
+StatusOr<RunResult> Runner::run() {
+  if (Status s = check(); !s.isOk())
+    return s;
+  if (Status s = runSteps(0, program.steps.size()); !s.isOk())
+    return s;
+  return finish();
+}
 } // namespace
 
 StatusOr<RunResult> kiln::rt::run(const Program &program, const std::vector<Device *> &devices,
                                   const std::vector<ProgramInput> &inputs,
                                   const RunOptions &options) {
   return Runner(program, devices, inputs, options).run();
+}
+
+std::vector<ProgramStage> kiln::rt::programStages(const Program &program) {
+  std::vector<ProgramStage> stages;
+  for (size_t i = 0; i < program.steps.size(); ++i) {
+    uint32_t device = program.steps[i].device;
+    if (stages.empty() || stages.back().device != device)
+      stages.push_back({device, i, i});
+    stages.back().end = i + 1;
+  }
+  return stages;
+}
+
+StatusOr<std::vector<RunResult>>
+kiln::rt::runPipelined(const Program &program, const std::vector<Device *> &devices,
+                       const std::vector<std::vector<ProgramInput>> &batches,
+                       const RunOptions &options) {
+  if (options.dispatchNanoseconds)
+    return Status::invalidArgument("a pipelined run cannot time its dispatches one by one");
+  std::vector<std::unique_ptr<Runner>> runners;
+  for (const std::vector<ProgramInput> &inputs : batches) {
+    runners.push_back(std::make_unique<Runner>(program, devices, inputs, options));
+    if (Status s = runners.back()->check(); !s.isOk())
+      return s;
+  }
+  std::vector<ProgramStage> stages = programStages(program);
+  // One worker per device the stages use (a device of two program indices
+  // is still one device: its work stays in order on one thread).
+  std::vector<Device *> workers;
+  std::vector<size_t> workerOf(stages.size());
+  for (size_t s = 0; s < stages.size(); ++s) {
+    Device *d = devices[stages[s].device];
+    auto it = std::find(workers.begin(), workers.end(), d);
+    workerOf[s] = size_t(it - workers.begin());
+    if (it == workers.end())
+      workers.push_back(d);
+  }
+  // done[b] counts the stages of batch b finished; a stage waits for the
+  // one before it in its batch. Each worker takes its stages batch by batch,
+  // so a device works on batch b + 1 while the next device works on b.
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::vector<size_t> done(batches.size(), 0);
+  Status failure = Status::ok();
+  auto work = [&](size_t worker) {
+    for (size_t b = 0; b < batches.size(); ++b)
+      for (size_t s = 0; s < stages.size(); ++s) {
+        if (workerOf[s] != worker)
+          continue;
+        {
+          std::unique_lock<std::mutex> lock(mutex);
+          changed.wait(lock, [&] { return !failure.isOk() || done[b] == s; });
+          if (!failure.isOk())
+            return;
+        }
+        Status status = runners[b]->runSteps(stages[s].begin, stages[s].end);
+        // Submitted now, so the device works while this thread records the
+        // next batch's stage.
+        if (status.isOk())
+          status = workers[worker]->flush();
+        std::lock_guard<std::mutex> lock(mutex);
+        if (!status.isOk() && failure.isOk())
+          failure = status;
+        ++done[b];
+        changed.notify_all();
+      }
+  };
+  std::vector<std::thread> threads;
+  for (size_t w = 1; w < workers.size(); ++w)
+    threads.emplace_back(work, w);
+  if (!workers.empty())
+    work(0);
+  for (std::thread &t : threads)
+    t.join();
+  if (!failure.isOk())
+    return failure;
+  std::vector<RunResult> results;
+  for (std::unique_ptr<Runner> &runner : runners) {
+    StatusOr<RunResult> result = runner->finish();
+    if (!result.isOk())
+      return result.status();
+    results.push_back(std::move(*result));
+  }
+  return results;
 }

@@ -1,7 +1,12 @@
 //===- kiln-run.cpp - run a .kiln model with the runtime alone ------------===//
 //
 //   kiln-run model.kiln --device vulkan:0 --input x=x.npy --output y=y.npy
-//            [--benchmark N] [--describe] [--stats]
+//            [--benchmark N [--micro-batches M]] [--describe] [--stats]
+//
+// --device vulkan:0,vulkan:1 runs a model compiled split across two devices
+// on them, in the order its steps name them (one device runs it whole).
+// --micro-batches M times M runs of the inputs per benchmark round,
+// pipelined across the devices (Model::runPipelined).
 //
 // --stats prints the time from the start of main to the first outputs
 // (load, device, pipelines, one run: the start-up a cache shortens) and
@@ -33,8 +38,9 @@ namespace {
 int usage(const char *why) {
   std::fprintf(stderr,
                "kiln-run: %s\n"
-               "usage: kiln-run model.kiln [--device cpu:0|vulkan:N] --input NAME=FILE.npy ...\n"
-               "                [--output NAME=FILE.npy ...] [--benchmark N] [--profile N] [--describe]\n"
+               "usage: kiln-run model.kiln [--device cpu:0|vulkan:N[,vulkan:M...]] --input NAME=FILE.npy ...\n"
+               "                [--output NAME=FILE.npy ...] [--benchmark N [--micro-batches M]]\n"
+               "                [--profile N] [--describe]\n"
                "                [--trace trace.json] [--stats]\n",
                why);
   return 2;
@@ -78,6 +84,7 @@ int main(int argc, char **argv) {
   std::vector<std::pair<std::string, std::string>> inputArgs, outputArgs;
   int benchmark = 0;
   int profile = 0;
+  int microBatches = 0;
   std::string tracePath;
   bool describe = false;
   for (int i = 1; i < argc; ++i) {
@@ -98,6 +105,11 @@ int main(int argc, char **argv) {
       if (!v || std::atoi(v) < 1)
         return usage("--benchmark needs a number of runs");
       benchmark = std::atoi(v);
+    } else if (arg == "--micro-batches") {
+      const char *v = value();
+      if (!v || std::atoi(v) < 1)
+        return usage("--micro-batches needs a number of runs per round");
+      microBatches = std::atoi(v);
     } else if (arg == "--profile") {
       const char *v = value();
       if (!v || std::atoi(v) < 1)
@@ -127,12 +139,24 @@ int main(int argc, char **argv) {
   if (!loaded.isOk())
     return fail(loaded.status().message());
   auto artifact = std::make_shared<const Artifact>(std::move(*loaded));
-  StatusOr<Device *> device = deviceNamed(deviceName);
-  if (!device.isOk())
-    return fail(device.status().message());
-  StatusOr<std::unique_ptr<Model>> model = Model::create(artifact, **device);
+  // "vulkan:0,vulkan:1": a model split across devices, in its steps' order.
+  std::vector<Device *> devices;
+  for (size_t at = 0;;) {
+    size_t comma = deviceName.find(',', at);
+    StatusOr<Device *> named = deviceNamed(deviceName.substr(at, comma - at));
+    if (!named.isOk())
+      return fail(named.status().message());
+    devices.push_back(*named);
+    if (comma == std::string::npos)
+      break;
+    at = comma + 1;
+  }
+  StatusOr<Device *> device = devices[0];
+  StatusOr<std::unique_ptr<Model>> model = Model::create(artifact, devices);
   if (!model.isOk())
     return fail(model.status().message());
+  bool split = std::any_of(devices.begin(), devices.end(),
+                           [&](Device *d) { return d != devices[0]; });
   if (describe)
     for (const TargetProgram &p : artifact->programs)
       if (p.target == (*device)->api())
@@ -224,9 +248,17 @@ int main(int argc, char **argv) {
     std::vector<double> times;
     for (int i = 0; i < benchmark; ++i) {
       auto start = std::chrono::steady_clock::now();
-      StatusOr<RunResult> again = (*model)->run(resident);
-      if (!again.isOk())
-        return fail(again.status().message());
+      if (microBatches > 0 && split) {
+        // The round's batches pipelined across the devices.
+        StatusOr<std::vector<RunResult>> again = (*model)->runPipelined(
+            std::vector<std::vector<ProgramInput>>(size_t(microBatches), resident));
+        if (!again.isOk())
+          return fail(again.status().message());
+      } else {
+        for (int b = 0; b < std::max(microBatches, 1); ++b)
+          if (StatusOr<RunResult> again = (*model)->run(resident); !again.isOk())
+            return fail(again.status().message());
+      }
       times.push_back(
           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
               .count());
@@ -236,12 +268,22 @@ int main(int argc, char **argv) {
       total += t;
     std::sort(times.begin(), times.end());
     DeviceStats stats = (*device)->stats();
-    std::printf("%d runs on %s: median %.4f ms, min %.4f ms, mean %.4f ms per run "
-                "(inputs on the device, outputs waited for; %llu submits, %llu dispatches "
-                "in the timed runs)\n",
-                benchmark, (*device)->name().c_str(), times[times.size() / 2], times.front(),
-                total / benchmark, (unsigned long long)stats.submits,
-                (unsigned long long)stats.dispatches);
+    std::string on;
+    for (Device *d : devices)
+      on += (on.empty() ? "" : ",") + d->name();
+    if (microBatches > 0)
+      std::printf("%d rounds of %d micro-batches on %s%s: median %.4f ms per round, %.4f ms "
+                  "per batch, min %.4f ms per round\n",
+                  benchmark, microBatches, on.c_str(), split ? ", pipelined" : ", one by one",
+                  times[times.size() / 2], times[times.size() / 2] / microBatches,
+                  times.front());
+    else
+      std::printf("%d runs on %s: median %.4f ms, min %.4f ms, mean %.4f ms per run "
+                  "(inputs on the device, outputs waited for; %llu submits, %llu dispatches "
+                  "in the timed runs)\n",
+                  benchmark, on.c_str(), times[times.size() / 2], times.front(),
+                  total / benchmark, (unsigned long long)stats.submits,
+                  (unsigned long long)stats.dispatches);
   }
   if (!tracePath.empty() && profile == 0)
     profile = 10;

@@ -105,9 +105,20 @@ public:
   /// `device`'s api.
   static StatusOr<std::unique_ptr<Model>> create(std::shared_ptr<const Artifact> artifact,
                                                  Device &device);
+  /// Binds the program's devices (a model split across devices: its steps
+  /// name several) to `devices`, in the order the program lists them
+  /// (programDevices()); one device runs every step (its transfers then
+  /// copy nothing). All of one api. Fails naming the program's devices when
+  /// the count is neither one nor theirs.
+  static StatusOr<std::unique_ptr<Model>> create(std::shared_ptr<const Artifact> artifact,
+                                                 const std::vector<Device *> &devices);
 
   const Artifact &artifact() const { return *artifact_; }
   Device &device() const { return *device_; }
+  /// The devices the program's steps name, as compiled ("vulkan:0, vulkan:1").
+  std::string programDevices() const;
+  /// The devices bound, one per program device.
+  const std::vector<Device *> &devices() const { return devices_; }
 
   /// `inputs` in signature order (buffers on any device, or host bytes);
   /// checked against the signature, then run. Outputs in signature order.
@@ -121,19 +132,32 @@ public:
   /// timestamps, else the host clock one dispatch at a time).
   StatusOr<ProgramProfile> profile(const std::vector<ProgramInput> &inputs, int runs);
 
+  /// Runs once per micro-batch, pipelined across the devices the model is
+  /// split over (runPipelined: the first device starts batch b + 1 while
+  /// the second works on batch b). Outputs per batch, in signature order.
+  StatusOr<std::vector<RunResult>>
+  runPipelined(const std::vector<std::vector<ProgramInput>> &batches,
+               const RunOptions &options = {});
+
 private:
-  Model(std::shared_ptr<const Artifact> artifact, const TargetProgram &program, Device &device)
-      : artifact_(std::move(artifact)), program_(&program), device_(&device) {}
+  Model(std::shared_ptr<const Artifact> artifact, const TargetProgram &program,
+        std::vector<Device *> devices)
+      : artifact_(std::move(artifact)), program_(&program), device_(devices[0]),
+        devices_(std::move(devices)) {}
 
   std::shared_ptr<const Artifact> artifact_;
   const TargetProgram *program_;
-  Device *device_;
+  Device *device_;               // the first of devices_
+  std::vector<Device *> devices_; // one per program device
   Status checkInputs(const std::vector<ProgramInput> &inputs) const;
-  /// Weights on device_, uploaded once: the replay binds them.
+  /// Weights on the device of the step that reads each, uploaded once: the
+  /// replay binds them.
   Status uploadWeights(const RunOptions &options);
+  /// The program inputs of one run: the weights kept, else their bytes.
+  std::vector<ProgramInput> bind(const std::vector<ProgramInput> &inputs);
 
   std::mutex mutex_;
-  std::vector<std::shared_ptr<Buffer>> weights_; // on device_, by weight index
+  std::vector<std::shared_ptr<Buffer>> weights_; // by weight index
   std::mutex replayMutex_;
   bool replayTried_ = false;
   std::unique_ptr<ProgramReplay> replay_;

@@ -212,6 +212,26 @@ struct RunResult {
 StatusOr<RunResult> run(const Program &program, const std::vector<Device *> &devices,
                         const std::vector<ProgramInput> &inputs, const RunOptions &options = {});
 
+/// A maximal run of consecutive steps on one device: where a program split
+/// across devices (pipeline parallel) hands over from one to the next.
+struct ProgramStage {
+  uint32_t device = 0; ///< index into Program::devices
+  size_t begin = 0, end = 0; ///< steps [begin, end)
+};
+std::vector<ProgramStage> programStages(const Program &program);
+
+/// Runs `program` once per entry of `batches` (micro-batches), pipelined
+/// across its stages: one thread per device, each running its stages batch
+/// after batch and submitting each stage as it ends, so while a later
+/// stage's device works on batch b an earlier one's works on batch b + 1.
+/// A stage starts once the stage before it in its batch has run. Results
+/// per batch, each as run() gives it; the first error stops every worker.
+/// A program on one device gains nothing (its batches run in order).
+StatusOr<std::vector<RunResult>>
+runPipelined(const Program &program, const std::vector<Device *> &devices,
+             const std::vector<std::vector<ProgramInput>> &batches,
+             const RunOptions &options = {});
+
 class VulkanDevice;
 class Recording;
 
