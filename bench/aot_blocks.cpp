@@ -13,6 +13,13 @@
 // both in f32 at batch 32 (transformer_f32_b32.kiln,
 // resnet_block_f32_b32.kiln), what their bytes and times compare with.
 //
+// --split on writes the transformer as a stack of 4 blocks (each its own
+// weights) at batch 8 (1024 rows) twice: split across two Vulkan devices,
+// blocks 0-1 on vulkan:0 and 2-3 on vulkan:1 (transformer_stack_split.kiln), and whole on vulkan:0
+// (transformer_stack_one.kiln), with transformer_stack_x.npy: issue 15's
+// pipeline-parallel model (needs two Vulkan devices: KILN_VIRTUAL_DEVICES=2
+// makes two of one adapter).
+//
 // Compile for another GPU's limits with KILN_GPU_LIMITS (scripts/aot-gpu-bench.sh).
 
 #include "kiln/kiln.h"
@@ -85,7 +92,7 @@ int main(int argc, char **argv) {
   std::filesystem::create_directories(out);
   CompileOptions options;
   options.targets = {"vulkan"};
-  bool half = false;
+  bool half = false, split = false;
   for (int i = 2; i + 1 < argc; i += 2) {
     std::string flag = argv[i];
     if (flag == "--target") {
@@ -95,6 +102,8 @@ int main(int argc, char **argv) {
         options.targets.push_back(item);
     } else if (flag == "--half") {
       half = std::string(argv[i + 1]) == "on";
+    } else if (flag == "--split") {
+      split = std::string(argv[i + 1]) == "on";
     } else if (flag == "--cpu-isa") {
       options.cpu_isa = argv[i + 1];
     } else {
@@ -138,6 +147,35 @@ int main(int argc, char **argv) {
   };
   options.input_names = {"x"};
   options.output_names = {"y"};
+  if (split) {
+    // Each block its own weights (the block's scaled by 1 + b / 64),
+    // committed to the device its half runs on.
+    const int64_t batch = 8;
+    Device first = Device::vulkan(0), second = Device::vulkan(1);
+    std::vector<std::map<std::string, Tensor>> blockWeights(4);
+    for (int b = 0; b < 4; ++b)
+      for (auto &[name, t] : tw)
+        blockWeights[b][name] =
+            Tensor::from((t * (1.0f + float(b) / 64.0f)).to_vector(), t.shape());
+    Tensor sx = Tensor::from(Tensor::randn({batch * T, D}).to_vector(), {batch * T, D});
+    auto stack = [&](const Device &late) {
+      Tensor y = sx;
+      for (int b = 0; b < 4; ++b) {
+        const Device &d = b < 2 ? first : late;
+        if (b == 2 && late != first)
+          y = y.to(late);
+        std::map<std::string, Tensor> on;
+        for (auto &[name, t] : blockWeights[b])
+          on[name] = t.to(d);
+        y = transformer(y, batch, on);
+      }
+      return y;
+    };
+    compile({stack(second)}, {sx}, options).save(out + "/transformer_stack_split.kiln");
+    compile({stack(first)}, {sx}, options).save(out + "/transformer_stack_one.kiln");
+    save(sx, "transformer_stack_x");
+    return 0;
+  }
   compile({transformer(tx, 1, tw)}, {tx}, options).save(out + "/transformer.kiln");
   // The graph, for kiln-tune (scripts/tune-gpu.sh).
   std::ofstream(out + "/transformer.mlir") << export_graph({transformer(tx, 1, tw)});

@@ -566,6 +566,7 @@ StatusOr<std::unique_ptr<Model>> Model::create(std::shared_ptr<const Artifact> a
       }
       auto model = std::unique_ptr<Model>(new Model(artifact, program, std::move(bound)));
       model->weights_.resize(artifact->weights.size());
+      model->weightsElsewhere_.resize(artifact->weights.size());
       return model;
     }
   return Status::notFound("the model has no code for " + device.name() + " (" + device.api() +
@@ -603,10 +604,12 @@ std::vector<ProgramInput> Model::bind(const std::vector<ProgramInput> &inputs) {
       continue;
     }
     ProgramInput weight;
-    if (weights_[source.index])
+    if (weights_[source.index]) {
       weight.buffer = weights_[source.index];
-    else
+      weight.elsewhere = weightsElsewhere_[source.index];
+    } else {
       weight.host = artifact_->weights[source.index].data.data();
+    }
     bound.push_back(std::move(weight));
   }
   return bound;
@@ -665,6 +668,10 @@ StatusOr<RunResult> Model::run(const std::vector<ProgramInput> &inputs, const Ru
       return replay_->run(bound, options);
     }
   }
+  // A split model's weights go to each device that reads them, once.
+  if (!oneDevice)
+    if (Status s = uploadWeights(options); !s.isOk())
+      return s;
   std::vector<ProgramInput> bound = bind(inputs);
   StatusOr<RunResult> result = kiln::rt::run(program, devices_, bound, options);
   if (!result.isOk())
@@ -703,9 +710,16 @@ Status Model::uploadWeights(const RunOptions &options) {
     if (step.kind != ProgramStep::Kind::input)
       continue;
     const InputSource &source = program_->sources[step.index];
-    if (!source.weight || weights_[source.index])
+    if (!source.weight)
       continue;
     Device &device = *devices_[step.device];
+    // Once on each device that reads it.
+    std::vector<std::shared_ptr<Buffer>> &copies = weightsElsewhere_[source.index];
+    std::shared_ptr<Buffer> &first = weights_[source.index];
+    if ((first && &first->device() == &device) ||
+        std::any_of(copies.begin(), copies.end(),
+                    [&](const std::shared_ptr<Buffer> &c) { return &c->device() == &device; }))
+      continue;
     const Weight &weight = artifact_->weights[source.index];
     StatusOr<std::shared_ptr<Buffer>> buffer =
         options.allocate ? options.allocate(device, weight.data.size(), "uploading a weight")
@@ -715,7 +729,7 @@ Status Model::uploadWeights(const RunOptions &options) {
     if (!weight.data.empty())
       if (Status s = device.upload(**buffer, weight.data.data(), weight.data.size()); !s.isOk())
         return s;
-    weights_[source.index] = *buffer;
+    (first ? copies.emplace_back() : first) = *buffer;
   }
   for (Device *device : devices_)
     if (Status s = device->flush(); !s.isOk())

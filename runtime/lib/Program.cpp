@@ -273,6 +273,11 @@ Status Runner::runInput(const ProgramStep &step) {
   const ProgramInput &input = inputs[step.index];
   uint64_t bytes = program.values[v].type.bytes();
   if (input.buffer) {
+    for (const std::shared_ptr<Buffer> &copy : input.elsewhere)
+      if (&copy->device() == &target) {
+        buffers[v] = copy;
+        return Status::ok();
+      }
     StatusOr<std::shared_ptr<Buffer>> moved = moveTo(input.buffer, target, bytes);
     if (!moved.isOk())
       return moved.status();

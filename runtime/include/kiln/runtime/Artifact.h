@@ -158,6 +158,8 @@ private:
 
   std::mutex mutex_;
   std::vector<std::shared_ptr<Buffer>> weights_; // by weight index
+  // Copies on the other devices that read them (a split model).
+  std::vector<std::vector<std::shared_ptr<Buffer>>> weightsElsewhere_;
   std::mutex replayMutex_;
   bool replayTried_ = false;
   std::unique_ptr<ProgramReplay> replay_;

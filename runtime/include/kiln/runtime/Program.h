@@ -171,6 +171,10 @@ struct Program {
 struct ProgramInput {
   std::shared_ptr<Buffer> buffer;
   const void *host = nullptr;
+  /// The same bytes already on other devices (a weight read on both
+  /// devices of a split model): a step on one of them reads its copy
+  /// instead of copying `buffer` there.
+  std::vector<std::shared_ptr<Buffer>> elsewhere;
 };
 
 struct RunOptions {
