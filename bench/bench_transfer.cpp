@@ -46,6 +46,8 @@ Pair &pair() {
                                                                  : " -> itself (two logical devices)");
       if (!made.from->importsHostMemory() || !made.to->importsHostMemory())
         made.label += ", staged only";
+      if (uint32_t group = made.from->adapter().deviceGroupSize; group > 1)
+        made.label += ", in a device group of " + std::to_string(group);
       return made;
     }
     made.error = "no Vulkan adapter";

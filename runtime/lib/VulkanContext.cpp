@@ -286,6 +286,21 @@ VulkanContext::create(const ContextOptions &options) {
       adapter.workgroupMatrixTensorAddressing = workgroup.tensorAddressing;
     }
   }
+  // Linked GPUs (device groups): what a copy between them could use.
+  if (state->apiVersion >= VK_API_VERSION_1_1) {
+    uint32_t groups = 0;
+    if (vkEnumeratePhysicalDeviceGroups(state->instance, &groups, nullptr) == VK_SUCCESS) {
+      std::vector<VkPhysicalDeviceGroupProperties> list(groups);
+      for (auto &g : list)
+        g.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_GROUP_PROPERTIES;
+      if (vkEnumeratePhysicalDeviceGroups(state->instance, &groups, list.data()) == VK_SUCCESS)
+        for (uint32_t g = 0; g < groups; ++g)
+          for (uint32_t d = 0; d < list[g].physicalDeviceCount; ++d)
+            for (size_t a = 0; a < state->physical.size(); ++a)
+              if (state->physical[a] == list[g].physicalDevices[d])
+                state->adapters[a].deviceGroupSize = list[g].physicalDeviceCount;
+    }
+  }
   state->devices.resize(state->adapters.size() * options.virtualDevices);
   return std::unique_ptr<VulkanContext>(new VulkanContext(std::move(state)));
 }

@@ -64,6 +64,10 @@ TEST_F(ContextTest, EnumeratesAdaptersWithNamesUuidsAndLimits) {
     EXPECT_GE(adapter.maxSharedMemoryBytes, 16384u);
     EXPECT_GE(adapter.subgroupSize, 1u);
     EXPECT_GE(adapter.maxStorageBufferRange, uint64_t(1) << 27);
+    // Every adapter is in a device group, of itself at least (Vulkan 1.1
+    // lists each); no group holds more adapters than there are.
+    EXPECT_GE(adapter.deviceGroupSize, 1u);
+    EXPECT_LE(adapter.deviceGroupSize, context->adapters().size());
     // Workgroup-scope matrices are reported only on top of subgroup ones,
     // with a shape the driver listed (the H200: 256 invocations, 32 x 32 x
     // 16); lavapipe has neither.

@@ -85,6 +85,10 @@ struct AdapterInfo {
   uint32_t workgroupMatrixReservedShared = 0;
   /// Their loads may go through tensor layouts (SPV_NV_tensor_addressing).
   bool workgroupMatrixTensorAddressing = false;
+  /// The physical devices in this adapter's device group
+  /// (vkEnumeratePhysicalDeviceGroups, Vulkan 1.1): more than one where the
+  /// driver links GPUs so one VkDevice spans them (peer memory); 1 else.
+  uint32_t deviceGroupSize = 1;
 };
 
 struct ContextOptions {
