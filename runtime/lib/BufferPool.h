@@ -96,6 +96,8 @@ public:
   VkDeviceSize capacity() const { return allocation_.capacity; }
   /// Called (under the device mutex) by every command recorded on it.
   void markUsed(uint64_t serial) { lastUseSerial_ = serial; }
+  /// The serial of the last command recorded on it (under the device mutex).
+  uint64_t lastUse() const { return lastUseSerial_; }
 
 private:
   Allocation allocation_;

@@ -90,7 +90,8 @@ struct VulkanDevice::State {
   VkDeviceSize hostPointerAlignment = 0;
   // This device's halves of the rings of the pairs it copied between, by
   // the other device (PeerTransfer.h); destroyed before the VkDevice.
-  std::unordered_map<const State *, std::unique_ptr<PeerSide>> peerSources, peerTargets;
+  // Shared: a copy in flight keeps its halves while another replaces them.
+  std::unordered_map<const State *, std::shared_ptr<PeerSide>> peerSources, peerTargets;
   DeviceStats counters; // all but the pool's and validation counters
   uint64_t validationBaseline = 0;
 };

@@ -155,6 +155,7 @@ Status PeerSide::submit(uint32_t slot, VkBuffer src, VkDeviceSize from, VkBuffer
   submit.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO;
   submit.commandBufferCount = 1;
   submit.pCommandBuffers = &cmd;
+  std::lock_guard<std::mutex> lock(s_.mutex); // the queue
   if (VkResult r = vkQueueSubmit(s_.queue, 1, &submit, fences_[slot]); r != VK_SUCCESS)
     return vkFailure(r, "vkQueueSubmit (copy between devices) on " + s_.label);
   pending_[slot] = true;
@@ -200,47 +201,58 @@ Status VulkanDevice::copyToDevice(Buffer &src, VulkanDevice &target, Buffer &dst
   }
 
   State &a = *state_, &b = *target.state_;
-  std::scoped_lock lock(a.mutex, b.mutex);
-  // The source's pending writes land first; the target's recorded work
-  // may still use the memory its pool handed out as `dst`.
-  if (Status s = flushLocked(a); !s.isOk())
-    return s;
-  if (Status s = flushLocked(b); !s.isOk())
-    return s;
-  VkDeviceSize align =
-      std::max<VkDeviceSize>({a.hostPointerAlignment, b.hostPointerAlignment, VkDeviceSize(64)});
-  VkDeviceSize chunk = roundUp(std::min<VkDeviceSize>(bytes, kChunkBytes), align);
-  uint32_t chunks = uint32_t((bytes + chunk - 1) / chunk);
-  // The ring of this pair, kept from an earlier copy where it is large
-  // enough: importing host memory pins it, which costs milliseconds.
-  std::unique_ptr<PeerSide> &fromSide = a.peerSources[&b];
-  std::unique_ptr<PeerSide> &toSide = b.peerTargets[&a];
-  if (!fromSide || !toSide || fromSide->ringData() != toSide->ringData() ||
-      fromSide->chunk() < chunk || fromSide->slots() < std::min<uint32_t>(kSlots, chunks)) {
-    fromSide.reset();
-    toSide.reset();
-    VkDeviceSize ringChunk = chunk;
-    uint32_t slots = std::min<uint32_t>(kSlots, chunks);
-    auto ring = std::make_shared<HostRing>();
-    ring->bytes = ringChunk * slots;
-    ring->data = std::aligned_alloc(align, ring->bytes);
-    if (!ring->data)
-      return Status::outOfMemory("no " + std::to_string(ring->bytes) +
-                                 " bytes of host memory for a copy from " + name() + " to " +
-                                 target.name());
-    auto made = std::make_unique<PeerSide>(a, ringChunk);
-    if (Status s = made->import(ring, slots); !s.isOk())
-      return s;
-    auto other = std::make_unique<PeerSide>(b, ringChunk);
-    if (Status s = other->import(ring, slots); !s.isOk())
-      return s;
-    fromSide = std::move(made);
-    toSide = std::move(other);
+  std::shared_ptr<PeerSide> fromSide, toSide;
+  {
+    std::scoped_lock lock(a.mutex, b.mutex);
+    // Work recorded on either buffer and not yet submitted (the source's
+    // writes, a pending upload to the target) runs first; earlier submits
+    // have completed (every submit is waited for).
+    auto inOpenRecording = [](State &s, Buffer &buffer) {
+      return s.stream->hasWork() &&
+             static_cast<VulkanBuffer &>(buffer).lastUse() == s.stream->recordingSerial();
+    };
+    if (inOpenRecording(a, src))
+      if (Status s = flushLocked(a); !s.isOk())
+        return s;
+    if (inOpenRecording(b, dst))
+      if (Status s = flushLocked(b); !s.isOk())
+        return s;
+    VkDeviceSize align =
+        std::max<VkDeviceSize>({a.hostPointerAlignment, b.hostPointerAlignment, VkDeviceSize(64)});
+    VkDeviceSize chunk = roundUp(std::min<VkDeviceSize>(bytes, kChunkBytes), align);
+    uint32_t chunks = uint32_t((bytes + chunk - 1) / chunk);
+    // The ring of this pair, kept from an earlier copy where it is large
+    // enough: importing host memory pins it, which costs milliseconds.
+    std::shared_ptr<PeerSide> &cachedFrom = a.peerSources[&b];
+    std::shared_ptr<PeerSide> &cachedTo = b.peerTargets[&a];
+    if (!cachedFrom || !cachedTo || cachedFrom->ringData() != cachedTo->ringData() ||
+        cachedFrom->chunk() < chunk || cachedFrom->slots() < std::min<uint32_t>(kSlots, chunks)) {
+      uint32_t slots = std::min<uint32_t>(kSlots, chunks);
+      auto ring = std::make_shared<HostRing>();
+      ring->bytes = chunk * slots;
+      ring->data = std::aligned_alloc(align, ring->bytes);
+      if (!ring->data)
+        return Status::outOfMemory("no " + std::to_string(ring->bytes) +
+                                   " bytes of host memory for a copy from " + name() + " to " +
+                                   target.name());
+      auto made = std::make_shared<PeerSide>(a, chunk);
+      if (Status s = made->import(ring, slots); !s.isOk())
+        return s;
+      auto other = std::make_shared<PeerSide>(b, chunk);
+      if (Status s = other->import(ring, slots); !s.isOk())
+        return s;
+      cachedFrom = std::move(made);
+      cachedTo = std::move(other);
+    }
+    fromSide = cachedFrom;
+    toSide = cachedTo;
   }
+  // The devices' mutexes are free again: each is taken for a submit alone.
+  std::lock_guard<std::mutex> turn(fromSide->hostRing().busy);
   PeerSide &from = *fromSide, &to = *toSide;
   uint32_t slots = from.slots();
-  chunk = from.chunk();
-  chunks = uint32_t((bytes + chunk - 1) / chunk);
+  VkDeviceSize chunk = from.chunk();
+  uint32_t chunks = uint32_t((bytes + chunk - 1) / chunk);
   VkBuffer source = static_cast<VulkanBuffer &>(src).handle();
   VkBuffer destination = static_cast<VulkanBuffer &>(dst).handle();
   auto length = [&](uint32_t i) { return std::min<VkDeviceSize>(chunk, bytes - i * chunk); };
@@ -268,6 +280,7 @@ Status VulkanDevice::copyToDevice(Buffer &src, VulkanDevice &target, Buffer &dst
   for (uint32_t slot = 0; slot < slots; ++slot)
     if (Status s = to.wait(slot); !s.isOk())
       return s;
+  std::lock_guard<std::mutex> lock(a.mutex);
   a.counters.bytesToPeers += bytes;
   return Status::ok();
 }

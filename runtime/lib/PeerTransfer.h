@@ -21,15 +21,19 @@
 
 #include <cstdlib>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 namespace kiln::rt {
 
-/// Host memory aligned for import by both devices.
+/// Host memory aligned for import by both devices. `busy` is held for a
+/// whole copy through it (two threads copying between one pair take turns);
+/// it is taken before either device's mutex, never while holding one.
 struct HostRing {
   ~HostRing() { std::free(data); }
   void *data = nullptr;
   VkDeviceSize bytes = 0;
+  std::mutex busy;
 };
 
 class PeerSide {
@@ -44,6 +48,8 @@ public:
   /// Copies `bytes` from `src` at `from` to `dst` at `to` with the slot's
   /// command buffer. `toHost`: the copy writes the ring, which the host
   /// domain (and through it the other device) reads once the fence signals.
+  /// Takes the device mutex for the queue submit alone, so the device's own
+  /// work is recorded meanwhile (a pipelined run's next stage).
   Status submit(uint32_t slot, VkBuffer src, VkDeviceSize from, VkBuffer dst, VkDeviceSize to,
                 VkDeviceSize bytes, bool toHost);
   /// Waits for the slot's last submit, if any.
@@ -51,6 +57,7 @@ public:
 
   VkBuffer ring() const { return buffer_; }
   const void *ringData() const { return ring_ ? ring_->data : nullptr; }
+  HostRing &hostRing() const { return *ring_; }
   VkDeviceSize chunk() const { return chunk_; }
   uint32_t slots() const { return uint32_t(fences_.size()); }
 

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <numeric>
 #include <random>
+#include <thread>
 
 namespace kiln::rt::test {
 namespace {
@@ -96,6 +97,42 @@ TEST_F(PeerTransferTest, SeesTheSourcesPendingWork) {
   std::vector<float> back(n, 0.0f);
   KILN_ASSERT_OK(second->download(*c, back.data(), n * 4));
   EXPECT_EQ(back, data);
+}
+
+TEST_F(PeerTransferTest, TwoThreadsCopyingBetweenThePairTakeTurns) {
+  // Both directions and the same direction at once: each copy arrives whole
+  // (the ring of a pair is used by one copy at a time; the devices' queues
+  // are shared with their own work).
+  constexpr size_t bytes = (size_t(20) << 20) + 4;
+  auto copies = [&](VulkanDevice *from, VulkanDevice *to, uint8_t seed, size_t *wrong) {
+    for (int round = 0; round < 3; ++round) {
+      std::vector<uint8_t> data(bytes);
+      for (size_t i = 0; i < bytes; ++i)
+        data[i] = uint8_t(i * 7 + seed + round);
+      auto src = from->allocate(bytes);
+      auto dst = to->allocate(bytes);
+      if (!src.isOk() || !dst.isOk() || !from->upload(**src, data.data(), bytes).isOk() ||
+          !from->copyToDevice(**src, *to, **dst, bytes).isOk()) {
+        *wrong = bytes;
+        return;
+      }
+      std::vector<uint8_t> back(bytes);
+      if (!to->download(**dst, back.data(), bytes).isOk()) {
+        *wrong = bytes;
+        return;
+      }
+      for (size_t i = 0; i < bytes; ++i)
+        *wrong += back[i] != data[i];
+    }
+  };
+  size_t wrong[3] = {0, 0, 0};
+  std::thread t1(copies, device, second, uint8_t(1), &wrong[0]);
+  std::thread t2(copies, device, second, uint8_t(2), &wrong[1]);
+  std::thread t3(copies, second, device, uint8_t(3), &wrong[2]);
+  t1.join(), t2.join(), t3.join();
+  EXPECT_EQ(wrong[0], 0u);
+  EXPECT_EQ(wrong[1], 0u);
+  EXPECT_EQ(wrong[2], 0u);
 }
 
 TEST_F(PeerTransferTest, RefusesBuffersOfOtherDevicesAndOversizedCopies) {
