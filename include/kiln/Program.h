@@ -39,7 +39,8 @@ struct ProgramInput;
 
 struct CompileOptions {
   /// "vulkan", "cpu", "metal" (MSL, for Apple GPUs: written, not run here);
-  /// empty: the default device's kind.
+  /// empty: "vulkan" when a tensor of the graph is committed to a Vulkan
+  /// device, else the default device's kind.
   std::vector<std::string> targets;
   /// Names in the file (kiln-run --input name=file.npy); default input0,
   /// input1, ... and output0, ...

@@ -204,12 +204,20 @@ Program kiln::compile(const std::vector<Tensor> &outputs, const std::vector<Tens
       throw Error("compile: output " + std::to_string(i) + " is an empty Tensor");
     roots.push_back(outputs[i].node());
   }
-  std::vector<std::string> targets = options.targets;
-  if (targets.empty())
-    targets.push_back(Device::default_device().api());
   auto artifact = std::make_shared<rt::Artifact>();
   Session &s = session();
   std::lock_guard<std::mutex> lock(s.mutex);
+  std::vector<std::string> targets = options.targets;
+  if (targets.empty()) {
+    // Where the model was put: a graph with tensors committed to Vulkan
+    // devices (a model split across GPUs) compiles for Vulkan even where the
+    // default device is the CPU; else the default device's kind.
+    std::vector<Node *> order = topologicalOrder(roots);
+    bool onVulkan = std::any_of(order.begin(), order.end(), [](Node *n) {
+      return n->device && n->device->api() == "vulkan";
+    });
+    targets.push_back(onVulkan ? "vulkan" : Device::default_device().api());
+  }
   for (size_t i = 0; i < roots.size(); ++i) {
     if (roots[i]->realized())
       throw Error("compile: output " + std::to_string(i) +
@@ -323,8 +331,9 @@ Program kiln::compile(const std::vector<Tensor> &outputs, const std::vector<Tens
     }
     artifact->programs.push_back(std::move(program));
   }
-  return Program(std::move(artifact), compiledDevices(*artifact, targets.front()),
-                 /*mustRun=*/false);
+  // Read before the artifact is moved (argument order is unspecified).
+  std::vector<Device> devices = compiledDevices(*artifact, targets.front());
+  return Program(std::move(artifact), std::move(devices), /*mustRun=*/false);
 }
 
 mlir::OwningOpRef<mlir::ModuleOp> kiln::parseGraphText(mlir::MLIRContext &ctx,
@@ -426,8 +435,9 @@ Program kiln::compile_graph(const std::string &text, const std::string &name,
       program.sources.push_back({false, static_cast<uint32_t>(i)});
     artifact->programs.push_back(std::move(program));
   }
-  return Program(std::move(artifact), compiledDevices(*artifact, targets.front()),
-                 /*mustRun=*/false);
+  // Read before the artifact is moved (argument order is unspecified).
+  std::vector<Device> devices = compiledDevices(*artifact, targets.front());
+  return Program(std::move(artifact), std::move(devices), /*mustRun=*/false);
 }
 
 std::string kiln::export_graph(const std::vector<Tensor> &outputs) {

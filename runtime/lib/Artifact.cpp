@@ -575,13 +575,6 @@ StatusOr<std::unique_ptr<Model>> Model::create(std::shared_ptr<const Artifact> a
                           device.api());
 }
 
-std::string Model::programDevices() const {
-  std::string list;
-  for (const std::string &n : program_->program->devices)
-    list += (list.empty() ? "" : ", ") + n;
-  return list;
-}
-
 Status Model::checkInputs(const std::vector<ProgramInput> &inputs) const {
   const Artifact &a = *artifact_;
   if (inputs.size() != a.inputs.size())
@@ -621,6 +614,17 @@ Model::runPipelined(const std::vector<std::vector<ProgramInput>> &batches,
   for (const std::vector<ProgramInput> &inputs : batches)
     if (Status s = checkInputs(inputs); !s.isOk())
       return s;
+  if (!split()) {
+    // Nothing to overlap: each batch as run() does it (replayed).
+    std::vector<RunResult> results;
+    for (const std::vector<ProgramInput> &inputs : batches) {
+      StatusOr<RunResult> result = run(inputs, options);
+      if (!result.isOk())
+        return result.status();
+      results.push_back(std::move(*result));
+    }
+    return results;
+  }
   // Weights first, each on its device, so batches share them.
   if (Status s = uploadWeights(options); !s.isOk())
     return s;
@@ -640,10 +644,8 @@ StatusOr<RunResult> Model::run(const std::vector<ProgramInput> &inputs, const Ru
     return text && std::string(text) == "0";
   }();
   VulkanDevice *replayDevice = device_->replayDevice();
-  bool oneDevice = std::all_of(devices_.begin(), devices_.end(),
-                               [&](Device *d) { return d == device_; });
   bool replayable =
-      replayDevice && oneDevice && !options.poisonResults && !options.constants && !replayOff;
+      replayDevice && !split() && !options.poisonResults && !options.constants && !replayOff;
   if (replayable) {
     std::lock_guard<std::mutex> lock(replayMutex_);
     if (!replayTried_) {
@@ -669,7 +671,7 @@ StatusOr<RunResult> Model::run(const std::vector<ProgramInput> &inputs, const Ru
     }
   }
   // A split model's weights go to each device that reads them, once.
-  if (!oneDevice)
+  if (split())
     if (Status s = uploadWeights(options); !s.isOk())
       return s;
   std::vector<ProgramInput> bound = bind(inputs);

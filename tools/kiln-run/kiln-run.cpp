@@ -134,6 +134,8 @@ int main(int argc, char **argv) {
   }
   if (modelPath.empty())
     return usage("no model file");
+  if (microBatches > 0 && benchmark == 0)
+    return usage("--micro-batches sets the batches of each --benchmark round: add --benchmark N");
 
   StatusOr<Artifact> loaded = loadArtifact(modelPath);
   if (!loaded.isOk())
@@ -143,7 +145,11 @@ int main(int argc, char **argv) {
   std::vector<Device *> devices;
   for (size_t at = 0;;) {
     size_t comma = deviceName.find(',', at);
-    StatusOr<Device *> named = deviceNamed(deviceName.substr(at, comma - at));
+    std::string one = deviceName.substr(at, comma - at);
+    if (one.empty() && !deviceName.empty())
+      return usage(("--device " + deviceName + " names an empty device: list them as "
+                    "vulkan:0,vulkan:1").c_str());
+    StatusOr<Device *> named = deviceNamed(one);
     if (!named.isOk())
       return fail(named.status().message());
     devices.push_back(*named);
@@ -155,8 +161,6 @@ int main(int argc, char **argv) {
   StatusOr<std::unique_ptr<Model>> model = Model::create(artifact, devices);
   if (!model.isOk())
     return fail(model.status().message());
-  bool split = std::any_of(devices.begin(), devices.end(),
-                           [&](Device *d) { return d != devices[0]; });
   if (describe)
     for (const TargetProgram &p : artifact->programs)
       if (p.target == (*device)->api())
@@ -248,16 +252,14 @@ int main(int argc, char **argv) {
     std::vector<double> times;
     for (int i = 0; i < benchmark; ++i) {
       auto start = std::chrono::steady_clock::now();
-      if (microBatches > 0 && split) {
-        // The round's batches pipelined across the devices.
+      if (microBatches > 0) {
+        // The round's batches, pipelined across the devices of a split model.
         StatusOr<std::vector<RunResult>> again = (*model)->runPipelined(
             std::vector<std::vector<ProgramInput>>(size_t(microBatches), resident));
         if (!again.isOk())
           return fail(again.status().message());
-      } else {
-        for (int b = 0; b < std::max(microBatches, 1); ++b)
-          if (StatusOr<RunResult> again = (*model)->run(resident); !again.isOk())
-            return fail(again.status().message());
+      } else if (StatusOr<RunResult> again = (*model)->run(resident); !again.isOk()) {
+        return fail(again.status().message());
       }
       times.push_back(
           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
@@ -274,7 +276,7 @@ int main(int argc, char **argv) {
     if (microBatches > 0)
       std::printf("%d rounds of %d micro-batches on %s%s: median %.4f ms per round, %.4f ms "
                   "per batch, min %.4f ms per round\n",
-                  benchmark, microBatches, on.c_str(), split ? ", pipelined" : ", one by one",
+                  benchmark, microBatches, on.c_str(), (*model)->split() ? ", pipelined" : ", one by one",
                   times[times.size() / 2], times[times.size() / 2] / microBatches,
                   times.front());
     else

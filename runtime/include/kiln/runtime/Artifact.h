@@ -106,19 +106,19 @@ public:
   static StatusOr<std::unique_ptr<Model>> create(std::shared_ptr<const Artifact> artifact,
                                                  Device &device);
   /// Binds the program's devices (a model split across devices: its steps
-  /// name several) to `devices`, in the order the program lists them
-  /// (programDevices()); one device runs every step (its transfers then
-  /// copy nothing). All of one api. Fails naming the program's devices when
-  /// the count is neither one nor theirs.
+  /// name several) to `devices`, in the order the program lists them; one
+  /// device runs every step (its transfers then copy nothing). All of one
+  /// api. Fails naming the program's devices when the count is neither one
+  /// nor theirs.
   static StatusOr<std::unique_ptr<Model>> create(std::shared_ptr<const Artifact> artifact,
                                                  const std::vector<Device *> &devices);
 
   const Artifact &artifact() const { return *artifact_; }
   Device &device() const { return *device_; }
-  /// The devices the program's steps name, as compiled ("vulkan:0, vulkan:1").
-  std::string programDevices() const;
-  /// The devices bound, one per program device.
-  const std::vector<Device *> &devices() const { return devices_; }
+  /// Whether its steps run on more than one device.
+  bool split() const {
+    return std::any_of(devices_.begin(), devices_.end(), [&](Device *d) { return d != device_; });
+  }
 
   /// `inputs` in signature order (buffers on any device, or host bytes);
   /// checked against the signature, then run. Outputs in signature order.
@@ -134,7 +134,8 @@ public:
 
   /// Runs once per micro-batch, pipelined across the devices the model is
   /// split over (runPipelined: the first device starts batch b + 1 while
-  /// the second works on batch b). Outputs per batch, in signature order.
+  /// the second works on batch b); on one device, run() batch after batch.
+  /// Outputs per batch, in signature order.
   StatusOr<std::vector<RunResult>>
   runPipelined(const std::vector<std::vector<ProgramInput>> &batches,
                const RunOptions &options = {});
