@@ -2,7 +2,7 @@
 # The whole compiler on a lent GPU machine, which has no MLIR or LLVM: the
 # JIT, kiln-compile and the unit tests run there on the real GPU.
 #
-# Here:  scripts/jit-gpu.sh pack
+# Here:  scripts/jit-gpu.sh pack [program...]
 #   writes .dev/jit: the test and tool binaries, ld.lld, and every shared
 #   library they need beyond the C and C++ runtimes and the Vulkan loader
 #   (libMLIR, libLLVM and theirs), each compressed with xz (about 60 MB,
@@ -49,10 +49,12 @@ pack)
   rm -f .dev/jit/bin/*
   lld=$(readlink -f "$(command -v ld.lld-22)")
   for b in $bins; do xz -6 -T2 -c "build/bin/$b" >".dev/jit/bin/$b.xz"; done
+  # Programs of one's own (linked against the same build) go along too.
+  for extra in "${@:2}"; do xz -6 -T2 -c "$extra" >".dev/jit/bin/$(basename "$extra").xz"; done
   xz -6 -T2 -c "$lld" >.dev/jit/bin/ld.lld-22.xz
   # Every library the binaries load, less what any Linux machine has (and
   # the newer copy there serves): libc, libm, libstdc++, libgcc_s, the loader.
-  libs=$(for b in $bins; do ldd "build/bin/$b"; done; ldd "$lld") || true
+  libs=$(for b in $bins; do ldd "build/bin/$b"; done; ldd "$lld"; for e in "${@:2}"; do ldd "$e"; done) || true
   # Z3 (the static analyzer's solver) and libxml2 (llvm-mt's manifests; it
   # brings 30 MB of ICU data) are never called by Kiln: stand-ins that
   # define what libLLVM imports from them, with its symbol versions, keep
@@ -100,10 +102,10 @@ run)
     cat "$out"/jit-"$name"-*.log >"$out/jit-$name.log"
     rm -f "$out"/jit-"$name"-*.log
     grep -E '^\[  (FAILED|SKIPPED) ' "$out/jit-$name.log" | sort -u | head -n 60 || true
-    local passed skipped failedn
-    passed=$(grep -cE '^\[       OK \]' "$out/jit-$name.log" || true)
-    skipped=$(grep -E '^\[  SKIPPED \] [A-Za-z]' "$out/jit-$name.log" | grep -v ' tests\?,' | sort -u | wc -l)
-    failedn=$(grep -E '^\[  FAILED  \] [A-Za-z].*\(' "$out/jit-$name.log" | sort -u | wc -l)
+    local log=$out/jit-$name.log passed skipped failedn
+    passed=$(grep -cE '^\[       OK \]' "$log" || true)
+    skipped=$( (grep -E '^\[  SKIPPED \] [A-Za-z].*\(' "$log" || true) | wc -l)
+    failedn=$( (grep -E '^\[  FAILED  \] [A-Za-z].*\(' "$log" || true) | wc -l)
     summary+="$name: $passed passed, $failedn failed, $skipped skipped (exit $failed)"$'\n'
   }
   run_shards kiln-runtime-tests 4

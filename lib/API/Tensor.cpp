@@ -430,7 +430,9 @@ Tensor Tensor::slice(int64_t dim, std::optional<int64_t> start, std::optional<in
   node->starts.assign(in.shape.size(), 0);
   node->steps.assign(in.shape.size(), 1);
   node->starts[dim] = count ? first : 0;
-  node->steps[dim] = step;
+  // One element or none: the step is never taken, and one of INT64_MIN
+  // would not fit a GPU kernel's 32-bit index constants.
+  node->steps[dim] = count > 1 ? step : 1;
   return made(node);
 }
 

@@ -21,6 +21,8 @@
 #include <mutex>
 #include <new>
 
+#include <sys/sysinfo.h>
+
 namespace kiln::rt {
 
 namespace {
@@ -147,6 +149,17 @@ StatusOr<std::shared_ptr<Buffer>> CpuDevice::allocate(size_t bytes) {
   size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
   if (rounded == 0)
     rounded = kAlignment;
+  // Where the kernel overcommits memory (vm.overcommit_memory=1, common on
+  // servers), malloc grants any size and the first write past what the
+  // machine has kills the process: refuse a buffer larger than its memory
+  // and swap together up front.
+  struct sysinfo info;
+  if (sysinfo(&info) == 0) {
+    unsigned __int128 machine =
+        (unsigned __int128)(uint64_t(info.totalram) + info.totalswap) * info.mem_unit;
+    if (rounded > machine)
+      return outOfMemory();
+  }
   void *data = state_->pool.take(rounded);
   bool reused = data != nullptr;
   if (!data)

@@ -106,15 +106,24 @@ TEST(InputChecks, ShapeArithmeticNeverWraps) {
   EXPECT_THROW(Tensor::zeros({4}).reshape({INT64_MAX, INT64_MAX}), Error);
   EXPECT_THROW(pad(Tensor::zeros({4}), {INT64_MAX}, {INT64_MAX}), Error);
   EXPECT_THROW(pad(Tensor::zeros({4}), {INT64_MAX - 2}, {0}), Error);
-  // Steps and bounds at the int64 extremes follow Python's rules.
-  Tensor x = Tensor::from({0, 1, 2, 3, 4}, {5});
-  EXPECT_EQ(x.slice(0, std::nullopt, std::nullopt, INT64_MAX).shape(), (Shape{1}));
-  EXPECT_EQ(x.slice(0, std::nullopt, std::nullopt, INT64_MIN).shape(), (Shape{1}));
-  EXPECT_EQ(x.slice(0, std::nullopt, std::nullopt, INT64_MIN).to_vector<float>(),
-            (std::vector<float>{4}));
-  EXPECT_EQ(x.slice(0, INT64_MIN, INT64_MAX).shape(), (Shape{5}));
-  EXPECT_EQ(x.slice(0, INT64_MAX, INT64_MIN, -2).to_vector<float>(),
-            (std::vector<float>{4, 2, 0}));
+  // Steps and bounds at the int64 extremes follow Python's rules, on every
+  // device (a GPU kernel's index constants are 32 bits: a step of INT64_MIN
+  // once failed to lower there).
+  for (const Device &device : kiln::test::availableDevices()) {
+    Tensor x = Tensor::from({0, 1, 2, 3, 4}, {5}).to(device);
+    EXPECT_EQ(x.slice(0, std::nullopt, std::nullopt, INT64_MAX).shape(), (Shape{1}));
+    EXPECT_EQ(x.slice(0, std::nullopt, std::nullopt, INT64_MAX).to_vector<float>(),
+              (std::vector<float>{0}))
+        << device.name();
+    EXPECT_EQ(x.slice(0, std::nullopt, std::nullopt, INT64_MIN).shape(), (Shape{1}));
+    EXPECT_EQ(x.slice(0, std::nullopt, std::nullopt, INT64_MIN).to_vector<float>(),
+              (std::vector<float>{4}))
+        << device.name();
+    EXPECT_EQ(x.slice(0, INT64_MIN, INT64_MAX).shape(), (Shape{5}));
+    EXPECT_EQ(x.slice(0, INT64_MAX, INT64_MIN, -2).to_vector<float>(),
+              (std::vector<float>{4, 2, 0}))
+        << device.name();
+  }
   Tensor empty = Tensor::zeros({0, 3});
   EXPECT_EQ(empty.slice(0, std::nullopt, std::nullopt, INT64_MAX).shape(), (Shape{0, 3}));
   EXPECT_EQ(empty.slice(0, std::nullopt, std::nullopt, INT64_MIN).shape(), (Shape{0, 3}));
