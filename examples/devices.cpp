@@ -38,5 +38,36 @@ int main() {
   std::vector<float> out = (diff * diff).to_vector<float>();
   std::printf("after the fix: %zu values on %s, first %.4f\n", out.size(), gpu.name().c_str(),
               out[0]);
+
+  // The seeds' hardest case: two GPUs, the input hard-coded to the second
+  // ("cuda:1" next to "cuda:0"). Two GPUs, or KILN_VIRTUAL_DEVICES=2 on one.
+  std::vector<kiln::Device> gpus;
+  for (const kiln::Device &d : all)
+    if (d.api() == "vulkan")
+      gpus.push_back(d);
+  if (gpus.size() < 2) {
+    std::printf("\nsecond GPU: needs two Vulkan devices (two GPUs, or KILN_VIRTUAL_DEVICES=2)\n");
+    return 0;
+  }
+  std::printf("\n");
+  for (const kiln::Device &d : gpus)
+    std::printf("%s: %s, uuid %s\n", d.name().c_str(), d.adapter_name().c_str(),
+                d.adapter_uuid().c_str());
+  kiln::Tensor w1 = kiln::Tensor::randn({256, 256}, gpus[0]);
+  kiln::Tensor w2 = kiln::Tensor::randn({256, 256}, gpus[0]);
+  kiln::Tensor x = kiln::Tensor::randn({64, 256}, kiln::Device::parse("vulkan:1")); // hard-coded
+  uint64_t compiledBefore = kiln::stats().kernels_compiled;
+  try {
+    (void)kiln::matmul(kiln::relu(kiln::matmul(x, w1)), w2).to_vector<float>();
+  } catch (const kiln::DeviceMismatchError &error) {
+    std::printf("%s\n", error.what());
+    std::printf("(%zu conflicts, %llu kernels compiled)\n\n", error.conflicts().size(),
+                static_cast<unsigned long long>(kiln::stats().kernels_compiled - compiledBefore));
+  }
+  // The fix the report suggests: the input follows the model.
+  kiln::Tensor y = kiln::matmul(kiln::relu(kiln::matmul(x.to(w1.device()), w1)), w2);
+  std::vector<float> fixed = y.to_vector<float>();
+  std::printf("after the fix: %zu values on %s, first %.4f\n", fixed.size(),
+              y.device().name().c_str(), fixed[0]);
   return 0;
 }
