@@ -113,7 +113,8 @@ std::string kiln::listDevices() {
       // The UUID tells two GPUs of one model apart (nvidia-smi -L prints
       // the same one); logical devices of one adapter share it.
       text += ", vulkan:" + std::to_string(i) + " (" + adapter.name + ", " +
-              adapter.typeName() + ", uuid " + adapter.uuid + ")";
+              adapter.typeName() + ", uuid " + adapter.uuid +
+              (adapter.pciAddress.empty() ? "" : ", pci " + adapter.pciAddress) + ")";
     }
   return text;
 }

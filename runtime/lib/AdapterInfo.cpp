@@ -6,6 +6,7 @@
 
 #include "AdapterInfo.h"
 
+#include <cstdio>
 #include <cstring>
 #include <vector>
 
@@ -108,6 +109,13 @@ AdapterInfo describeAdapter(VkPhysicalDevice physical,
       cores.pNext = chain;
       chain = &cores;
     }
+    VkPhysicalDevicePCIBusInfoPropertiesEXT pci{};
+    pci.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PCI_BUS_INFO_PROPERTIES_EXT;
+    bool hasPci = has(VK_EXT_PCI_BUS_INFO_EXTENSION_NAME);
+    if (hasPci) {
+      pci.pNext = chain;
+      chain = &pci;
+    }
     VkPhysicalDeviceIDProperties ids{};
     ids.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ID_PROPERTIES;
     ids.pNext = chain;
@@ -119,6 +127,12 @@ AdapterInfo describeAdapter(VkPhysicalDevice physical,
       uuid[i] = ids.deviceUUID[i];
     if (subgroup.subgroupSize != 0)
       info.subgroupSize = subgroup.subgroupSize;
+    if (hasPci) {
+      char address[32];
+      std::snprintf(address, sizeof address, "%04x:%02x:%02x.%x", pci.pciDomain, pci.pciBus,
+                    pci.pciDevice, pci.pciFunction);
+      info.pciAddress = address;
+    }
     info.computeUnits = sms.shaderSMCount ? sms.shaderSMCount
                                           : cores.shaderEngineCount * cores.shaderArraysPerEngineCount *
                                                 cores.computeUnitsPerShaderArray;
@@ -130,6 +144,41 @@ AdapterInfo describeAdapter(VkPhysicalDevice physical,
   }
   info.uuid = formatUuid(uuid);
   return info;
+}
+
+std::vector<size_t> adapterOrder(const std::vector<AdapterInfo> &adapters) {
+  auto rank = [](AdapterInfo::Type type) {
+    switch (type) {
+    case AdapterInfo::Type::Discrete:
+      return 0;
+    case AdapterInfo::Type::Integrated:
+      return 1;
+    case AdapterInfo::Type::Virtual:
+      return 2;
+    case AdapterInfo::Type::Other:
+      return 3;
+    case AdapterInfo::Type::Cpu:
+      return 4;
+    }
+    return 3;
+  };
+  // PCI addresses order a kind only where all of its adapters have one: a
+  // kind half with and half without would have no sensible order.
+  bool pciOrders[5] = {true, true, true, true, true};
+  for (const AdapterInfo &a : adapters)
+    if (a.pciAddress.empty())
+      pciOrders[rank(a.type)] = false;
+  std::vector<size_t> order(adapters.size());
+  for (size_t i = 0; i < order.size(); ++i)
+    order[i] = i;
+  // Fixed-width hex ("%04x:%02x:%02x.%x"): string order is address order.
+  std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) {
+    const AdapterInfo &a = adapters[x], &b = adapters[y];
+    if (rank(a.type) != rank(b.type))
+      return rank(a.type) < rank(b.type);
+    return pciOrders[rank(a.type)] && a.pciAddress < b.pciAddress;
+  });
+  return order;
 }
 
 } // namespace kiln::rt

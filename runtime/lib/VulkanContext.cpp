@@ -267,9 +267,21 @@ VulkanContext::create(const ContextOptions &options) {
     return noDevice("vkEnumeratePhysicalDevices: " + vkResultName(result));
   if (state->physical.empty())
     return noDevice("the Vulkan loader lists no physical device");
-  for (VkPhysicalDevice physical : state->physical) {
-    state->adapters.push_back(describeAdapter(physical, state->apiVersion));
-    AdapterInfo &adapter = state->adapters.back();
+  {
+    // Numbered in a stable order, not the loader's (adapterOrder).
+    std::vector<AdapterInfo> listed;
+    for (VkPhysicalDevice physical : state->physical)
+      listed.push_back(describeAdapter(physical, state->apiVersion));
+    std::vector<VkPhysicalDevice> physical;
+    for (size_t i : adapterOrder(listed)) {
+      physical.push_back(state->physical[i]);
+      state->adapters.push_back(std::move(listed[i]));
+    }
+    state->physical = std::move(physical);
+  }
+  for (size_t a = 0; a < state->physical.size(); ++a) {
+    VkPhysicalDevice physical = state->physical[a];
+    AdapterInfo &adapter = state->adapters[a];
     uint32_t apiVersion = std::min(state->apiVersion, adapter.apiVersion);
     adapter.cooperativeMatrixF16 =
         hasF16CooperativeMatrix(state->instance, physical, apiVersion);

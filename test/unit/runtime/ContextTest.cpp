@@ -82,12 +82,45 @@ TEST_F(ContextTest, EnumeratesAdaptersWithNamesUuidsAndLimits) {
       EXPECT_EQ(adapter.workgroupMatrixMaxDimension, 0u);
     }
   }
+  // Numbered in adapterOrder's order: already sorted, it keeps its order.
+  std::vector<size_t> order = adapterOrder(context->adapters());
+  for (size_t i = 0; i < order.size(); ++i)
+    EXPECT_EQ(order[i], i) << context->adapters()[i].name;
   EXPECT_EQ(device->name(), "vulkan:0");
   EXPECT_EQ(device->api(), "vulkan");
   EXPECT_EQ(device->adapterName(), context->adapterOf(0).name);
   EXPECT_EQ(device->adapterUuid(), context->adapterOf(0).uuid);
   EXPECT_EQ(device->ordinal(), 0u);
   EXPECT_NE(device->vkDevice(), nullptr);
+}
+
+/// Adapters are numbered discrete GPUs first, then by PCI address (as
+/// nvidia-smi numbers them), whatever order the loader lists them in.
+TEST(AdapterOrder, DiscreteFirstThenByPciAddressThenLoaderOrder) {
+  auto adapter = [](std::string name, AdapterInfo::Type type, std::string pci) {
+    AdapterInfo a;
+    a.name = std::move(name);
+    a.type = type;
+    a.pciAddress = std::move(pci);
+    return a;
+  };
+  using T = AdapterInfo::Type;
+  // The loader put lavapipe and the second GPU first.
+  std::vector<AdapterInfo> listed = {
+      adapter("llvmpipe", T::Cpu, ""), adapter("H200 b", T::Discrete, "0000:41:00.0"),
+      adapter("iGPU", T::Integrated, "0000:00:02.0"), adapter("H200 a", T::Discrete, "0000:06:00.0"),
+      adapter("H200 c", T::Discrete, "0001:03:00.0")};
+  std::vector<std::string> names;
+  for (size_t i : adapterOrder(listed))
+    names.push_back(listed[i].name);
+  EXPECT_EQ(names, (std::vector<std::string>{"H200 a", "H200 b", "H200 c", "iGPU", "llvmpipe"}));
+  // A kind where one adapter has no PCI address keeps the loader's order.
+  listed[4].pciAddress.clear();
+  names.clear();
+  for (size_t i : adapterOrder(listed))
+    names.push_back(listed[i].name);
+  EXPECT_EQ(names, (std::vector<std::string>{"H200 b", "H200 a", "H200 c", "iGPU", "llvmpipe"}));
+  EXPECT_TRUE(adapterOrder({}).empty());
 }
 
 TEST_F(ContextTest, DeviceIsCreatedOnceAndPreferredOrdinalExists) {

@@ -89,7 +89,20 @@ struct AdapterInfo {
   /// (vkEnumeratePhysicalDeviceGroups, Vulkan 1.1): more than one where the
   /// driver links GPUs so one VkDevice spans them (peer memory); 1 else.
   uint32_t deviceGroupSize = 1;
+  /// Where the adapter sits on the PCI bus (VK_EXT_pci_bus_info), as
+  /// nvidia-smi and lspci print it: "0000:06:00.0"; empty where the driver
+  /// does not say (lavapipe).
+  std::string pciAddress;
 };
+
+/// The order Kiln numbers adapters in (vulkan:0, vulkan:1, ...), as indices
+/// into `adapters` (the loader's order): discrete GPUs first, then
+/// integrated, virtual, other and CPU adapters; within a kind, by PCI
+/// address where every adapter of it has one (nvidia-smi's order, and
+/// CUDA's with CUDA_DEVICE_ORDER=PCI_BUS_ID), else in the loader's order.
+/// The same machine numbers its GPUs the same way in every process, however
+/// its Vulkan drivers are listed.
+std::vector<size_t> adapterOrder(const std::vector<AdapterInfo> &adapters);
 
 struct ContextOptions {
   /// Logical devices per adapter, each with its own VkDevice (as XLA's forced
