@@ -51,8 +51,9 @@ int main() {
   }
   std::printf("\n");
   for (const kiln::Device &d : gpus)
-    std::printf("%s: %s, uuid %s\n", d.name().c_str(), d.adapter_name().c_str(),
-                d.adapter_uuid().c_str());
+    std::printf("%s: %s, uuid %s%s%s\n", d.name().c_str(), d.adapter_name().c_str(),
+                d.adapter_uuid().c_str(), d.adapter_pci().empty() ? "" : ", pci ",
+                d.adapter_pci().c_str());
   kiln::Tensor w1 = kiln::Tensor::randn({256, 256}, gpus[0]);
   kiln::Tensor w2 = kiln::Tensor::randn({256, 256}, gpus[0]);
   kiln::Tensor x = kiln::Tensor::randn({64, 256}, kiln::Device::parse("vulkan:1")); // hard-coded

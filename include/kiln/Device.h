@@ -40,6 +40,9 @@ public:
   std::string adapter_name() const;
   /// The physical adapter (Vulkan deviceUUID; "host" for the CPU).
   std::string adapter_uuid() const;
+  /// Where the adapter sits on the PCI bus, as nvidia-smi prints it
+  /// ("0000:06:00.0"); empty for the CPU and where the driver does not say.
+  std::string adapter_pci() const;
 
   /// Same execution API and logical device: the spelling does not matter.
   bool operator==(const Device &other) const {

@@ -243,6 +243,13 @@ std::string Device::adapter_name() const { return runtimeDevice(*this).adapterNa
 
 std::string Device::adapter_uuid() const { return runtimeDevice(*this).adapterUuid(); }
 
+std::string Device::adapter_pci() const {
+  if (api() != "vulkan")
+    return "";
+  runtimeDevice(*this); // throws DeviceError where this device does not exist
+  return vulkanContext().adapterOf(static_cast<size_t>(index())).pciAddress;
+}
+
 std::vector<Device> kiln::devices() {
   std::vector<Device> all = {Device::cpu()};
   for (size_t i = 0; i < vulkanCount(); ++i)

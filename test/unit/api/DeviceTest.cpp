@@ -41,13 +41,30 @@ TEST(Device, MissingDevicesAreErrorsNamingTheExistingOnes) {
     std::string text = error.what();
     EXPECT_NE(text.find("\"vulkan:7\" does not exist"), std::string::npos) << text;
     EXPECT_NE(text.find("vulkan:0 ("), std::string::npos) << text;
-    // Each with its adapter's UUID: two logical devices of one adapter
-    // (KILN_VIRTUAL_DEVICES=2 in these tests) show the same one.
+    // Each with its adapter's UUID, and its PCI address where the driver
+    // gives one (NVIDIA's, as nvidia-smi prints it; not lavapipe).
     std::string uuid = "uuid " + Device::vulkan(0).adapter_uuid();
     EXPECT_NE(text.find(uuid), std::string::npos) << text;
-    EXPECT_EQ(Device::vulkan(1).adapter_uuid(), Device::vulkan(0).adapter_uuid());
-    EXPECT_NE(text.find(uuid, text.find(uuid) + 1), std::string::npos) << text;
+    std::string pci = Device::vulkan(0).adapter_pci();
+    if (!pci.empty()) {
+      EXPECT_EQ(pci.size(), 12u) << pci; // 0000:06:00.0
+      EXPECT_NE(text.find(uuid + ", pci " + pci), std::string::npos) << text;
+    }
+    if (devices().size() >= 3) {
+      const char *perAdapter = std::getenv("KILN_VIRTUAL_DEVICES");
+      if (!perAdapter || std::string(perAdapter) != "1") {
+        // Two logical devices of one adapter (the tests' default) share it.
+        EXPECT_EQ(Device::vulkan(1).adapter_uuid(), Device::vulkan(0).adapter_uuid());
+        EXPECT_NE(text.find(uuid, text.find(uuid) + 1), std::string::npos) << text;
+      } else {
+        // One device per adapter on a machine of two GPUs: two UUIDs.
+        EXPECT_NE(Device::vulkan(1).adapter_uuid(), Device::vulkan(0).adapter_uuid());
+        EXPECT_NE(text.find("uuid " + Device::vulkan(1).adapter_uuid()), std::string::npos)
+            << text;
+      }
+    }
   }
+  EXPECT_EQ(Device::cpu().adapter_pci(), "");
   EXPECT_THROW(Device::parse("metal"), DeviceError);
   EXPECT_THROW(Device::parse("vulkan:x"), DeviceError);
   EXPECT_THROW(Device::parse("tpu"), DeviceError);
