@@ -101,8 +101,7 @@ private:
   std::shared_ptr<const rt::Artifact> artifact_;
   std::shared_ptr<rt::Model> model_;
   std::string unusable_; // why model_ is null
-  Device device_;
-  std::vector<Device> devices_;
+  std::vector<Device> devices_; // never empty
 };
 
 /// Compiles the graph that computes `outputs` from `inputs`. Throws

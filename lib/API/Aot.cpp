@@ -182,7 +182,7 @@ std::string nameAt(const std::vector<std::string> &names, size_t i, const char *
 
 Program::Program(std::shared_ptr<const rt::Artifact> artifact, std::vector<Device> devices,
                  bool mustRun)
-    : artifact_(std::move(artifact)), device_(devices.at(0)), devices_(std::move(devices)) {
+    : artifact_(std::move(artifact)), devices_(std::move(devices)) {
   std::vector<rt::Device *> bound;
   for (const Device &d : devices_)
     bound.push_back(&runtimeDevice(d));
@@ -571,7 +571,7 @@ Program::run_pipelined(const std::vector<std::vector<Tensor>> &batches) const {
   return out;
 }
 
-Device Program::device() const { return device_; }
+Device Program::device() const { return devices_.front(); }
 
 std::string Program::targets() const { return artifact_->targets(); }
 
@@ -586,7 +586,7 @@ std::string Program::signature() const {
 
 std::string Program::describe(const std::string &target) const {
   for (const rt::TargetProgram &p : artifact_->programs) {
-    if (p.target != (target.empty() ? device_.api() : target))
+    if (p.target != (target.empty() ? device().api() : target))
       continue;
     // Then where each input comes from, the weights by name (the CPU's
     // packed filters say so).

@@ -246,8 +246,7 @@ std::string Device::adapter_uuid() const { return runtimeDevice(*this).adapterUu
 std::string Device::adapter_pci() const {
   if (api() != "vulkan")
     return "";
-  runtimeDevice(*this); // throws DeviceError where this device does not exist
-  return vulkanContext().adapterOf(static_cast<size_t>(index())).pciAddress;
+  return static_cast<rt::VulkanDevice &>(runtimeDevice(*this)).adapter().pciAddress;
 }
 
 std::vector<Device> kiln::devices() {

@@ -643,7 +643,7 @@ StatusOr<RunResult> Model::run(const std::vector<ProgramInput> &inputs, const Ru
     const char *text = std::getenv("KILN_REPLAY");
     return text && std::string(text) == "0";
   }();
-  VulkanDevice *replayDevice = device_->replayDevice();
+  VulkanDevice *replayDevice = device().replayDevice();
   bool replayable =
       replayDevice && !split() && !options.poisonResults && !options.constants && !replayOff;
   if (replayable) {
@@ -708,6 +708,9 @@ StatusOr<ProgramProfile> Model::profile(const std::vector<ProgramInput> &inputs,
 Status Model::uploadWeights(const RunOptions &options) {
   const Program &program = *program_->program;
   std::lock_guard<std::mutex> lock(mutex_);
+  // A split model calls this before every run: after the first, nothing is
+  // uploaded and nothing needs flushing.
+  bool uploaded = false;
   for (const ProgramStep &step : program.steps) {
     if (step.kind != ProgramStep::Kind::input)
       continue;
@@ -732,7 +735,10 @@ Status Model::uploadWeights(const RunOptions &options) {
       if (Status s = device.upload(**buffer, weight.data.data(), weight.data.size()); !s.isOk())
         return s;
     (first ? copies.emplace_back() : first) = *buffer;
+    uploaded = true;
   }
+  if (!uploaded)
+    return Status::ok();
   for (Device *device : devices_)
     if (Status s = device->flush(); !s.isOk())
       return s;

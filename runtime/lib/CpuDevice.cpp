@@ -152,14 +152,18 @@ StatusOr<std::shared_ptr<Buffer>> CpuDevice::allocate(size_t bytes) {
   // Where the kernel overcommits memory (vm.overcommit_memory=1, common on
   // servers), malloc grants any size and the first write past what the
   // machine has kills the process: refuse a buffer larger than its memory
-  // and swap together up front.
-  struct sysinfo info;
-  if (sysinfo(&info) == 0) {
-    unsigned __int128 machine =
+  // and swap together up front (read once: not a system call per buffer).
+  static const uint64_t machineBytes = [] {
+    struct sysinfo info;
+    if (sysinfo(&info) != 0)
+      return std::numeric_limits<uint64_t>::max();
+    unsigned __int128 total =
         (unsigned __int128)(uint64_t(info.totalram) + info.totalswap) * info.mem_unit;
-    if (rounded > machine)
-      return outOfMemory();
-  }
+    return total > std::numeric_limits<uint64_t>::max() ? std::numeric_limits<uint64_t>::max()
+                                                         : uint64_t(total);
+  }();
+  if (rounded > machineBytes)
+    return outOfMemory();
   void *data = state_->pool.take(rounded);
   bool reused = data != nullptr;
   if (!data)

@@ -157,13 +157,13 @@ int main(int argc, char **argv) {
       break;
     at = comma + 1;
   }
-  StatusOr<Device *> device = devices[0];
+  Device *device = devices[0];
   StatusOr<std::unique_ptr<Model>> model = Model::create(artifact, devices);
   if (!model.isOk())
     return fail(model.status().message());
   if (describe)
     for (const TargetProgram &p : artifact->programs)
-      if (p.target == (*device)->api())
+      if (p.target == device->api())
         std::printf("%s", p.program->describe().c_str());
 
   // Inputs by name (or in order when unnamed), each checked against the
@@ -223,14 +223,14 @@ int main(int argc, char **argv) {
   if (printStats) {
     std::vector<uint8_t> first(result->outputs.empty() ? 0 : std::min<size_t>(4, result->outputs[0]->size()));
     if (!first.empty())
-      if (Status s = (*device)->download(*result->outputs[0], first.data(), first.size()); !s.isOk())
+      if (Status s = device->download(*result->outputs[0], first.data(), first.size()); !s.isOk())
         return fail(s.message());
-    DeviceStats stats = (*device)->stats();
+    DeviceStats stats = device->stats();
     std::printf("start to first outputs: %.1f ms on %s; pipelines: %llu created, %llu of them "
                 "from the driver's cache\n",
                 std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
                     .count(),
-                (*device)->name().c_str(), (unsigned long long)stats.pipelinesCreated,
+                device->name().c_str(), (unsigned long long)stats.pipelinesCreated,
                 (unsigned long long)stats.driverCacheHits);
   }
   if (benchmark > 0) {
@@ -238,17 +238,17 @@ int main(int argc, char **argv) {
     // is the model alone, outputs waited for.
     std::vector<ProgramInput> resident;
     for (size_t i = 0; i < arrays.size(); ++i) {
-      StatusOr<std::shared_ptr<Buffer>> buffer = (*device)->allocate(arrays[i].data.size());
+      StatusOr<std::shared_ptr<Buffer>> buffer = device->allocate(arrays[i].data.size());
       if (!buffer.isOk())
         return fail(buffer.status().message());
-      if (Status s = (*device)->upload(**buffer, arrays[i].data.data(), arrays[i].data.size());
+      if (Status s = device->upload(**buffer, arrays[i].data.data(), arrays[i].data.size());
           !s.isOk())
         return fail(s.message());
       resident.push_back({*buffer, nullptr});
     }
-    if (Status s = (*device)->flush(); !s.isOk())
+    if (Status s = device->flush(); !s.isOk())
       return fail(s.message());
-    (*device)->resetStats();
+    device->resetStats();
     std::vector<double> times;
     for (int i = 0; i < benchmark; ++i) {
       auto start = std::chrono::steady_clock::now();
@@ -269,7 +269,7 @@ int main(int argc, char **argv) {
     for (double t : times)
       total += t;
     std::sort(times.begin(), times.end());
-    DeviceStats stats = (*device)->stats();
+    DeviceStats stats = device->stats();
     std::string on;
     for (Device *d : devices)
       on += (on.empty() ? "" : ",") + d->name();
@@ -295,7 +295,7 @@ int main(int argc, char **argv) {
       return fail(times.status().message());
     const Program *program = nullptr;
     for (const TargetProgram &p : artifact->programs)
-      if (p.target == (*device)->api())
+      if (p.target == device->api())
         program = p.program.get();
     std::printf("%s", profileTable(*program, *times).c_str());
     if (!tracePath.empty()) {

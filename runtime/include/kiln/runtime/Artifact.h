@@ -114,10 +114,11 @@ public:
                                                  const std::vector<Device *> &devices);
 
   const Artifact &artifact() const { return *artifact_; }
-  Device &device() const { return *device_; }
+  Device &device() const { return *devices_[0]; }
   /// Whether its steps run on more than one device.
   bool split() const {
-    return std::any_of(devices_.begin(), devices_.end(), [&](Device *d) { return d != device_; });
+    return std::any_of(devices_.begin(), devices_.end(),
+                       [&](Device *d) { return d != devices_[0]; });
   }
 
   /// `inputs` in signature order (buffers on any device, or host bytes);
@@ -143,13 +144,11 @@ public:
 private:
   Model(std::shared_ptr<const Artifact> artifact, const TargetProgram &program,
         std::vector<Device *> devices)
-      : artifact_(std::move(artifact)), program_(&program), device_(devices[0]),
-        devices_(std::move(devices)) {}
+      : artifact_(std::move(artifact)), program_(&program), devices_(std::move(devices)) {}
 
   std::shared_ptr<const Artifact> artifact_;
   const TargetProgram *program_;
-  Device *device_;               // the first of devices_
-  std::vector<Device *> devices_; // one per program device
+  std::vector<Device *> devices_; // one per program device; device() is the first
   Status checkInputs(const std::vector<ProgramInput> &inputs) const;
   /// Weights on the device of the step that reads each, uploaded once: the
   /// replay binds them.
