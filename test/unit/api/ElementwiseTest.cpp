@@ -3,7 +3,9 @@
 
 #include "TestUtil.h"
 
+#include <cmath>
 #include <functional>
+#include <limits>
 #include <random>
 
 using namespace kiln;
@@ -160,6 +162,34 @@ TEST_P(ElementwiseOnEveryDevice, SixOpChainWithBroadcastIsOneKernel) {
       want[r * cols + c] = erfGelu(std::tanh(xv * ws[c] + bs[r]) - 0.25) * xv;
     }
   EXPECT_TRUE(allClose(got, want));
+}
+
+// pow at C's special values, as PyTorch gives them: GLSL's Pow leaves x < 0
+// and x = 0 with y <= 0 undefined (lavapipe returned 0 for 0^0, 0^-1 and
+// (-8)^(1/3)), so the GPU kernels add the cases around it.
+TEST_P(ElementwiseOnEveryDevice, PowAtSpecialValuesAsInC) {
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::nanf("");
+  const std::vector<float> xs = {0, -0.0f, 1, -1, 2, -2, 0.5f, -0.5f, inf, -inf, nan, -8, 3};
+  const std::vector<float> ys = {0, -0.0f, 1, -1, 2, 3, -3, 0.5f, -0.5f, 1.0f / 3, inf, -inf, nan};
+  std::vector<float> xv, yv;
+  for (float x : xs)
+    for (float y : ys) {
+      xv.push_back(x);
+      yv.push_back(y);
+    }
+  auto n = static_cast<int64_t>(xv.size());
+  std::vector<float> got =
+      kiln::pow(Tensor::from(xv, {n}, *device), Tensor::from(yv, {n}, *device)).to_vector<float>();
+  ASSERT_EQ(got.size(), xv.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    float want = std::pow(xv[i], yv[i]);
+    bool same = std::isnan(want) ? std::isnan(got[i])
+                : std::isinf(want) || want == 0
+                    ? got[i] == want && std::signbit(got[i]) == std::signbit(want)
+                    : std::fabs(got[i] - want) <= 1e-6f * std::fabs(want);
+    EXPECT_TRUE(same) << "pow(" << xv[i] << ", " << yv[i] << ") = " << got[i] << ", C says "
+                      << want << " on " << device->name();
+  }
 }
 
 TEST_P(ElementwiseOnEveryDevice, ScalarAndEmptyTensors) {
