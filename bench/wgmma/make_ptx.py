@@ -121,6 +121,22 @@ def gen(BM=128, BN=128, BK=64, S=4, bswap=False, wait=1, WG=1, maxnreg=0, group=
     e("  mov.u32 %r31, 0;  // k tile issued next")
     e("  mov.u32 %r32, 0;  // its stage")
 
+    def next_sources():
+        # every source pointer one k slice on
+        for i in range(a_iters):
+            e(f"  add.u64 %rd{10 + i}, %rd{10 + i}, {BK * 2};")
+        for i in range(b_iters):
+            e(f"  add.u64 %rd{30 + i}, %rd{30 + i}, %rd50;")
+
+    def stage_targets():
+        # this thread's A and B addresses in stage %r32
+        e(f"  mul.lo.u32 %r33, %r32, {stage};\n  add.u32 %r33, %r33, %r9;")
+        e("  add.u32 %r34, %r33, %r14;\n  add.u32 %r35, %r33, %r23;")
+
+    def next_stage():
+        e("  add.u32 %r31, %r31, 1;")
+        e(f"  add.u32 %r32, %r32, 1;\n  setp.eq.u32 %p2, %r32, {S};\n  @%p2 mov.u32 %r32, 0;")
+
     def issue_loads(first=False):
         # tile %r31 into stage %r32 (guarded by kt < KT); noload: only the
         # prologue's loads, the loop multiplies what the stages hold (a
@@ -128,19 +144,14 @@ def gen(BM=128, BN=128, BK=64, S=4, bswap=False, wait=1, WG=1, maxnreg=0, group=
         e("  setp.lt.u32 %p1, %r31, %r30;")
         if noload and not first:
             e("  setp.lt.u32 %p1, %r31, 0;")
-        e(f"  mul.lo.u32 %r33, %r32, {stage};\n  add.u32 %r33, %r33, %r9;")
-        e("  add.u32 %r34, %r33, %r14;\n  add.u32 %r35, %r33, %r23;")
+        stage_targets()
         for i in range(a_iters):
             e(f"  @%p1 cp.async.cg.shared.global [%r34+{i * a_pass * a_row}], [%rd{10 + i}], 16;")
         for i in range(b_iters):
             e(f"  @%p1 cp.async.cg.shared.global [%r35+{i * b_pass * 128}], [%rd{30 + i}], 16;")
         e("  cp.async.commit_group;")
-        for i in range(a_iters):
-            e(f"  add.u64 %rd{10 + i}, %rd{10 + i}, {BK * 2};")
-        for i in range(b_iters):
-            e(f"  add.u64 %rd{30 + i}, %rd{30 + i}, %rd50;")
-        e("  add.u32 %r31, %r31, 1;")
-        e(f"  add.u32 %r32, %r32, 1;\n  setp.eq.u32 %p2, %r32, {S};\n  @%p2 mov.u32 %r32, 0;")
+        next_sources()
+        next_stage()
 
     def vregs(u, i):
         return "{" + ", ".join(f"%v{(u * n_ld + i) * 4 + c}" for c in range(4)) + "}"
@@ -152,23 +163,18 @@ def gen(BM=128, BN=128, BK=64, S=4, bswap=False, wait=1, WG=1, maxnreg=0, group=
             e(f"  @%p5 ld.global.nc.v4.b32 {vregs(u, i)}, [%rd{10 + i}];")
         for i in range(b_iters):
             e(f"  @%p5 ld.global.nc.v4.b32 {vregs(u, a_iters + i)}, [%rd{30 + i}];")
-        for i in range(a_iters):
-            e(f"  add.u64 %rd{10 + i}, %rd{10 + i}, {BK * 2};")
-        for i in range(b_iters):
-            e(f"  add.u64 %rd{30 + i}, %rd{30 + i}, %rd50;")
+        next_sources()
         e("  add.u32 %r36, %r36, 1;")
 
     def st_shared(u):
         # register slot u (tile %r31) into stage %r32
         e("  setp.lt.u32 %p1, %r31, %r30;")
-        e(f"  mul.lo.u32 %r33, %r32, {stage};\n  add.u32 %r33, %r33, %r9;")
-        e("  add.u32 %r34, %r33, %r14;\n  add.u32 %r35, %r33, %r23;")
+        stage_targets()
         for i in range(a_iters):
             e(f"  @%p1 st.shared.v4.b32 [%r34+{i * a_pass * a_row}], {vregs(u, i)};")
         for i in range(b_iters):
             e(f"  @%p1 st.shared.v4.b32 [%r35+{i * b_pass * 128}], {vregs(u, a_iters + i)};")
-        e("  add.u32 %r31, %r31, 1;")
-        e(f"  add.u32 %r32, %r32, 1;\n  setp.eq.u32 %p2, %r32, {S};\n  @%p2 mov.u32 %r32, 0;")
+        next_stage()
 
     for acc in range(MH * nacc):
         e(f"  mov.f32 %acc{acc}, 0f00000000;")
