@@ -758,14 +758,28 @@ Tensor kiln::prod(const Tensor &x, std::vector<int64_t> axes, bool keepdims, std
 Tensor kiln::var(const Tensor &x, std::vector<int64_t> axes, bool keepdims, int64_t correction,
                  std::source_location loc) {
   CallScope scope("var", loc, {{"x", &x}});
-  Tensor centered = sub(x, mean(x, axes, true, loc), loc);
-  Tensor squares = mul(centered, centered, loc);
-  Tensor m = mean(squares, axes, keepdims, loc);
-  int64_t n = numElements(x.shape()) / std::max<int64_t>(1, numElements(m.shape()));
+  const Shape &shape = nodeOf(x, loc).shape;
+  if (axes.empty())
+    for (size_t d = 0; d < shape.size(); ++d)
+      axes.push_back(static_cast<int64_t>(d));
+  int64_t n = 1;
+  for (int64_t &axis : axes) {
+    axis = normalizeDim(axis, shape.size(), loc, "var");
+    n *= shape[axis];
+  }
   if (n - correction <= 0)
     throw Error(sitePrefix(loc) + "var: " + std::to_string(n) +
                 " elements per result leave no degrees of freedom with correction " +
                 std::to_string(correction));
+  // Shifted by each result's first element before the two passes: far from
+  // zero (1e8 + [1, 3, 5, 7]) the f32 mean's rounding was as large as the
+  // spread and doubled the variance; x - x0 is exact when x is near x0.
+  Tensor first = x;
+  for (int64_t axis : axes)
+    first = first.slice(axis, 0, 1, 1, loc);
+  Tensor shifted = sub(x, first, loc);
+  Tensor centered = sub(shifted, mean(shifted, axes, true, loc), loc);
+  Tensor m = mean(mul(centered, centered, loc), axes, keepdims, loc);
   return mul(m, scalarLike(float(double(n) / double(n - correction)), x, loc), loc);
 }
 

@@ -117,6 +117,32 @@ TEST_P(ReduceOnEveryDevice, SoftmaxLogSoftmaxAndVariance) {
   EXPECT_TRUE(allClose(var(x, {1}).to_vector<float>(), variance, 1e-4));
 }
 
+// Far from zero the f32 mean's rounding is as large as the spread: 1e8 +
+// [1, 3, 5, 7] is [1e8, 1e8, 1e8 + 8, 1e8 + 8] in f32, variance 21.33 (not
+// the 42.67 an unshifted two-pass gave), as PyTorch's Welford gives it.
+TEST_P(ReduceOnEveryDevice, VarianceFarFromZero) {
+  std::vector<float> xs;
+  for (float offset : {1e8f, -3e7f, 5e5f})
+    for (float d : {1.0f, 3.0f, 5.0f, 7.0f})
+      xs.push_back(offset + d);
+  Tensor x = Tensor::from(xs, {3, 4}, *device);
+  auto reference = [&](int64_t rowBegin, int64_t rowEnd) {
+    double mu = 0, v = 0;
+    int64_t n = (rowEnd - rowBegin) * 4;
+    for (int64_t i = rowBegin * 4; i < rowEnd * 4; ++i)
+      mu += xs[i] / double(n);
+    for (int64_t i = rowBegin * 4; i < rowEnd * 4; ++i)
+      v += (xs[i] - mu) * (xs[i] - mu);
+    return v / double(n - 1);
+  };
+  std::vector<double> rows = {reference(0, 1), reference(1, 2), reference(2, 3)};
+  EXPECT_NEAR(rows[0], 21.3333, 1e-3);
+  EXPECT_TRUE(allClose(var(x, {1}).to_vector<float>(), rows, 1e-5));
+  EXPECT_TRUE(allClose(var(x, {-1}, true).to_vector<float>(), rows, 1e-5));
+  EXPECT_TRUE(allClose(var(x).to_vector<float>(), {reference(0, 3)}, 1e-5));
+  EXPECT_TRUE(allClose(var(x, {0, 1}).to_vector<float>(), {reference(0, 3)}, 1e-5));
+}
+
 TEST_P(ReduceOnEveryDevice, ArgmaxAndArgmin) {
   // Ties and NaN: the first maximum wins; NaN beats every number.
   std::vector<float> xs = {1, 5, 5, 2,   -1, -7, 3, -7,   0, NAN, 9, NAN};
