@@ -474,6 +474,39 @@ void shareScalars(func::FuncOp func) {
     constant.erase();
 }
 
+/// A concat of more parts than a kernel may bind becomes concats of at
+/// most `maxBindings - 1` parts each, joined the same way: 40 parts on
+/// lavapipe (32 buffers a kernel) are a concat of 31 and one of the rest.
+void splitWideConcats(func::FuncOp func, int maxBindings) {
+  if (maxBindings <= 0)
+    return;
+  size_t perKernel = std::max(2, maxBindings - 1);
+  SmallVector<ConcatOp> wide;
+  func.walk([&](ConcatOp concat) {
+    if (concat.getInputs().size() > perKernel && !concat->getParentOfType<KernelOp>())
+      wide.push_back(concat);
+  });
+  for (ConcatOp concat : wide) {
+    OpBuilder b(concat);
+    DeviceAttr device = deviceOf(concat);
+    SmallVector<Value> parts(concat.getInputs());
+    while (parts.size() > perKernel) {
+      SmallVector<Value> joined;
+      for (size_t i = 0; i < parts.size(); i += perKernel) {
+        ArrayRef<Value> chunk = ArrayRef<Value>(parts).slice(i, std::min(perKernel, parts.size() - i));
+        if (chunk.size() == 1) {
+          joined.push_back(chunk.front());
+          continue;
+        }
+        auto part = ConcatOp::create(b, concat.getLoc(), chunk, concat.getAxisAttr(), device);
+        joined.push_back(part.getResult());
+      }
+      parts = std::move(joined);
+    }
+    concat->setOperands(parts);
+  }
+}
+
 struct FuseElementwisePass
     : public kiln::impl::KilnFuseElementwiseBase<FuseElementwisePass> {
   using Base::Base;
@@ -487,6 +520,7 @@ struct FuseElementwisePass
         if (!isa<InputOp>(op) && isOpTriviallyDead(&op))
           op.erase();
     shareScalars(func);
+    splitWideConcats(func, maxBindings);
     // A kernel stops growing at the device's binding limit and at a size
     // that keeps compile time linear in the graph.
     auto fits = [&](const Group &group, Operation *op) {

@@ -30,3 +30,29 @@ func.func @chain(%x: tensor<8xf32>, %a: tensor<8xf32>, %b: tensor<8xf32>, %c: te
 // OPS-NOT: kiln.kernel
 // ALL-COUNT-1: kiln.kernel
 // ALL-NOT: kiln.kernel
+
+// -----
+
+// A concat of more parts than a kernel binds: concats of at most
+// max-bindings - 1 = 3 parts, joined the same way (7 -> 3 + 3 + 1 -> 3),
+// each kernel within four buffers.
+func.func @wide_concat() -> tensor<14xf32> {
+  %p0 = kiln.input 0 on "cpu:0" : tensor<2xf32>
+  %p1 = kiln.input 1 on "cpu:0" : tensor<2xf32>
+  %p2 = kiln.input 2 on "cpu:0" : tensor<2xf32>
+  %p3 = kiln.input 3 on "cpu:0" : tensor<2xf32>
+  %p4 = kiln.input 4 on "cpu:0" : tensor<2xf32>
+  %p5 = kiln.input 5 on "cpu:0" : tensor<2xf32>
+  %p6 = kiln.input 6 on "cpu:0" : tensor<2xf32>
+  %0 = kiln.concat %p0, %p1, %p2, %p3, %p4, %p5, %p6 axis 0 : (tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>) -> tensor<14xf32>
+  return %0 : tensor<14xf32>
+}
+// BIND-LABEL: func.func @wide_concat
+// BIND: kiln.kernel on "cpu:0"(%{{.*}}, %{{.*}}, %{{.*}}) : (tensor<2xf32>, tensor<2xf32>, tensor<2xf32>) -> tensor<6xf32>
+// BIND: kiln.concat {{.*}} : (tensor<2xf32>, tensor<2xf32>, tensor<2xf32>) -> tensor<6xf32>
+// BIND: kiln.kernel on "cpu:0"(%{{.*}}, %{{.*}}, %{{.*}}) : (tensor<2xf32>, tensor<2xf32>, tensor<2xf32>) -> tensor<6xf32>
+// BIND: kiln.kernel on "cpu:0"(%{{.*}}, %{{.*}}, %{{.*}}) : (tensor<6xf32>, tensor<6xf32>, tensor<2xf32>) -> tensor<14xf32>
+// BIND: kiln.concat {{.*}} : (tensor<6xf32>, tensor<6xf32>, tensor<2xf32>) -> tensor<14xf32>
+// ALL-LABEL: func.func @wide_concat
+// ALL: kiln.concat {{.*}} : (tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>) -> tensor<14xf32>
+// OPS-LABEL: func.func @wide_concat

@@ -153,6 +153,27 @@ TEST_P(ViewOnEveryDevice, PadAndConcat) {
   EXPECT_THROW(concat({x, Tensor::zeros({2, 5})}, 1), Error);
 }
 
+// More parts than a kernel may bind (lavapipe: 32 buffers): split into
+// concats that fit, the values in order.
+TEST_P(ViewOnEveryDevice, ConcatOfMorePartsThanAKernelBinds) {
+  std::vector<Tensor> parts;
+  std::vector<std::vector<float>> rows(2);
+  for (int p = 0; p < 70; ++p) {
+    int64_t width = p % 3 + 1;
+    std::vector<float> v(2 * width);
+    for (size_t i = 0; i < v.size(); ++i)
+      v[i] = float(p * 10 + static_cast<int>(i));
+    for (int r = 0; r < 2; ++r)
+      rows[r].insert(rows[r].end(), v.begin() + r * width, v.begin() + (r + 1) * width);
+    parts.push_back(Tensor::from(v, {2, width}, *device) + 0.0f * static_cast<float>(p));
+  }
+  std::vector<float> want = rows[0];
+  want.insert(want.end(), rows[1].begin(), rows[1].end());
+  Tensor joined = concat(parts, 1);
+  EXPECT_EQ(joined.shape(), (Shape{2, static_cast<int64_t>(rows[0].size())}));
+  EXPECT_EQ(joined.to_vector<float>(), want);
+}
+
 // SqueezeNet's fire module: two branches' bias and ReLU joined along the
 // channels (the CPU writes each input's rows in place), three inputs along
 // the columns of a 3-D tensor, and one straight from inputs along rows.
