@@ -226,8 +226,10 @@ Tensor index_select(const Tensor &x, int64_t dim, const std::vector<int64_t> &in
                     std::source_location loc = std::source_location::current());
 
 /// Matrix product [..., M, K] x [..., K, N] -> [..., M, N], batch dims
-/// broadcast. Transposed operands: pass x.transpose(-1, -2) (a view, folded
-/// into the product's indexing).
+/// broadcast; a rank-1 operand is a row on the left and a column on the
+/// right, its dimension dropped from the result (PyTorch's matmul: [K] x [K]
+/// is a scalar). Transposed operands: pass x.transpose(-1, -2) (a view,
+/// folded into the product's indexing).
 Tensor matmul(const Tensor &a, const Tensor &b,
               std::source_location loc = std::source_location::current());
 /// x @ weight^T + bias, with weight [out, in] as in PyTorch's Linear; no

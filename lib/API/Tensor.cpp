@@ -785,12 +785,14 @@ Tensor kiln::var(const Tensor &x, std::vector<int64_t> axes, bool keepdims, int6
 
 Tensor kiln::softmax(const Tensor &x, int64_t axis, std::source_location loc) {
   CallScope scope("softmax", loc, {{"x", &x}});
+  axis = normalizeDim(axis, nodeOf(x, loc).shape.size(), loc, "softmax");
   Tensor e = exp(sub(x, amax(x, {axis}, true, loc), loc), loc);
   return div(e, sum(e, {axis}, true, loc), loc);
 }
 
 Tensor kiln::log_softmax(const Tensor &x, int64_t axis, std::source_location loc) {
   CallScope scope("log_softmax", loc, {{"x", &x}});
+  axis = normalizeDim(axis, nodeOf(x, loc).shape.size(), loc, "log_softmax");
   Tensor shifted = sub(x, amax(x, {axis}, true, loc), loc);
   return sub(shifted, log(sum(exp(shifted, loc), {axis}, true, loc), loc), loc);
 }
@@ -886,6 +888,22 @@ Tensor kiln::matmul(const Tensor &a, const Tensor &b, std::source_location loc) 
     throw Error(sitePrefix(loc) + "matmul needs two floating-point tensors of one dtype, got " +
                 dtype_name(l.dtype) + " and " + dtype_name(r.dtype) +
                 " (convert one with .to(DType::...))");
+  // A vector operand as in PyTorch: [K] is a row [1, K] on the left, a
+  // column [K, 1] on the right, and its dimension leaves the result.
+  if (l.shape.size() == 1 || r.shape.size() == 1) {
+    if (l.shape.empty() || r.shape.empty())
+      throw Error(sitePrefix(loc) + "matmul: needs operands of rank 1 or more, got " +
+                  shapeText(l.shape) + " and " + shapeText(r.shape));
+    bool row = l.shape.size() == 1, column = r.shape.size() == 1;
+    Tensor product = matmul(row ? a.reshape({1, l.shape[0]}, loc) : a,
+                            column ? b.reshape({r.shape[0], 1}, loc) : b, loc);
+    Shape shape = product.shape();
+    if (column)
+      shape.pop_back();
+    if (row)
+      shape.erase(shape.end() - (column ? 1 : 2));
+    return product.reshape(shape, loc);
+  }
   Shape shape = ruled(shapes::matmul(l.shape, r.shape), "matmul", loc);
   // An empty contraction is zeros (as in PyTorch), on the operands' device;
   // operands committed to two devices still go to placement's diagnostic.

@@ -231,7 +231,8 @@ TEST_P(MatmulOnEveryDevice, HalfPrecisionExactOnSmallIntegers) {
 KILN_ON_EVERY_DEVICE(MatmulOnEveryDevice);
 
 TEST(Matmul, ShapeErrors) {
-  EXPECT_THROW(matmul(Tensor::zeros({3}), Tensor::zeros({3, 2})), Error);
+  EXPECT_THROW(matmul(Tensor::zeros({4}), Tensor::zeros({3, 2})), Error);
+  EXPECT_THROW(matmul(Tensor::zeros({2, 3}), Tensor::zeros({2})), Error);
   EXPECT_THROW(matmul(Tensor::zeros({2, 3}), Tensor::zeros({4, 2})), Error);
   EXPECT_THROW(matmul(Tensor::zeros({2, 2, 3}), Tensor::zeros({3, 3, 2})), Error);
   EXPECT_EQ(matmul(Tensor::zeros({5, 1, 2, 3}), Tensor::zeros({4, 3, 6})).shape(),
@@ -248,6 +249,31 @@ TEST_P(MatmulOnEveryDevice, AnEmptyInnerDimensionGivesZeros) {
   Tensor w = Tensor::rand({3, 0}, *device), bias = Tensor::full({3}, 2.0f, *device);
   EXPECT_EQ(linear(Tensor::rand({2, 0}, *device), w, bias).to_vector<float>(),
             std::vector<float>(6, 2.0f));
+}
+
+// Rank-1 operands as in PyTorch's matmul: a dot product, vector x matrix,
+// matrix x vector, and a vector against a batch.
+TEST_P(MatmulOnEveryDevice, VectorOperandsAsInPyTorch) {
+  Tensor v = Tensor::from({1, 2, 3}, {3}, *device);
+  Tensor m = Tensor::from({1, 0, 2, -1, 0, 3}, {3, 2}, *device);
+  Tensor dot = matmul(v, Tensor::from({4, 5, 6}, {3}, *device));
+  EXPECT_EQ(dot.shape(), Shape{});
+  EXPECT_EQ(dot.item<float>(), 32.0f);
+  Tensor vm = matmul(v, m);
+  EXPECT_EQ(vm.shape(), Shape{2});
+  EXPECT_EQ(vm.to_vector<float>(), (std::vector<float>{5, 7}));
+  Tensor mv = matmul(m.transpose(0, 1), v);
+  EXPECT_EQ(mv.shape(), Shape{2});
+  EXPECT_EQ(mv.to_vector<float>(), (std::vector<float>{5, 7}));
+  Tensor batch = Tensor::from({1, 0, 2, -1, 0, 3, 1, 1, 1, 1, 1, 1}, {2, 3, 2}, *device);
+  Tensor vb = matmul(v, batch);
+  EXPECT_EQ(vb.shape(), (Shape{2, 2}));
+  EXPECT_EQ(vb.to_vector<float>(), (std::vector<float>{5, 7, 6, 6}));
+  Tensor bv = matmul(batch.transpose(1, 2), v);
+  EXPECT_EQ(bv.shape(), (Shape{2, 2}));
+  EXPECT_EQ(bv.to_vector<float>(), (std::vector<float>{5, 7, 6, 6}));
+  EXPECT_THROW(matmul(v, Tensor::from({1, 2}, {2}, *device)), Error);
+  EXPECT_THROW(matmul(Tensor::scalar(2.0f), v), Error);
 }
 
 // linear without a bias is x @ w^T, as F.linear(x, w).

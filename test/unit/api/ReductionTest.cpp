@@ -170,6 +170,13 @@ TEST(Reduce, BadAxesAreErrors) {
   EXPECT_THROW(sum(x, {0, -2}), Error);
   EXPECT_THROW(amax(Tensor::zeros({4, 0}), {1}), Error); // no identity (sum: 0)
   EXPECT_THROW(var(Tensor::zeros({4, 1}), {1}), Error);
+  // The error names the op the user called, not the one it is made of.
+  try {
+    softmax(x, 5);
+    ADD_FAILURE() << "softmax over axis 5 of a rank-2 tensor";
+  } catch (const Error &e) {
+    EXPECT_NE(std::string(e.what()).find("softmax: dimension 5"), std::string::npos) << e.what();
+  }
   EXPECT_EQ(sum(x, {0}, true).shape(), (Shape{1, 3}));
   EXPECT_EQ(sum(x).shape(), Shape{});
 }
