@@ -137,6 +137,14 @@ def gen(BM=128, BN=128, BK=64, S=4, bswap=False, wait=1, WG=1, maxnreg=0, group=
         e("  add.u32 %r31, %r31, 1;")
         e(f"  add.u32 %r32, %r32, 1;\n  setp.eq.u32 %p2, %r32, {S};\n  @%p2 mov.u32 %r32, 0;")
 
+    def chunks():
+        # (shared address, global pointer register, chunk number) of each
+        # 16-byte group this thread moves per tile: A's, then B's
+        for i in range(a_iters):
+            yield f"%r34+{i * a_pass * a_row}", f"%rd{10 + i}", i
+        for i in range(b_iters):
+            yield f"%r35+{i * b_pass * 128}", f"%rd{30 + i}", a_iters + i
+
     def issue_loads(first=False):
         # tile %r31 into stage %r32 (guarded by kt < KT); noload: only the
         # prologue's loads, the loop multiplies what the stages hold (a
@@ -145,10 +153,8 @@ def gen(BM=128, BN=128, BK=64, S=4, bswap=False, wait=1, WG=1, maxnreg=0, group=
         if noload and not first:
             e("  setp.lt.u32 %p1, %r31, 0;")
         stage_targets()
-        for i in range(a_iters):
-            e(f"  @%p1 cp.async.cg.shared.global [%r34+{i * a_pass * a_row}], [%rd{10 + i}], 16;")
-        for i in range(b_iters):
-            e(f"  @%p1 cp.async.cg.shared.global [%r35+{i * b_pass * 128}], [%rd{30 + i}], 16;")
+        for dst, src, _ in chunks():
+            e(f"  @%p1 cp.async.cg.shared.global [{dst}], [{src}], 16;")
         e("  cp.async.commit_group;")
         next_sources()
         next_stage()
@@ -159,10 +165,8 @@ def gen(BM=128, BN=128, BK=64, S=4, bswap=False, wait=1, WG=1, maxnreg=0, group=
     def ld_global(u):
         # tile %r36 into register slot u (guarded by kt < KT)
         e("  setp.lt.u32 %p5, %r36, %r30;")
-        for i in range(a_iters):
-            e(f"  @%p5 ld.global.nc.v4.b32 {vregs(u, i)}, [%rd{10 + i}];")
-        for i in range(b_iters):
-            e(f"  @%p5 ld.global.nc.v4.b32 {vregs(u, a_iters + i)}, [%rd{30 + i}];")
+        for _, src, i in chunks():
+            e(f"  @%p5 ld.global.nc.v4.b32 {vregs(u, i)}, [{src}];")
         next_sources()
         e("  add.u32 %r36, %r36, 1;")
 
@@ -170,10 +174,8 @@ def gen(BM=128, BN=128, BK=64, S=4, bswap=False, wait=1, WG=1, maxnreg=0, group=
         # register slot u (tile %r31) into stage %r32
         e("  setp.lt.u32 %p1, %r31, %r30;")
         stage_targets()
-        for i in range(a_iters):
-            e(f"  @%p1 st.shared.v4.b32 [%r34+{i * a_pass * a_row}], {vregs(u, i)};")
-        for i in range(b_iters):
-            e(f"  @%p1 st.shared.v4.b32 [%r35+{i * b_pass * 128}], {vregs(u, a_iters + i)};")
+        for dst, _, i in chunks():
+            e(f"  @%p1 st.shared.v4.b32 [{dst}], {vregs(u, i)};")
         next_stage()
 
     for acc in range(MH * nacc):
