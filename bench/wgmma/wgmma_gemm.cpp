@@ -4,6 +4,8 @@
 // exactly against a double-precision reference on small integers, and
 // times each variant with timestamp queries.
 //   wgmma_gemm DIR M N K [reps [variant]]   (DIR holds variants.txt and the .ptx files)
+#include "../HalfBits.h"
+
 #include <vulkan/vulkan.h>
 
 #include <chrono>
@@ -24,20 +26,6 @@
       return 1;                                                                \
     }                                                                          \
   } while (0)
-
-static uint16_t toHalf(float f) {
-  uint32_t x;
-  memcpy(&x, &f, 4);
-  uint32_t sign = (x >> 16) & 0x8000;
-  int exp = int((x >> 23) & 0xff) - 127 + 15;
-  uint32_t man = x & 0x7fffff;
-  if (exp <= 0) return uint16_t(sign); // only small integers and zero here
-  if (exp >= 31) return uint16_t(sign | 0x7c00);
-  uint32_t h = sign | (uint32_t(exp) << 10) | (man >> 13);
-  uint32_t rest = man & 0x1fff;
-  if (rest > 0x1000 || (rest == 0x1000 && (h & 1))) ++h; // nearest, ties even
-  return uint16_t(h);
-}
 
 struct Buf {
   VkBuffer buf;

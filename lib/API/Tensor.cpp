@@ -762,11 +762,13 @@ Tensor kiln::var(const Tensor &x, std::vector<int64_t> axes, bool keepdims, int6
   if (axes.empty())
     for (size_t d = 0; d < shape.size(); ++d)
       axes.push_back(static_cast<int64_t>(d));
-  int64_t n = 1;
-  for (int64_t &axis : axes) {
+  for (int64_t &axis : axes)
     axis = normalizeDim(axis, shape.size(), loc, "var");
+  std::sort(axes.begin(), axes.end());
+  ruled(shapes::reduce(shape, axes, keepdims), "var", loc); // distinct axes
+  int64_t n = 1;
+  for (int64_t axis : axes)
     n *= shape[axis];
-  }
   if (n - correction <= 0)
     throw Error(sitePrefix(loc) + "var: " + std::to_string(n) +
                 " elements per result leave no degrees of freedom with correction " +
@@ -888,13 +890,19 @@ Tensor kiln::matmul(const Tensor &a, const Tensor &b, std::source_location loc) 
     throw Error(sitePrefix(loc) + "matmul needs two floating-point tensors of one dtype, got " +
                 dtype_name(l.dtype) + " and " + dtype_name(r.dtype) +
                 " (convert one with .to(DType::...))");
+  if (l.shape.empty() || r.shape.empty())
+    throw Error(sitePrefix(loc) + "matmul: needs operands of rank 1 or more, got " +
+                shapeText(l.shape) + " and " + shapeText(r.shape) +
+                " (a scalar multiplies with *)");
   // A vector operand as in PyTorch: [K] is a row [1, K] on the left, a
   // column [K, 1] on the right, and its dimension leaves the result.
   if (l.shape.size() == 1 || r.shape.size() == 1) {
-    if (l.shape.empty() || r.shape.empty())
-      throw Error(sitePrefix(loc) + "matmul: needs operands of rank 1 or more, got " +
-                  shapeText(l.shape) + " and " + shapeText(r.shape));
     bool row = l.shape.size() == 1, column = r.shape.size() == 1;
+    int64_t leftK = l.shape.back(), rightK = r.shape[r.shape.size() - (column ? 1 : 2)];
+    if (leftK != rightK)
+      throw Error(sitePrefix(loc) + "matmul: " + shapeText(l.shape) + " x " + shapeText(r.shape) +
+                  ": the contracted dimensions (" + std::to_string(leftK) + " and " +
+                  std::to_string(rightK) + ") differ");
     Tensor product = matmul(row ? a.reshape({1, l.shape[0]}, loc) : a,
                             column ? b.reshape({r.shape[0], 1}, loc) : b, loc);
     Shape shape = product.shape();

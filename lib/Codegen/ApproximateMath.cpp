@@ -27,9 +27,9 @@ using namespace mlir;
 namespace {
 /// pow(x, y) as C and PyTorch define it, from GLSL's Pow of |x| where that
 /// is defined: 1 when y = 0 or x = 1 (even with NaN) and for (-1)^(+-inf),
-/// NaN for a finite
-/// negative x and a non-integer y, 0 or inf at x = +-0, the sign of x for
-/// an odd integer y. f32 only: f16 pow is widened to f32 first.
+/// NaN for a finite negative x and a non-integer y, 0 or inf at x = +-0,
+/// the sign of x for an odd integer y. f32 only: f16 pow is widened to f32
+/// first.
 struct PowSpecialCases : OpRewritePattern<math::PowFOp> {
   using OpRewritePattern::OpRewritePattern;
 
@@ -59,7 +59,8 @@ struct PowSpecialCases : OpRewritePattern<math::PowFOp> {
               sel(cmp(arith::CmpFPredicate::OLT, y, c(0)), c(inf), c(0)), mag);
     // |x| = 1: GLSL's exp2(y log2 |x|) is NaN for infinite y; C says 1.
     mag = sel(cmp(arith::CmpFPredicate::OEQ, a, c(1)), c(1), mag);
-    Value yInteger = cmp(arith::CmpFPredicate::OEQ, math::FloorOp::create(b, loc, y), y);
+    Value floorY = math::FloorOp::create(b, loc, y);
+    Value yInteger = cmp(arith::CmpFPredicate::OEQ, floorY, y);
     Value halfFloor = math::FloorOp::create(b, loc, arith::MulFOp::create(b, loc, y, c(0.5)));
     Value yOdd = arith::AndIOp::create(
         b, loc, yInteger,
@@ -75,7 +76,7 @@ struct PowSpecialCases : OpRewritePattern<math::PowFOp> {
     Value finiteNegative = arith::AndIOp::create(
         b, loc, cmp(arith::CmpFPredicate::OLT, x, c(0)), cmp(arith::CmpFPredicate::ONE, x, c(-inf)));
     Value nan = c(std::numeric_limits<double>::quiet_NaN());
-    Value noInteger = cmp(arith::CmpFPredicate::UNE, math::FloorOp::create(b, loc, y), y);
+    Value noInteger = cmp(arith::CmpFPredicate::UNE, floorY, y); // NaN y too
     result = sel(arith::AndIOp::create(b, loc, finiteNegative, noInteger), nan, result);
     result = sel(cmp(arith::CmpFPredicate::UNO, x, y), nan, result);
     Value one = arith::OrIOp::create(b, loc, cmp(arith::CmpFPredicate::OEQ, y, c(0)),

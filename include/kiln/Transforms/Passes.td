@@ -90,7 +90,9 @@ def KilnFuseElementwise : Pass<"kiln-fuse-elementwise", "mlir::func::FuncOp"> {
     A kernel stops growing at `max-bindings` buffers (inputs plus results,
     a device's maxPerStageDescriptorStorageBuffers) and at `max-ops` ops (so
     a 100,000-op chain compiles as many kernels of bounded size, in time
-    linear in the chain); identical scalar constants are one operand.
+    linear in the chain); identical scalar constants are one operand. A
+    concat of more parts than `max-bindings` allows is first split into
+    concats that fit.
   }];
   let options = [
     Option<"maxBindings", "max-bindings", "int", "0",
