@@ -81,6 +81,11 @@ public:
   /// The metal target's kernels as MSL, each after a comment line with its
   /// threadgroup size, grid and buffer map; empty without a metal target.
   std::string msl() const;
+  /// The kernels that carry PTX beside their SPIR-V (compiled for a GPU
+  /// CUDA runs, as KILN_GPU_LIMITS=...,ptx=90 says for the H200), each
+  /// after a comment line with its configuration, grid, block, shared
+  /// memory and parameters; empty when none do.
+  std::string ptx() const;
 
 private:
   friend Program compile(const std::vector<Tensor> &, const std::vector<Tensor> &,

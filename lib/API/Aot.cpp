@@ -605,6 +605,28 @@ std::string Program::describe(const std::string &target) const {
   return {};
 }
 
+std::string Program::ptx() const {
+  std::string text;
+  auto dims = [](const std::array<uint32_t, 3> &d) {
+    return std::to_string(d[0]) + "x" + std::to_string(d[1]) + "x" + std::to_string(d[2]);
+  };
+  for (const rt::TargetProgram &p : artifact_->programs)
+    for (const rt::ProgramKernel &k : p.program->kernels) {
+      if (!k.ptx)
+        continue;
+      const rt::PtxCode &c = *k.ptx;
+      text += "// " + k.name + ": " + k.summary + "\n// entry " + c.entryPoint + ", " + c.config +
+              ", sm_" + std::to_string(c.arch) + ", grid " + dims(c.grid) + ", block " +
+              dims(c.block) + ", shared " + std::to_string(c.sharedBytes) + ", params";
+      for (uint32_t arg : c.bindingOrder)
+        text += " arg" + std::to_string(arg);
+      for (uint32_t scalar : c.scalars)
+        text += " " + std::to_string(scalar);
+      text += "\n" + c.source + "\n";
+    }
+  return text;
+}
+
 std::string Program::msl() const {
   std::string text;
   for (const rt::TargetProgram &p : artifact_->programs) {

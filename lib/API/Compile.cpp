@@ -339,8 +339,10 @@ private:
         const rt::AdapterInfo &adapter =
             gpuProfile ? *gpuProfile
                        : static_cast<rt::VulkanDevice &>(runtimeDevice(device)).adapter();
-        entry.spirv = spirvCodeOf(compileKernel(session, kernel, adapter,
-                                                gpuProfile ? nullptr : &runtimeDevice(device)));
+        const CompiledKernel &compiled = compileKernel(
+            session, kernel, adapter, gpuProfile ? nullptr : &runtimeDevice(device));
+        entry.spirv = spirvCodeOf(compiled);
+        entry.ptx = compiled.ptx;
       }
     }
     program->kernels.push_back(std::move(entry));

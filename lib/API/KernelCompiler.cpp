@@ -16,6 +16,7 @@
 #include "kiln/Codegen/KernelToLinalg.h"
 #include "kiln/Codegen/Pipelines.h"
 #include "kiln/Codegen/SpirvKernel.h"
+#include "kiln/Codegen/WgmmaGemm.h"
 #include "kiln/Errors.h"
 #include "kiln/runtime/Vulkan.h"
 
@@ -112,6 +113,8 @@ DeviceLimits kiln::limitsOf(const rt::AdapterInfo &adapter) {
   limits.computeUnits = static_cast<int>(adapter.computeUnits);
   limits.cooperativeMatrix = adapter.cooperativeMatrixF16;
   limits.cooperativeMatrixBF16 = adapter.cooperativeMatrixBF16;
+  limits.ptxArch = static_cast<int>(adapter.cudaArch);
+  limits.ptxSharedBytes = adapter.cudaSharedBytes;
   // KILN_GPU_LIMITS="subgroup=32,invocations=1024,shared=49152,groups=..."
   // compiles for another GPU than the one that runs the kernels: dumping
   // kernels (KILN_DUMP_SPIRV) here to replay on the lent GPU. The results
@@ -129,6 +132,14 @@ DeviceLimits kiln::limitsOf(const rt::AdapterInfo &adapter) {
         limits.cooperativeMatrixBF16 = value == "1";
         continue;
       }
+      // ptx=90: the H200's CUDA side, with the 227 KB a CTA opts in to
+      // there unless ptxshared= says otherwise.
+      if (key == "ptx" && (value == "0" || value == "90")) {
+        limits.ptxArch = value == "90" ? 90 : 0;
+        if (limits.ptxArch && !limits.ptxSharedBytes)
+          limits.ptxSharedBytes = 232448;
+        continue;
+      }
       if (value.trim().getAsInteger(10, v) || v <= 0)
         throw Error("KILN_GPU_LIMITS: '" + item.str() + "' is not key=positive-integer");
       if (key == "subgroup")
@@ -143,9 +154,12 @@ DeviceLimits kiln::limitsOf(const rt::AdapterInfo &adapter) {
         limits.maxLoopIterations = v;
       else if (key == "units")
         limits.computeUnits = static_cast<int>(v);
+      else if (key == "ptxshared")
+        limits.ptxSharedBytes = v;
       else
         throw Error("KILN_GPU_LIMITS: unknown key '" + key.str() +
-                    "' (subgroup, invocations, shared, groups, loops, units, coop=0|1)");
+                    "' (subgroup, invocations, shared, groups, loops, units, coop=0|1, "
+                    "coopbf16=0|1, ptx=0|90, ptxshared)");
     }
   }
   return limits;
@@ -203,6 +217,35 @@ static const CompiledKernel &keepKernel(Session &session, const std::string &key
   return kept;
 }
 
+/// PTX on warpgroup MMA for a plain f16 GEMM that takes the cooperative
+/// matrix form, where CUDA runs the GPU at sm_90 (WgmmaGemm.h); null else.
+/// Cheap (text), so it is made again rather than kept in the store.
+static std::shared_ptr<const rt::PtxCode> wgmmaPtxFor(KernelOp kernel, const KernelConfig &config,
+                                                      const DeviceLimits &limits,
+                                                      uint64_t hash) {
+  if (limits.ptxArch != 90 || config.form != KernelConfig::Form::CoopGemm)
+    return nullptr;
+  std::optional<WgmmaGemmShape> shape = matchWgmmaGemm(kernel);
+  if (!shape)
+    return nullptr;
+  std::optional<WgmmaGemmConfig> chosen = chooseWgmmaGemm(*shape, limits.ptxSharedBytes);
+  if (!chosen)
+    return nullptr;
+  auto code = std::make_shared<rt::PtxCode>();
+  code->hash = hash;
+  code->entryPoint = "kiln_wgmma_gemm";
+  code->source = emitWgmmaGemmPtx(*chosen, *shape, code->entryPoint);
+  code->arch = 90;
+  code->bindingOrder = {0, 1, 2}; // A and B (the kernel's operands), then C
+  code->scalars = {static_cast<uint32_t>(shape->m), static_cast<uint32_t>(shape->n),
+                   static_cast<uint32_t>(shape->k)};
+  code->grid = {static_cast<uint32_t>((shape->m / chosen->bm) * (shape->n / chosen->bn)), 1, 1};
+  code->block = {static_cast<uint32_t>(chosen->threads()), 1, 1};
+  code->sharedBytes = static_cast<uint32_t>(chosen->sharedBytes());
+  code->config = "wgmma " + chosen->str();
+  return code;
+}
+
 const CompiledKernel &kiln::compileKernel(Session &session, KernelOp kernel,
                                           const rt::AdapterInfo &adapter, rt::Device *device) {
   MLIRContext *ctx = kernel.getContext();
@@ -236,7 +279,8 @@ const CompiledKernel &kiln::compileKernel(Session &session, KernelOp kernel,
        << " groups=" << limits.maxWorkgroupCount[0] << "," << limits.maxWorkgroupCount[1] << ","
        << limits.maxWorkgroupCount[2] << " invocations=" << limits.maxWorkgroupInvocations
        << " loops=" << limits.maxLoopIterations << " units=" << limits.computeUnits
-       << " coop=" << limits.cooperativeMatrix << " coopbf16=" << limits.cooperativeMatrixBF16;
+       << " coop=" << limits.cooperativeMatrix << " coopbf16=" << limits.cooperativeMatrixBF16
+       << " ptx=" << limits.ptxArch << "," << limits.ptxSharedBytes;
   }
   if (CompiledKernel *hit = session.kernels.find(key)) {
     ++session.stats.kernel_cache_hits;
@@ -251,6 +295,7 @@ const CompiledKernel &kiln::compileKernel(Session &session, KernelOp kernel,
     if (std::optional<std::vector<uint8_t>> bytes = store->findKernel(storeKey))
       if (std::optional<CompiledKernel> loaded = decodeKernel(*bytes)) {
         loaded->hash = std::hash<std::string>()(key);
+        loaded->ptx = wgmmaPtxFor(kernel, config, limits, loaded->hash);
         ++session.stats.kernels_loaded;
         return keepKernel(session, key, std::move(*loaded), adapter);
       }
@@ -310,6 +355,7 @@ const CompiledKernel &kiln::compileKernel(Session &session, KernelOp kernel,
   if (std::string errors = validateSPIRV(compiled.spirv); !errors.empty())
     throw CompileError("generated SPIR-V failed validation (a Kiln bug): " +
                        errors);
+  compiled.ptx = wgmmaPtxFor(kernel, config, limits, compiled.hash);
   ++session.stats.kernels_compiled;
   if (store) {
     std::vector<uint8_t> bytes = encodeKernel(compiled);

@@ -14,6 +14,7 @@
 #include "kiln/Stats.h"
 
 #include "kiln/runtime/Cpu.h"
+#include "kiln/runtime/Program.h"
 
 #include "mlir/IR/MLIRContext.h"
 
@@ -39,6 +40,8 @@ struct CompiledKernel {
   /// then outputs).
   std::vector<uint32_t> bindingOrder;
   uint32_t groups[3] = {1, 1, 1};
+  /// PTX beside the SPIR-V, for a GPU CUDA runs (WgmmaGemm.h); null else.
+  std::shared_ptr<const rt::PtxCode> ptx;
 };
 
 struct CompiledCpuKernel {

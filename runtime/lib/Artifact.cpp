@@ -72,9 +72,19 @@ StatusOr<Offset<fbs::Program>> writeProgram(FlatBufferBuilder &b, const TargetPr
                                b.CreateString(k.msl->entryPoint),
                                b.CreateVector(k.msl->bindingOrder), &threadgroup, &groups);
     }
+    Offset<fbs::PtxCode> ptx = 0;
+    if (k.ptx) {
+      fbs::Groups grid(k.ptx->grid[0], k.ptx->grid[1], k.ptx->grid[2]);
+      fbs::Groups block(k.ptx->block[0], k.ptx->block[1], k.ptx->block[2]);
+      ptx = fbs::CreatePtxCode(b, k.ptx->hash, b.CreateString(k.ptx->source),
+                               b.CreateString(k.ptx->entryPoint), k.ptx->arch,
+                               b.CreateVector(k.ptx->bindingOrder),
+                               b.CreateVector(k.ptx->scalars), &grid, &block,
+                               k.ptx->sharedBytes, b.CreateString(k.ptx->config));
+    }
     kernels.push_back(fbs::CreateKernel(b, b.CreateString(k.name), k.elements, spirv, cpu,
                                         b.CreateString(k.summary), msl, b.CreateString(k.kind),
-                                        b.CreateString(k.sources), k.flops, k.bytes));
+                                        b.CreateString(k.sources), k.flops, k.bytes, ptx));
   }
   Offset<fbs::CpuLibrary> library = 0;
   if (p.cpuLibrary) {
@@ -165,6 +175,36 @@ private:
 template <typename T> std::vector<T> vec(const flatbuffers::Vector<T> *v) {
   return v ? std::vector<T>(v->begin(), v->end()) : std::vector<T>();
 }
+
+/// A kernel's PTX, checked as far as the runtime can without CUDA (the
+/// driver compiles the source when the kernel is prepared).
+StatusOr<std::shared_ptr<PtxCode>> readPtx(const fbs::PtxCode &code) {
+  auto ptx = std::make_shared<PtxCode>();
+  ptx->hash = code.hash();
+  ptx->source = code.source() ? code.source()->str() : "";
+  ptx->entryPoint = code.entry_point() ? code.entry_point()->str() : "";
+  ptx->arch = code.arch();
+  ptx->bindingOrder = vec(code.binding_order());
+  ptx->scalars = vec(code.scalars());
+  ptx->sharedBytes = code.shared_bytes();
+  ptx->config = code.config() ? code.config()->str() : "";
+  if (ptx->source.empty() || ptx->entryPoint.empty() || !code.grid() || !code.block())
+    return Status::invalidArgument("PTX without source, entry point or sizes");
+  if (ptx->source.find('\0') != std::string::npos)
+    return Status::invalidArgument("PTX with a NUL byte in its source");
+  ptx->grid = {code.grid()->x(), code.grid()->y(), code.grid()->z()};
+  ptx->block = {code.block()->x(), code.block()->y(), code.block()->z()};
+  uint64_t threads = 1;
+  for (int d = 0; d < 3; ++d) {
+    if (ptx->grid[d] == 0 || ptx->block[d] == 0)
+      return Status::invalidArgument("PTX with a zero grid or block size");
+    threads *= ptx->block[d];
+  }
+  if (threads > 1024)
+    return Status::invalidArgument("PTX with blocks of " + std::to_string(threads) + " threads");
+  return ptx;
+}
+
 
 bool sameType(const TensorType &a, const TensorType &b) {
   return a.element == b.element && a.shape == b.shape;
@@ -268,6 +308,12 @@ Status Reader::program(const fbs::Program *in, size_t index, const Artifact &art
         if (Status s = checkSpirv(spirv->words, spirv->entryPoint); !s.isOk())
           return fail(kat, "its SPIR-V is malformed: " + s.message());
         kernel.spirv = std::move(spirv);
+        if (const fbs::PtxCode *code = k->ptx()) {
+          StatusOr<std::shared_ptr<PtxCode>> ptx = readPtx(*code);
+          if (!ptx.isOk())
+            return fail(kat, ptx.status().message());
+          kernel.ptx = std::move(*ptx);
+        }
       } else if (const fbs::MslCode *code = k->msl()) {
         auto msl = std::make_shared<MslCode>();
         msl->source = code->source() ? code->source()->str() : "";
@@ -360,13 +406,17 @@ Status Reader::program(const fbs::Program *in, size_t index, const Artifact &art
       const std::vector<uint32_t> *order = kernel.spirv ? &kernel.spirv->bindingOrder
                                            : kernel.msl ? &kernel.msl->bindingOrder
                                                         : nullptr;
-      if (order) {
-        // The bindings are a permutation of the step's arguments.
+      // The bindings (and the PTX's pointers) are a permutation of the
+      // step's arguments.
+      for (const std::vector<uint32_t> *binds :
+           {order, kernel.ptx ? &kernel.ptx->bindingOrder : nullptr}) {
+        if (!binds)
+          continue;
         size_t args = step.operands.size() + step.results.size();
-        std::set<uint32_t> seen(order->begin(), order->end());
-        if (order->size() != args || seen.size() != args ||
+        std::set<uint32_t> seen(binds->begin(), binds->end());
+        if (binds->size() != args || seen.size() != args ||
             (!seen.empty() && *seen.rbegin() >= args))
-          return fail(sat, kernel.name + " binds " + std::to_string(order->size()) +
+          return fail(sat, kernel.name + " binds " + std::to_string(binds->size()) +
                                " buffers; the step passes " + std::to_string(args));
       }
       break;

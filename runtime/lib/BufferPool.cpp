@@ -26,6 +26,12 @@ BufferPool::BufferPool(VkDevice device,
     : device_(device), memory_(memory), maxAllocationBytes_(maxAllocationBytes),
       label_(std::move(label)) {}
 
+void BufferPool::exportMemory(std::function<void(Allocation &)> release) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  exportable_ = true;
+  releaseExport_ = std::move(release);
+}
+
 VkDeviceSize BufferPool::bucketSize(size_t bytes) {
   if (bytes <= kMinBucket)
     return kMinBucket;
@@ -67,6 +73,11 @@ Status BufferPool::create(VkDeviceSize capacity, size_t requested,
   info.size = capacity;
   info.usage = kUsage;
   info.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
+  VkExternalMemoryBufferCreateInfo external{};
+  external.sType = VK_STRUCTURE_TYPE_EXTERNAL_MEMORY_BUFFER_CREATE_INFO;
+  external.handleTypes = VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT;
+  if (exportable_)
+    info.pNext = &external;
   VkBuffer buffer = VK_NULL_HANDLE;
   if (VkResult result = vkCreateBuffer(device_, &info, nullptr, &buffer);
       result != VK_SUCCESS)
@@ -91,6 +102,16 @@ Status BufferPool::create(VkDeviceSize capacity, size_t requested,
   alloc.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO;
   alloc.allocationSize = requirements.size;
   alloc.memoryTypeIndex = uint32_t(type);
+  // Exported memory is dedicated to its buffer, as CUDA imports it whole.
+  VkMemoryDedicatedAllocateInfo dedicated{};
+  dedicated.sType = VK_STRUCTURE_TYPE_MEMORY_DEDICATED_ALLOCATE_INFO;
+  dedicated.buffer = buffer;
+  VkExportMemoryAllocateInfo exported{};
+  exported.sType = VK_STRUCTURE_TYPE_EXPORT_MEMORY_ALLOCATE_INFO;
+  exported.handleTypes = VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT;
+  exported.pNext = &dedicated;
+  if (exportable_)
+    alloc.pNext = &exported;
   VkDeviceMemory memory = VK_NULL_HANDLE;
   if (VkResult result = vkAllocateMemory(device_, &alloc, nullptr, &memory);
       result != VK_SUCCESS) {
@@ -103,11 +124,15 @@ Status BufferPool::create(VkDeviceSize capacity, size_t requested,
     vkDestroyBuffer(device_, buffer, nullptr);
     return vkFailure(result, "vkBindBufferMemory on " + label_);
   }
-  out = Allocation{buffer, memory, capacity};
+  out = Allocation{buffer, memory, capacity, requirements.size};
   return Status::ok();
 }
 
 void BufferPool::destroy(const Allocation &allocation) {
+  if (allocation.cudaMemory && releaseExport_) {
+    Allocation imported = allocation;
+    releaseExport_(imported);
+  }
   vkDestroyBuffer(device_, allocation.buffer, nullptr);
   vkFreeMemory(device_, allocation.memory, nullptr);
 }

@@ -21,6 +21,7 @@
 
 #include <vulkan/vulkan.h>
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -34,6 +35,12 @@ struct Allocation {
   VkBuffer buffer = VK_NULL_HANDLE;
   VkDeviceMemory memory = VK_NULL_HANDLE;
   VkDeviceSize capacity = 0;
+  /// The memory's size (the buffer's requirement), for an exporter.
+  VkDeviceSize memoryBytes = 0;
+  /// Set once CUDA imported the memory (CudaInterop.h): the import and
+  /// the buffer's address there.
+  void *cudaMemory = nullptr;
+  uint64_t cudaAddress = 0;
 };
 
 class BufferPool {
@@ -42,6 +49,10 @@ public:
   BufferPool(VkDevice device, const VkPhysicalDeviceMemoryProperties &memory,
              VkDeviceSize maxAllocationBytes, std::string label);
   BufferPool(const BufferPool &) = delete;
+  /// From now on every buffer's memory is a dedicated allocation CUDA can
+  /// import (VK_KHR_external_memory_fd's opaque fd); `release` undoes an
+  /// import before the memory is freed. Called before the first acquire().
+  void exportMemory(std::function<void(Allocation &)> release);
   BufferPool &operator=(const BufferPool &) = delete;
 
   /// The pooled capacity for `bytes`: the next power of two, at least 256;
@@ -71,6 +82,8 @@ private:
 
   VkDevice device_;
   VkPhysicalDeviceMemoryProperties memory_;
+  bool exportable_ = false;
+  std::function<void(Allocation &)> releaseExport_;
   VkDeviceSize maxAllocationBytes_;
   std::string label_;
 
@@ -94,6 +107,9 @@ public:
 
   VkBuffer handle() const { return allocation_.buffer; }
   VkDeviceSize capacity() const { return allocation_.capacity; }
+  /// Its allocation (an importer records its import here, under the
+  /// device mutex; it goes back to the pool with the buffer).
+  Allocation &allocation() { return allocation_; }
   /// Called (under the device mutex) by every command recorded on it.
   void markUsed(uint64_t serial) { lastUseSerial_ = serial; }
   /// The serial of the last command recorded on it (under the device mutex).

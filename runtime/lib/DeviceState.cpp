@@ -180,6 +180,11 @@ createDeviceState(const DeviceSetup &setup) {
       state->hostPointerAlignment = host.minImportedHostPointerAlignment;
     }
   }
+  // Memory CUDA imports, where CUDA runs this GPU (CudaInterop.h).
+  bool cudaInterop = setup.adapter->cudaArch &&
+                     hasDeviceExtension(setup.physical, VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME);
+  if (cudaInterop)
+    extensions.push_back(VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME);
   // The driver's statistics of each pipeline, where asked for
   // (PipelineStatistics.h).
   VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR executables{};
@@ -232,6 +237,20 @@ createDeviceState(const DeviceSetup &setup) {
   state->pool = std::make_shared<BufferPool>(
       state->device, memory,
       maxAllocationBytes(setup.physical, apiVersion, memory), state->label);
+  if (cudaInterop) {
+    StatusOr<std::shared_ptr<CudaInterop>> interop =
+        CudaInterop::create(setup.adapter->uuid, state->device, state->label);
+    if (interop.isOk()) {
+      state->cuda = *interop;
+      state->pool->exportMemory(
+          [cuda = *interop](Allocation &allocation) { cuda->release(allocation); });
+    } else {
+      // Its kernels' SPIR-V runs instead: slower, still right.
+      std::fprintf(stderr, "kiln: warning: %s runs no PTX kernels through CUDA: %s\n",
+                   state->label.c_str(), interop.status().message().c_str());
+      state->adapter.cudaArch = 0;
+    }
+  }
   StatusOr<std::unique_ptr<CommandStream>> stream = CommandStream::create(
       state->device, state->queue, uint32_t(family), state->label,
       CommandStream::defaultSpin(setup.adapter->type == AdapterInfo::Type::Cpu));
@@ -253,6 +272,8 @@ VulkanDevice::State::~State() {
   if (stream && stream->hasWork())
     (void)stream->submitAndWait();
   vkDeviceWaitIdle(device);
+  if (cuda)
+    (void)cuda->synchronize();
   peerSources.clear();
   peerTargets.clear();
   pipelines.clear();

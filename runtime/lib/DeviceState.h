@@ -15,6 +15,7 @@
 
 #include "BufferPool.h"
 #include "CommandStream.h"
+#include "CudaInterop.h"
 #include "DescriptorAllocator.h"
 #include "Pipeline.h"
 #include "PeerTransfer.h"
@@ -28,6 +29,7 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 
@@ -92,6 +94,9 @@ struct VulkanDevice::State {
   // the other device (PeerTransfer.h); destroyed before the VkDevice.
   // Shared: a copy in flight keeps its halves while another replaces them.
   std::unordered_map<const State *, std::shared_ptr<PeerSide>> peerSources, peerTargets;
+  // Where CUDA runs this GPU (AdapterInfo::cudaArch): PTX kernels launch
+  // through it on this device's buffers (CudaInterop.h); null else.
+  std::shared_ptr<CudaInterop> cuda;
   DeviceStats counters; // all but the pool's and validation counters
   uint64_t validationBaseline = 0;
 };
@@ -103,6 +108,15 @@ Status submitLocked(VulkanDevice::State &s, const std::vector<VkCommandBuffer> &
 
 /// Submits and waits for the recorded work, if any. Under the device mutex.
 Status flushLocked(VulkanDevice::State &s);
+
+/// A kernel the device launches as PTX (VulkanDevice::launchesPtx) made
+/// runnable: its module loaded by CUDA (VulkanPtx.cpp).
+StatusOr<std::shared_ptr<Executable>> preparePtx(VulkanDevice &device, VulkanDevice::State &s,
+                                                 const ProgramKernel &kernel);
+/// Launches `executable` when preparePtx() made it (after the work
+/// recorded before it); nullopt for any other executable.
+std::optional<Status> dispatchPtx(VulkanDevice &device, VulkanDevice::State &s,
+                                  Executable &executable, const std::vector<Buffer *> &arguments);
 
 /// Creates the VkDevice and everything a VulkanDevice needs.
 StatusOr<std::unique_ptr<VulkanDevice::State>>

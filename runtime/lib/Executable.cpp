@@ -6,6 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "DeviceState.h"
+
 #include "kiln/runtime/Program.h"
 #include "kiln/runtime/ThreadPool.h"
 #include "kiln/runtime/Vulkan.h"
@@ -48,6 +50,8 @@ StatusOr<Pipeline *> VulkanDevice::pipeline(const SpirvCode &code) {
 }
 
 StatusOr<std::shared_ptr<Executable>> VulkanDevice::prepare(const ProgramKernel &kernel) {
+  if (launchesPtx(kernel))
+    return preparePtx(*this, *state_, kernel);
   if (!kernel.spirv)
     return noCode(kernel, *this);
   StatusOr<Pipeline *> pipeline = this->pipeline(*kernel.spirv);
@@ -58,6 +62,9 @@ StatusOr<std::shared_ptr<Executable>> VulkanDevice::prepare(const ProgramKernel 
 }
 
 Status VulkanDevice::dispatch(Executable &executable, const std::vector<Buffer *> &arguments) {
+  if (&executable.device() == this)
+    if (std::optional<Status> launched = dispatchPtx(*this, *state_, executable, arguments))
+      return *launched;
   auto *exe = dynamic_cast<VulkanExecutable *>(&executable);
   if (!exe || &executable.device() != this)
     return Status::invalidArgument("dispatch on " + name() +

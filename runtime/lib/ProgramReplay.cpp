@@ -15,7 +15,7 @@ ProgramReplay::create(const Program &program, VulkanDevice &device,
                       const std::vector<std::shared_ptr<Buffer>> &fixed,
                       const RunOptions &options, bool timed) {
   for (const ProgramKernel &kernel : program.kernels)
-    if (kernel.elements > 0 && !kernel.spirv)
+    if (kernel.elements > 0 && (!kernel.spirv || device.launchesPtx(kernel)))
       return std::unique_ptr<ProgramReplay>();
   for (const ProgramStep &step : program.steps)
     if (step.kind == ProgramStep::Kind::transfer &&

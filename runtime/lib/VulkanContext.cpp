@@ -14,6 +14,7 @@
 
 #include "AdapterInfo.h"
 #include "CooperativeMatrix.h"
+#include "CudaInterop.h"
 #include "DeviceState.h"
 #include "VulkanUtil.h"
 
@@ -296,6 +297,13 @@ VulkanContext::create(const ContextOptions &options) {
       adapter.workgroupMatrixMaxDimension = workgroup.maxDimension;
       adapter.workgroupMatrixReservedShared = workgroup.reservedSharedBytes;
       adapter.workgroupMatrixTensorAddressing = workgroup.tensorAddressing;
+    }
+    // PTX kernels through CUDA on NVIDIA GPUs that export memory to it.
+    if (adapter.vendorId == 0x10DE &&
+        hasDeviceExtension(physical, VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME)) {
+      CudaProbe probe = probeCuda(adapter.uuid);
+      adapter.cudaArch = probe.arch;
+      adapter.cudaSharedBytes = probe.sharedBytes;
     }
   }
   // Linked GPUs (device groups): what a copy between them could use.

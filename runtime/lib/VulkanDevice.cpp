@@ -60,6 +60,9 @@ static Status tooLarge(const char *what, size_t bytes, const Buffer &buffer) {
 /// Submits and waits for the recorded work, then recycles what it used.
 Status flushLocked(VulkanDevice::State &s) {
   if (!s.stream->hasWork()) {
+    if (s.cuda)
+      if (Status status = s.cuda->synchronize(); !status.isOk())
+        return status;
     // Nothing recorded or in flight: what an upload took from staging
     // before failing to record is free again.
     s.staging->reset();
@@ -69,6 +72,9 @@ Status flushLocked(VulkanDevice::State &s) {
 }
 
 Status submitLocked(VulkanDevice::State &s, const std::vector<VkCommandBuffer> &more) {
+  // Vulkan work recorded after a CUDA launch reads what it wrote: the
+  // launches finish first (CudaInterop.h).
+  Status launched = s.cuda ? s.cuda->synchronize() : Status::ok();
   uint64_t serial = s.stream->recordingSerial();
   Status status = s.stream->submitAndWait(more);
   ++s.counters.submits;
@@ -79,7 +85,7 @@ Status submitLocked(VulkanDevice::State &s, const std::vector<VkCommandBuffer> &
   if (!status.isOk())
     return status;
   s.pool->retire(serial);
-  return Status::ok();
+  return launched;
 }
 
 StatusOr<std::shared_ptr<Buffer>> VulkanDevice::allocate(size_t bytes) {

@@ -10,6 +10,7 @@
 // --input-shape fixes an ONNX input's symbolic dimensions.
 // --describe prints each target's program: steps, values, buffer plan.
 // --msl prints the metal target's kernels as MSL.
+// --ptx prints the kernels that carry PTX for a GPU CUDA runs (WgmmaGemm.h).
 // --cpu-isa names the instruction set of the cpu target's code: host (this
 // CPU), x86-64-v2, x86-64-v3 or x86-64-v4.
 //
@@ -32,7 +33,7 @@ int usage(const char *why) {
                "kiln-compile: %s\n"
                "usage: kiln-compile graph.mlir|model.onnx [-o model.kiln] "
                "[--target vulkan,cpu,metal] [--cpu-isa host|x86-64-v3|x86-64-v4] "
-               "[--input-shape NAME=1x3x224x224]... [--describe] [--msl]\n",
+               "[--input-shape NAME=1x3x224x224]... [--describe] [--msl] [--ptx]\n",
                why);
   return 2;
 }
@@ -40,7 +41,7 @@ int usage(const char *why) {
 
 int main(int argc, char **argv) {
   std::string input, output;
-  bool describe = false, msl = false;
+  bool describe = false, msl = false, ptx = false;
   kiln::CompileOptions options;
   std::map<std::string, kiln::Shape> shapes;
   for (int i = 1; i < argc; ++i) {
@@ -79,6 +80,8 @@ int main(int argc, char **argv) {
       describe = true;
     } else if (arg == "--msl") {
       msl = true;
+    } else if (arg == "--ptx") {
+      ptx = true;
     } else if (!arg.empty() && arg[0] == '-') {
       return usage(("unknown option " + arg).c_str());
     } else if (input.empty()) {
@@ -122,6 +125,8 @@ int main(int argc, char **argv) {
     }
     if (msl)
       std::printf("%s", program.msl().c_str());
+    if (ptx)
+      std::printf("%s", program.ptx().c_str());
     if (!output.empty())
       program.save(output);
   } catch (const kiln::Error &e) {

@@ -38,6 +38,12 @@ struct DeviceLimits {
   /// The same with bf16 operands (VK_KHR_shader_bfloat16's cooperative
   /// matrices): bf16 GEMMs take the coop_gemm form too.
   bool cooperativeMatrixBF16 = false;
+  /// CUDA's driver runs the GPU too, at this compute capability (10 *
+  /// major + minor; 0: it does not), with this much shared memory a CTA
+  /// may opt in to: an f16 GEMM gets PTX on warpgroup MMA beside its
+  /// SPIR-V where the capability is 90 (WgmmaGemm.h).
+  int ptxArch = 0;
+  int64_t ptxSharedBytes = 0;
 };
 
 /// A kernel of reductions sharing one iteration space (softmax, layer norm,

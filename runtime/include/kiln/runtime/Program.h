@@ -78,6 +78,27 @@ struct MslCode {
   std::array<uint32_t, 3> groups = {1, 1, 1};
 };
 
+/// One kernel as PTX for a GPU CUDA's driver also runs (compute capability
+/// `arch`, 90 for sm_90a), beside its SPIR-V: a Vulkan device on such a GPU
+/// launches it through CUDA on its own buffers, others run the SPIR-V. The
+/// driver compiles the PTX when the kernel is prepared.
+struct PtxCode {
+  uint64_t hash = 0;
+  std::string source;
+  std::string entryPoint;
+  uint32_t arch = 0;
+  /// Its parameters: a pointer to the kernel's argument bindingOrder[i]
+  /// (operands, then results) for each i, then `scalars` as u32.
+  std::vector<uint32_t> bindingOrder;
+  std::vector<uint32_t> scalars;
+  std::array<uint32_t, 3> grid = {1, 1, 1};
+  std::array<uint32_t, 3> block = {1, 1, 1};
+  /// Dynamic shared memory per CTA.
+  uint32_t sharedBytes = 0;
+  /// How it was configured, for profiles: "wgmma 128x256x32 s6 wg2".
+  std::string config;
+};
+
 /// One kernel's machine code for the CPU device.
 struct CpuCode {
   CpuKernelFn fn = nullptr;
@@ -106,6 +127,9 @@ struct ProgramKernel {
   std::shared_ptr<const SpirvCode> spirv;
   std::shared_ptr<const CpuCode> cpu;
   std::shared_ptr<const MslCode> msl;
+  /// Beside `spirv`, where the compiler targeted a GPU CUDA runs: what a
+  /// Vulkan device there launches instead.
+  std::shared_ptr<const PtxCode> ptx;
   /// Elements in its first result: a kernel with none is not dispatched.
   int64_t elements = 0;
 };
@@ -252,7 +276,8 @@ class Recording;
 class ProgramReplay {
 public:
   /// Null, without an error, when `program` cannot be replayed on `device`
-  /// (steps on several devices, a kernel without SPIR-V). `fixed[i]`, when
+  /// (steps on several devices, a kernel without SPIR-V, a kernel the
+  /// device launches as PTX through CUDA). `fixed[i]`, when
   /// set, is program input i for every run (a weight already on `device`);
   /// run() ignores what it is passed for that input.
   /// `timed`: every dispatch is timed on the GPU (kernelNanoseconds()).

@@ -85,6 +85,12 @@ struct AdapterInfo {
   uint32_t workgroupMatrixReservedShared = 0;
   /// Their loads may go through tensor layouts (SPV_NV_tensor_addressing).
   bool workgroupMatrixTensorAddressing = false;
+  /// Where CUDA's driver runs this GPU too (NVIDIA; KILN_CUDA=0 says not
+  /// to look): its compute capability as 10 * major + minor, and the
+  /// dynamic shared memory a CTA may opt in to. A device with arch 90
+  /// launches its kernels' PTX (Program.h, PtxCode) through CUDA; 0 else.
+  uint32_t cudaArch = 0;
+  uint32_t cudaSharedBytes = 0;
   /// The physical devices in this adapter's device group
   /// (vkEnumeratePhysicalDeviceGroups, Vulkan 1.1): more than one where the
   /// driver links GPUs so one VkDevice spans them (peer memory); 1 else.
@@ -218,6 +224,9 @@ public:
   /// dispatch of the kernel's workgroups.
   Status dispatch(Executable &executable, const std::vector<Buffer *> &arguments) override;
   VulkanDevice *replayDevice() override { return this; }
+  /// Whether `kernel` runs here as PTX launched through CUDA (it has PTX
+  /// for this GPU's architecture and CUDA runs this device).
+  bool launchesPtx(const ProgramKernel &kernel) const;
 
   const AdapterInfo &adapter() const;
   size_t ordinal() const;

@@ -1,0 +1,212 @@
+//===- CudaInterop.cpp - PTX kernels on a Vulkan device's memory ----------===//
+
+#include "CudaInterop.h"
+
+#include "VulkanUtil.h"
+
+#include <cstdlib>
+#include <unistd.h>
+
+using namespace kiln::rt;
+
+namespace {
+/// The CUDA device whose UUID is the Vulkan adapter's, or -1.
+int findDevice(const cuda::Api &api, const std::string &vulkanUuid) {
+  int count = 0;
+  if (api.deviceGetCount(&count) != 0)
+    return -1;
+  for (int i = 0; i < count; ++i) {
+    cuda::DeviceId device = 0;
+    cuda::Uuid uuid{};
+    if (api.deviceGet(&device, i) == 0 && api.deviceGetUuid(&uuid, device) == 0 &&
+        formatUuid(uuid.bytes) == vulkanUuid)
+      return device;
+  }
+  return -1;
+}
+
+bool cudaTurnedOff() {
+  const char *value = std::getenv("KILN_CUDA");
+  return value && std::string(value) == "0";
+}
+} // namespace
+
+CudaProbe kiln::rt::probeCuda(const std::string &vulkanUuid) {
+  CudaProbe probe;
+  if (cudaTurnedOff())
+    return probe;
+  StatusOr<const cuda::Api *> api = cuda::driver();
+  if (!api.isOk())
+    return probe;
+  int device = findDevice(**api, vulkanUuid);
+  if (device < 0)
+    return probe;
+  int major = 0, minor = 0, shared = 0;
+  if ((*api)->deviceGetAttribute(&major, cuda::kAttrComputeCapabilityMajor, device) != 0 ||
+      (*api)->deviceGetAttribute(&minor, cuda::kAttrComputeCapabilityMinor, device) != 0 ||
+      (*api)->deviceGetAttribute(&shared, cuda::kAttrMaxSharedPerBlockOptin, device) != 0)
+    return probe;
+  probe.arch = static_cast<uint32_t>(10 * major + minor);
+  probe.sharedBytes = static_cast<uint32_t>(shared);
+  return probe;
+}
+
+StatusOr<std::shared_ptr<CudaInterop>> CudaInterop::create(const std::string &vulkanUuid,
+                                                           VkDevice device, std::string label) {
+  StatusOr<const cuda::Api *> api = cuda::driver();
+  if (!api.isOk())
+    return api.status();
+  std::shared_ptr<CudaInterop> interop(new CudaInterop(**api, std::move(label)));
+  int found = findDevice(**api, vulkanUuid);
+  if (found < 0)
+    return Status::unavailable("CUDA lists no device with " + interop->label_ + "'s UUID");
+  interop->cudaDevice_ = found;
+  interop->device_ = device;
+  interop->getMemoryFd_ =
+      reinterpret_cast<PFN_vkGetMemoryFdKHR>(vkGetDeviceProcAddr(device, "vkGetMemoryFdKHR"));
+  if (!interop->getMemoryFd_)
+    return Status::unavailable(interop->label_ + " does not export memory (vkGetMemoryFdKHR)");
+  const cuda::Api &cu = **api;
+  if (Status s = cuda::check(cu.primaryCtxRetain(&interop->context_, found),
+                             "cuDevicePrimaryCtxRetain");
+      !s.isOk())
+    return s;
+  if (Status s = interop->makeCurrent(); !s.isOk())
+    return s;
+  // CU_STREAM_NON_BLOCKING: not ordered with the legacy default stream.
+  if (Status s = cuda::check(cu.streamCreate(&interop->stream_, 1), "cuStreamCreate"); !s.isOk())
+    return s;
+  return interop;
+}
+
+CudaInterop::~CudaInterop() {
+  if (!context_)
+    return;
+  if (makeCurrent().isOk()) {
+    if (stream_) {
+      (void)api_.streamSynchronize(stream_);
+      (void)api_.streamDestroy(stream_);
+    }
+    for (auto &[hash, loaded] : functions_)
+      (void)api_.moduleUnload(loaded.first);
+  }
+  (void)api_.primaryCtxRelease(cudaDevice_);
+}
+
+Status CudaInterop::makeCurrent() {
+  return cuda::check(api_.ctxSetCurrent(context_), "cuCtxSetCurrent on " + label_);
+}
+
+StatusOr<cuda::Function> CudaInterop::function(const PtxCode &code) {
+  if (auto it = functions_.find(code.hash); it != functions_.end())
+    return it->second.second;
+  if (Status s = makeCurrent(); !s.isOk())
+    return s;
+  cuda::Module module = nullptr;
+  // The driver compiles the PTX for this GPU (its own JIT; no toolkit).
+  if (Status s = cuda::check(api_.moduleLoadData(&module, code.source.c_str()),
+                             "loading the PTX of kernel '" + code.entryPoint + "' on " + label_);
+      !s.isOk())
+    return s;
+  cuda::Function function = nullptr;
+  Status s = cuda::check(api_.moduleGetFunction(&function, module, code.entryPoint.c_str()),
+                         "finding entry '" + code.entryPoint + "' in its PTX");
+  // Over 48 KB of dynamic shared memory needs the kernel's opt-in.
+  if (s.isOk() && code.sharedBytes > 48 * 1024)
+    s = cuda::check(api_.funcSetAttribute(function, cuda::kFuncMaxDynamicSharedBytes,
+                                          static_cast<int>(code.sharedBytes)),
+                    "opting kernel '" + code.entryPoint + "' in to " +
+                        std::to_string(code.sharedBytes) + " bytes of shared memory");
+  if (!s.isOk()) {
+    (void)api_.moduleUnload(module);
+    return s;
+  }
+  functions_.emplace(code.hash, std::make_pair(module, function));
+  return function;
+}
+
+StatusOr<cuda::DevicePtr> CudaInterop::map(VulkanBuffer &buffer) {
+  Allocation &allocation = buffer.allocation();
+  if (allocation.cudaMemory)
+    return allocation.cudaAddress;
+  VkMemoryGetFdInfoKHR info{};
+  info.sType = VK_STRUCTURE_TYPE_MEMORY_GET_FD_INFO_KHR;
+  info.memory = allocation.memory;
+  info.handleType = VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT;
+  int fd = -1;
+  if (VkResult r = getMemoryFd_(device_, &info, &fd); r != VK_SUCCESS)
+    return vkFailure(r, "exporting a buffer's memory on " + label_);
+  cuda::ExternalMemoryHandleDesc desc{};
+  desc.type = cuda::kExternalMemoryOpaqueFd;
+  desc.handle.fd = fd;
+  desc.size = allocation.memoryBytes;
+  desc.flags = cuda::kExternalMemoryDedicated;
+  cuda::ExternalMemory memory = nullptr;
+  // CUDA owns the descriptor once the import succeeds.
+  if (Status s = cuda::check(api_.importExternalMemory(&memory, &desc),
+                             "importing a buffer of " + label_ + " into CUDA");
+      !s.isOk()) {
+    close(fd);
+    return s;
+  }
+  cuda::ExternalMemoryBufferDesc whole{};
+  whole.size = allocation.capacity;
+  cuda::DevicePtr address = 0;
+  if (Status s = cuda::check(api_.externalMemoryGetMappedBuffer(&address, memory, &whole),
+                             "mapping an imported buffer of " + label_);
+      !s.isOk()) {
+    (void)api_.destroyExternalMemory(memory);
+    return s;
+  }
+  allocation.cudaMemory = memory;
+  allocation.cudaAddress = address;
+  return address;
+}
+
+Status CudaInterop::launch(const PtxCode &code, cuda::Function function,
+                           const std::vector<VulkanBuffer *> &buffers) {
+  if (Status s = makeCurrent(); !s.isOk())
+    return s;
+  std::vector<uint64_t> pointers;
+  for (VulkanBuffer *buffer : buffers) {
+    StatusOr<cuda::DevicePtr> address = map(*buffer);
+    if (!address.isOk())
+      return address.status();
+    pointers.push_back(*address);
+  }
+  std::vector<uint32_t> scalars = code.scalars;
+  std::vector<void *> params;
+  for (uint64_t &pointer : pointers)
+    params.push_back(&pointer);
+  for (uint32_t &scalar : scalars)
+    params.push_back(&scalar);
+  const auto &g = code.grid, &b = code.block;
+  if (Status s = cuda::check(api_.launchKernel(function, g[0], g[1], g[2], b[0], b[1], b[2],
+                                               code.sharedBytes, stream_, params.data(), nullptr),
+                             "launching kernel '" + code.entryPoint + "' on " + label_);
+      !s.isOk())
+    return s;
+  pending_ = true;
+  return Status::ok();
+}
+
+Status CudaInterop::synchronize() {
+  if (!pending_)
+    return Status::ok();
+  pending_ = false;
+  if (Status s = makeCurrent(); !s.isOk())
+    return s;
+  return cuda::check(api_.streamSynchronize(stream_), "running CUDA kernels on " + label_);
+}
+
+void CudaInterop::release(Allocation &allocation) {
+  std::lock_guard<std::mutex> lock(releaseMutex_);
+  if (!allocation.cudaMemory || !makeCurrent().isOk())
+    return;
+  // A launch still queued may read it.
+  (void)api_.streamSynchronize(stream_);
+  (void)api_.memFree(allocation.cudaAddress);
+  (void)api_.destroyExternalMemory(static_cast<cuda::ExternalMemory>(allocation.cudaMemory));
+  allocation.cudaMemory = nullptr;
+  allocation.cudaAddress = 0;
+}

@@ -1,0 +1,68 @@
+//===- VulkanPtx.cpp - a Vulkan device's PTX kernels, through CUDA --------===//
+//
+// prepare() and dispatch() for kernels a Vulkan device launches through
+// CUDA (CudaInterop.h): the Executable holds the loaded function; a
+// dispatch first finishes the Vulkan work recorded before it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "DeviceState.h"
+
+#include "kiln/runtime/Program.h"
+
+using namespace kiln::rt;
+
+namespace {
+class PtxExecutable final : public Executable {
+public:
+  PtxExecutable(Device &device, cuda::Function function, std::shared_ptr<const PtxCode> code)
+      : Executable(device), function(function), code(std::move(code)) {}
+  cuda::Function function;
+  std::shared_ptr<const PtxCode> code;
+};
+} // namespace
+
+bool VulkanDevice::launchesPtx(const ProgramKernel &kernel) const {
+  const State &s = *state_;
+  // sm_90a code runs on compute capability 9.0 exactly.
+  return kernel.ptx && s.cuda && kernel.ptx->arch == s.adapter.cudaArch &&
+         kernel.ptx->sharedBytes <= s.adapter.cudaSharedBytes;
+}
+
+StatusOr<std::shared_ptr<Executable>> kiln::rt::preparePtx(VulkanDevice &device,
+                                                           VulkanDevice::State &s,
+                                                           const ProgramKernel &kernel) {
+  std::lock_guard<std::mutex> lock(s.mutex);
+  StatusOr<cuda::Function> function = s.cuda->function(*kernel.ptx);
+  if (!function.isOk())
+    return Status(function.status().code(), kernel.name + ": " + function.status().message());
+  return std::shared_ptr<Executable>(
+      std::make_shared<PtxExecutable>(device, *function, kernel.ptx));
+}
+
+std::optional<Status> kiln::rt::dispatchPtx(VulkanDevice &device, VulkanDevice::State &s,
+                                            Executable &executable,
+                                            const std::vector<Buffer *> &arguments) {
+  auto *exe = dynamic_cast<PtxExecutable *>(&executable);
+  if (!exe)
+    return std::nullopt;
+  std::vector<VulkanBuffer *> buffers;
+  for (uint32_t arg : exe->code->bindingOrder) {
+    if (arg >= arguments.size())
+      return Status::invalidArgument("dispatch on " + s.name + ": the kernel reads argument " +
+                                     std::to_string(arg) + " of " +
+                                     std::to_string(arguments.size()));
+    if (&arguments[arg]->device() != &device)
+      return Status::invalidArgument("dispatch on " + s.name + " of a buffer of " +
+                                     arguments[arg]->device().name());
+    buffers.push_back(static_cast<VulkanBuffer *>(arguments[arg]));
+  }
+  std::lock_guard<std::mutex> lock(s.mutex);
+  // What Vulkan work recorded before it wrote, the kernel reads.
+  if (Status status = flushLocked(s); !status.isOk())
+    return status;
+  if (Status status = s.cuda->launch(*exe->code, exe->function, buffers); !status.isOk())
+    return status;
+  ++s.counters.dispatches;
+  return Status::ok();
+}

@@ -1,0 +1,42 @@
+// RUN: env KILN_CACHE_DIR=%t.cache KILN_GPU_LIMITS=subgroup=32,invocations=1024,shared=49152,groups=2147483647,units=132,coop=1,ptx=90 kiln-compile %s --target vulkan --ptx | FileCheck %s
+// RUN: env KILN_CACHE_DIR=%t.cache KILN_GPU_LIMITS=subgroup=32,invocations=1024,shared=49152,groups=2147483647,units=132,coop=1 kiln-compile %s --target vulkan --ptx | FileCheck %s --allow-empty --check-prefix=NOCUDA
+// A GPU CUDA also runs at sm_90 (the H200: ptx=90) gets, beside the
+// cooperative-matrix SPIR-V, PTX on warpgroup MMA for each plain f16 GEMM
+// whose tiles divide it: 128 x 256 x 32 in six 24 KB stages with two
+// warpgroups, else 128 x 128 x 64 in four 32 KB stages with one. A GEMM
+// with an epilogue, or one no tile divides, keeps its SPIR-V alone.
+
+func.func @graph() -> (tensor<512x512xf16>, tensor<512x128xf16>, tensor<512x512xf16>, tensor<96x512xf16>) {
+  %a = kiln.input 0 : tensor<512x256xf16>
+  %b = kiln.input 1 : tensor<256x512xf16>
+  %n = kiln.input 2 : tensor<256x128xf16>
+  %e = kiln.input 3 : tensor<256x512xf16>
+  %s = kiln.input 4 : tensor<96x256xf16>
+  %wide = kiln.matmul %a, %b : tensor<512x256xf16>, tensor<256x512xf16> -> tensor<512x512xf16>
+  %narrow = kiln.matmul %a, %n : tensor<512x256xf16>, tensor<256x128xf16> -> tensor<512x128xf16>
+  %m = kiln.matmul %a, %e : tensor<512x256xf16>, tensor<256x512xf16> -> tensor<512x512xf16>
+  %relu = kiln.relu %m : tensor<512x512xf16>
+  %small = kiln.matmul %s, %b : tensor<96x256xf16>, tensor<256x512xf16> -> tensor<96x512xf16>
+  return %wide, %narrow, %relu, %small : tensor<512x512xf16>, tensor<512x128xf16>, tensor<512x512xf16>, tensor<96x512xf16>
+}
+// 4 x 2 CTAs of 256 threads, 6 x (128 x 32 + 32 x 256) halves of shared
+// memory; parameters A, B, C, then M, N, K.
+// CHECK: // kernel {{[0-9]+}} (vulkan:0): matmul -> [512, 512] f16
+// CHECK-NEXT: // entry kiln_wgmma_gemm, wgmma 128x256x32 s6 wg2, sm_90, grid 8x1x1, block 256x1x1, shared 147456, params arg0 arg1 arg2 512 512 256
+// CHECK: .target sm_90a
+// CHECK: .maxntid 256, 1, 1
+// Four stages loaded ahead, one per loop iteration: 2 of A and 4 of B each.
+// CHECK-COUNT-30: cp.async.cg.shared.global
+// CHECK: wgmma.fence.sync.aligned
+// CHECK-COUNT-2: wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16
+// CHECK: wgmma.commit_group.sync.aligned
+// CHECK: cvt.rn.f16x2.f32
+// CHECK: // kernel {{[0-9]+}} (vulkan:0): matmul -> [512, 128] f16
+// CHECK-NEXT: // entry kiln_wgmma_gemm, wgmma 128x128x64 s4 wg1, sm_90, grid 4x1x1, block 128x1x1, shared 131072, params arg0 arg1 arg2 512 128 256
+// CHECK: .maxntid 128, 1, 1
+// CHECK-COUNT-8: wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16
+// CHECK-NOT: matmul+relu
+// CHECK-NOT: [96, 512]
+// CHECK-NOT: // kernel
+
+// NOCUDA-NOT: kiln_wgmma_gemm
