@@ -14,6 +14,9 @@
 #   settings (two logical devices per adapter), and with KILN_JIT_ONNX=1
 #   ONNX's node tests on vulkan:0; writes $OUT/jit-*.log and ends with one
 #   line per binary: passed, failed, skipped.
+#   scripts/jit-gpu.sh gemm [n]
+#   compiles the f16 n^3 matmul there both ways and compares it with cuBLAS
+#   (bench/wgmma/kiln_vs_cublas.py).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
@@ -42,6 +45,22 @@ stub_library() {
     "$dir/stub.c" -w
   xz -9 -c "$dir/$1" >".dev/jit/lib/$1.xz"
   rm -rf "$dir"
+}
+# There: the kit into build/bin and /tmp/kiln-jit, the Vulkan loader
+# installed, the environment pointed at them.
+unpack_kit() {
+  install_vulkan_loader
+  kit=/tmp/kiln-jit
+  mkdir -p $kit/lib $kit/bin build/bin
+  for f in .dev/jit/lib/*.xz; do xz -dc "$f" >"$kit/lib/$(basename "$f" .xz)"; done
+  for f in .dev/jit/bin/*.xz; do
+    xz -dc "$f" >"build/bin/$(basename "$f" .xz)"
+    chmod +x "build/bin/$(basename "$f" .xz)"
+  done
+  mv build/bin/ld.lld-22 $kit/bin/
+  export LD_LIBRARY_PATH=$kit/lib PATH=$kit/bin:$PATH
+  # The tests run kiln-run and kiln-compile where they were built.
+  if [ "$root" != /work/main ]; then mkdir -p /work && ln -sfn "$root" /work/main; fi
 }
 case "${1:-}" in
 pack)
@@ -77,18 +96,7 @@ pack)
   du -sh .dev/jit .gl
   ;;
 run)
-  install_vulkan_loader
-  kit=/tmp/kiln-jit
-  mkdir -p $kit/lib $kit/bin build/bin
-  for f in .dev/jit/lib/*.xz; do xz -dc "$f" >"$kit/lib/$(basename "$f" .xz)"; done
-  for f in .dev/jit/bin/*.xz; do
-    xz -dc "$f" >"build/bin/$(basename "$f" .xz)"
-    chmod +x "build/bin/$(basename "$f" .xz)"
-  done
-  mv build/bin/ld.lld-22 $kit/bin/
-  export LD_LIBRARY_PATH=$kit/lib PATH=$kit/bin:$PATH
-  # The tests run kiln-run and kiln-compile where they were built.
-  if [ "$root" != /work/main ]; then mkdir -p /work && ln -sfn "$root" /work/main; fi
+  unpack_kit
   out=${OUT:-/tmp/kiln-jit-out}
   mkdir -p "$out"
   export XDG_CACHE_HOME=/tmp/kiln-jit-cache
@@ -126,8 +134,16 @@ run)
   fi
   printf '%s' "$summary"
   ;;
+gemm)
+  # The f16 4096^3 matmul compiled there (the H200: PTX on warpgroup MMA
+  # through CUDA; KILN_CUDA=0: the cooperative-matrix SPIR-V), checked
+  # against cuBLAS and timed next to it (bench/wgmma/kiln_vs_cublas.py).
+  unpack_kit
+  export XDG_CACHE_HOME=/tmp/kiln-jit-cache
+  python3 bench/wgmma/kiln_vs_cublas.py "${2:-4096}"
+  ;;
 *)
-  echo "usage: $0 pack | run [gtest filter]" >&2
+  echo "usage: $0 pack | run [gtest filter] | gemm [n]" >&2
   exit 2
   ;;
 esac

@@ -66,16 +66,6 @@ StatusOr<std::shared_ptr<CudaInterop>> CudaInterop::create(const std::string &vu
       reinterpret_cast<PFN_vkGetMemoryFdKHR>(vkGetDeviceProcAddr(device, "vkGetMemoryFdKHR"));
   if (!interop->getMemoryFd_)
     return Status::unavailable(interop->label_ + " does not export memory (vkGetMemoryFdKHR)");
-  const cuda::Api &cu = **api;
-  if (Status s = cuda::check(cu.primaryCtxRetain(&interop->context_, found),
-                             "cuDevicePrimaryCtxRetain");
-      !s.isOk())
-    return s;
-  if (Status s = interop->makeCurrent(); !s.isOk())
-    return s;
-  // CU_STREAM_NON_BLOCKING: not ordered with the legacy default stream.
-  if (Status s = cuda::check(cu.streamCreate(&interop->stream_, 1), "cuStreamCreate"); !s.isOk())
-    return s;
   return interop;
 }
 
@@ -94,7 +84,21 @@ CudaInterop::~CudaInterop() {
 }
 
 Status CudaInterop::makeCurrent() {
-  return cuda::check(api_.ctxSetCurrent(context_), "cuCtxSetCurrent on " + label_);
+  if (!context_) {
+    if (Status s = cuda::check(api_.primaryCtxRetain(&context_, cudaDevice_),
+                               "cuDevicePrimaryCtxRetain for " + label_);
+        !s.isOk()) {
+      context_ = nullptr;
+      return s;
+    }
+  }
+  if (Status s = cuda::check(api_.ctxSetCurrent(context_), "cuCtxSetCurrent on " + label_);
+      !s.isOk())
+    return s;
+  // CU_STREAM_NON_BLOCKING: not ordered with the legacy default stream.
+  if (!stream_)
+    return cuda::check(api_.streamCreate(&stream_, 1), "cuStreamCreate on " + label_);
+  return Status::ok();
 }
 
 StatusOr<cuda::Function> CudaInterop::function(const PtxCode &code) {
@@ -201,6 +205,7 @@ Status CudaInterop::synchronize() {
 
 void CudaInterop::release(Allocation &allocation) {
   std::lock_guard<std::mutex> lock(releaseMutex_);
+  // Imported, so the context was made.
   if (!allocation.cudaMemory || !makeCurrent().isOk())
     return;
   // A launch still queued may read it.

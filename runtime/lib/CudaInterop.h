@@ -8,6 +8,9 @@
 // before it, and the next Vulkan submit waits for the launches before it
 // (back-to-back launches stay queued on one CUDA stream).
 //
+// CUDA's context (which takes device memory of its own) is made when the
+// first kernel is loaded, not with the device.
+//
 // Ownership: shared by the device state and its buffer pool (an imported
 // allocation is released when the pool destroys it).
 // Threading: launches and imports under the device mutex; release() from
@@ -68,6 +71,7 @@ public:
 private:
   CudaInterop(const cuda::Api &api, std::string label) : api_(api), label_(std::move(label)) {}
   StatusOr<cuda::DevicePtr> map(VulkanBuffer &buffer);
+  /// The context current on this thread, made (with the stream) on first use.
   Status makeCurrent();
 
   const cuda::Api &api_;

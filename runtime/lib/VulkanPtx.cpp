@@ -58,9 +58,11 @@ std::optional<Status> kiln::rt::dispatchPtx(VulkanDevice &device, VulkanDevice::
     buffers.push_back(static_cast<VulkanBuffer *>(arguments[arg]));
   }
   std::lock_guard<std::mutex> lock(s.mutex);
-  // What Vulkan work recorded before it wrote, the kernel reads.
-  if (Status status = flushLocked(s); !status.isOk())
-    return status;
+  // What Vulkan work recorded before it wrote, the kernel reads (launches
+  // before it are ordered by the stream).
+  if (s.stream->hasWork())
+    if (Status status = submitLocked(s); !status.isOk())
+      return status;
   if (Status status = s.cuda->launch(*exe->code, exe->function, buffers); !status.isOk())
     return status;
   ++s.counters.dispatches;

@@ -25,11 +25,16 @@ func.func @graph() -> (tensor<512x512xf16>, tensor<512x128xf16>, tensor<512x512x
 // CHECK-NEXT: // entry kiln_wgmma_gemm, wgmma 128x256x32 s6 wg2, sm_90, grid 8x1x1, block 256x1x1, shared 147456, params arg0 arg1 arg2 512 512 256
 // CHECK: .target sm_90a
 // CHECK: .maxntid 256, 1, 1
-// Four stages loaded ahead, one per loop iteration: 2 of A and 4 of B each.
-// CHECK-COUNT-30: cp.async.cg.shared.global
+// Four stages loaded ahead, then one per loop iteration: each 2 groups of
+// 16 bytes of A and 4 of B per thread.
+// CHECK-COUNT-24: cp.async.cg.shared.global
+// CHECK-NOT: cp.async.cg.shared.global
 // CHECK: wgmma.fence.sync.aligned
 // CHECK-COUNT-2: wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16
 // CHECK: wgmma.commit_group.sync.aligned
+// CHECK-NEXT: wgmma.wait_group.sync.aligned 1
+// CHECK-COUNT-6: cp.async.cg.shared.global
+// CHECK-NOT: cp.async.cg.shared.global
 // CHECK: cvt.rn.f16x2.f32
 // CHECK: // kernel {{[0-9]+}} (vulkan:0): matmul -> [512, 128] f16
 // CHECK-NEXT: // entry kiln_wgmma_gemm, wgmma 128x128x64 s4 wg1, sm_90, grid 4x1x1, block 128x1x1, shared 131072, params arg0 arg1 arg2 512 128 256
