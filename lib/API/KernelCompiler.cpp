@@ -121,6 +121,8 @@ DeviceLimits kiln::limitsOf(const rt::AdapterInfo &adapter) {
   // on this device are then meaningless.
   if (const char *text = std::getenv("KILN_GPU_LIMITS"); text && *text) {
     limits.maxLoopIterations = 0; // the target GPU's, not this driver's
+    limits.ptxArch = 0;           // unless it says ptx=90
+    limits.ptxSharedBytes = 0;
     for (llvm::StringRef item : llvm::split(llvm::StringRef(text), ',')) {
       auto [key, value] = item.split('=');
       int64_t v = 0;

@@ -127,17 +127,21 @@ TEST(WgmmaGemm, LaunchedThroughCudaBetweenVulkanKernels) {
         x = float(dist(rng));
       for (float &x : bs)
         x = float(dist(rng));
-      Tensor a = Tensor::from(as, {m, k}, d).to(DType::f16) * 2.0f;
-      Tensor b = Tensor::from(bs, {k, n}, d).to(DType::f16) - 1.0f;
+      // Committed, so that every step runs on d (results of kernels follow
+      // the default device otherwise).
+      Tensor a = (Tensor::from(as, {m, k}, d).to(DType::f16) * 2.0f).to(d);
+      Tensor b = (Tensor::from(bs, {k, n}, d).to(DType::f16) - 1.0f).to(d);
       realize({a, b});
       (*found)->resetStats();
-      Tensor c = matmul(a, b);
+      Tensor c = matmul(a, b).to(d);
       realize({c});
       rt::DeviceStats launched = (*found)->stats();
       EXPECT_EQ(launched.pipelinesCreated + launched.pipelineCacheHits, 0u)
           << m << "x" << k << "x" << n << ": the GEMM ran as SPIR-V";
       EXPECT_EQ(launched.dispatches, 1u);
-      std::vector<float> got = (c + 1.0f).to(DType::f32).to_vector<float>();
+      Tensor after = c + 1.0f;
+      EXPECT_EQ(after.device().name(), d.name());
+      std::vector<float> got = after.to(DType::f32).to_vector<float>();
       size_t wrong = 0;
       for (int i = 0; i < m; ++i)
         for (int j = 0; j < n; ++j) {
