@@ -14,8 +14,9 @@
 #   settings (two logical devices per adapter), and with KILN_JIT_ONNX=1
 #   ONNX's node tests on vulkan:0; writes $OUT/jit-*.log and ends with one
 #   line per binary: passed, failed, skipped.
-#   scripts/jit-gpu.sh gemm [n]
-#   compiles the f16 n^3 matmul there both ways and compares it with cuBLAS
+#   scripts/jit-gpu.sh gemm [n...]
+#   compiles the f16 n^3 matmul (4096 by default; "2048m": between two
+#   Vulkan kernels) there both ways and compares it with cuBLAS
 #   (bench/wgmma/kiln_vs_cublas.py).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -140,10 +141,17 @@ gemm)
   # against cuBLAS and timed next to it (bench/wgmma/kiln_vs_cublas.py).
   unpack_kit
   export XDG_CACHE_HOME=/tmp/kiln-jit-cache
-  python3 bench/wgmma/kiln_vs_cublas.py "${2:-4096}"
+  # "2048m": n = 2048 between two Vulkan kernels (--mixed).
+  for n in "${@:2}"; do
+    case $n in
+    *m) python3 bench/wgmma/kiln_vs_cublas.py "${n%m}" --mixed ;;
+    *) python3 bench/wgmma/kiln_vs_cublas.py "$n" ;;
+    esac
+  done
+  [ $# -gt 1 ] || python3 bench/wgmma/kiln_vs_cublas.py 4096
   ;;
 *)
-  echo "usage: $0 pack | run [gtest filter] | gemm [n]" >&2
+  echo "usage: $0 pack | run [gtest filter] | gemm [n...]" >&2
   exit 2
   ;;
 esac

@@ -221,6 +221,7 @@ public:
         throw CompileError("internal error: unexpected op after fusion: " +
                            op.getName().getStringRef().str());
     }
+    keepPtxThatPays(*program);
     program->planBuffers();
     if (!objects.empty())
       linkCpuLibrary();
@@ -397,6 +398,27 @@ std::shared_ptr<const rt::Program> kiln::compileProgram(Session &session, GraphB
   for (Node *input : graph.inputs)
     inputs.push_back(programType(tensorType(graph.ctx, *input)));
   return ProgramBuilder(session, graph.func, std::move(inputs), constantNodes, target).build();
+}
+
+void kiln::keepPtxThatPays(rt::Program &program) {
+  // On the H200 a hand-over between CUDA and Vulkan work cost 0.1-0.2 ms
+  // (host-ordered, and the GPU switches contexts), while PTX saved 0.21 ms
+  // of 0.42 at 4096^3 and 0.03 of 0.06 at 2048^3 (bench/RESULTS.md): among
+  // SPIR-V kernels a GEMM keeps its PTX from 2 * 4096^3 FLOPs on.
+  constexpr uint64_t kFlopsAmongSpirv = uint64_t(2) * 4096 * 4096 * 4096;
+  std::vector<bool> spirvOnly(program.devices.size(), false);
+  for (const rt::ProgramStep &step : program.steps)
+    if (step.kind == rt::ProgramStep::Kind::dispatch) {
+      const rt::ProgramKernel &kernel = program.kernels[step.index];
+      if (kernel.elements > 0 && kernel.spirv && !kernel.ptx)
+        spirvOnly[step.device] = true;
+    }
+  for (const rt::ProgramStep &step : program.steps)
+    if (step.kind == rt::ProgramStep::Kind::dispatch && spirvOnly[step.device]) {
+      rt::ProgramKernel &kernel = program.kernels[step.index];
+      if (kernel.ptx && kernel.flops < kFlopsAmongSpirv)
+        kernel.ptx.reset();
+    }
 }
 
 std::shared_ptr<rt::SpirvCode> kiln::spirvCodeOf(const CompiledKernel &compiled) {

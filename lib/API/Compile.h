@@ -77,6 +77,10 @@ std::shared_ptr<const rt::Program> compileProgram(Session &session, GraphBuilder
 std::shared_ptr<const rt::Program> compileProgram(Session &session, mlir::func::FuncOp func,
                                                   const ProgramTarget &target = {});
 std::vector<rt::TensorType> inputTypesOf(mlir::func::FuncOp func);
+/// Drops the PTX of GEMMs among SPIR-V kernels on their device where it
+/// saves less than the hand-overs between CUDA and Vulkan cost (a program
+/// of PTX kernels alone keeps all of it).
+void keepPtxThatPays(rt::Program &program);
 /// A compiled kernel as a Program's code for its device.
 std::shared_ptr<rt::SpirvCode> spirvCodeOf(const CompiledKernel &compiled);
 std::shared_ptr<rt::CpuCode> cpuCodeOf(const CompiledCpuKernel &compiled);
