@@ -5,6 +5,8 @@
 
 #include "TestUtil.h"
 
+#include "../ScopedEnv.h"
+
 #include "kiln/Codegen/WgmmaGemm.h"
 #include "kiln/runtime/Artifact.h"
 #include "kiln/runtime/Registry.h"
@@ -19,25 +21,7 @@
 using namespace kiln;
 
 namespace {
-/// Sets an environment variable for one scope.
-class ScopedEnv {
-public:
-  ScopedEnv(const char *name, const char *value) : name_(name) {
-    if (const char *old = std::getenv(name))
-      old_ = old;
-    setenv(name, value, 1);
-  }
-  ~ScopedEnv() {
-    if (old_)
-      setenv(name_, old_->c_str(), 1);
-    else
-      unsetenv(name_);
-  }
-
-private:
-  const char *name_;
-  std::optional<std::string> old_;
-};
+using test::ScopedEnv;
 
 float roundToHalf(double x) { return float(_Float16(float(x))); }
 } // namespace

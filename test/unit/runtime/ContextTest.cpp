@@ -2,6 +2,8 @@
 
 #include "VulkanTestUtil.h"
 
+#include "../ScopedEnv.h"
+
 #include <vulkan/vulkan.h>
 
 #include <cctype>
@@ -13,28 +15,7 @@
 namespace kiln::rt::test {
 namespace {
 
-/// Sets an environment variable for one scope, restoring the old value.
-class ScopedEnv {
-public:
-  ScopedEnv(const char *name, const char *value) : name(name) {
-    if (const char *old = std::getenv(name))
-      previous = old;
-    if (value)
-      setenv(name, value, 1);
-    else
-      unsetenv(name);
-  }
-  ~ScopedEnv() {
-    if (previous)
-      setenv(name, previous->c_str(), 1);
-    else
-      unsetenv(name);
-  }
-
-private:
-  const char *name;
-  std::optional<std::string> previous;
-};
+using kiln::test::ScopedEnv;
 
 bool isUuid(const std::string &text) {
   if (text.size() != 36)
