@@ -113,8 +113,6 @@ DeviceLimits kiln::limitsOf(const rt::AdapterInfo &adapter) {
   limits.computeUnits = static_cast<int>(adapter.computeUnits);
   limits.cooperativeMatrix = adapter.cooperativeMatrixF16;
   limits.cooperativeMatrixBF16 = adapter.cooperativeMatrixBF16;
-  limits.ptxArch = static_cast<int>(adapter.cudaArch);
-  limits.ptxSharedBytes = adapter.cudaSharedBytes;
   // KILN_GPU_LIMITS="subgroup=32,invocations=1024,shared=49152,groups=..."
   // compiles for another GPU than the one that runs the kernels: dumping
   // kernels (KILN_DUMP_SPIRV) here to replay on the lent GPU. The results
@@ -271,6 +269,15 @@ const CompiledKernel &kiln::compileKernel(Session &session, KernelOp kernel,
                        "split the work or run it on the CPU device");
   KernelConfig config =
       configureKernel(session, kernel, &limits, deviceFingerprint(adapter), device);
+  // Only a GEMM that could take PTX asks whether CUDA runs the GPU (which
+  // starts CUDA's driver); KILN_GPU_LIMITS says it for another GPU.
+  const char *targetLimits = std::getenv("KILN_GPU_LIMITS");
+  if (adapter.cudaCandidate && !(targetLimits && *targetLimits) &&
+      config.form == KernelConfig::Form::CoopGemm && matchWgmmaGemm(kernel)) {
+    rt::CudaCapability capability = rt::cudaCapability(adapter);
+    limits.ptxArch = static_cast<int>(capability.arch);
+    limits.ptxSharedBytes = capability.sharedBytes;
+  }
   // The kernel as configured plus the limits codegen reads: the key in
   // this session, and (with the target and this compiler build) in the
   // cache's store, where a later process finds the code.

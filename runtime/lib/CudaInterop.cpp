@@ -5,6 +5,8 @@
 #include "VulkanUtil.h"
 
 #include <cstdlib>
+#include <dlfcn.h>
+#include <map>
 #include <unistd.h>
 
 using namespace kiln::rt;
@@ -31,36 +33,40 @@ bool cudaTurnedOff() {
 }
 } // namespace
 
-CudaProbe kiln::rt::probeCuda(const std::string &vulkanUuid) {
-  CudaProbe probe;
+bool kiln::rt::cudaDriverLoadable() {
   if (cudaTurnedOff())
-    return probe;
+    return false;
+  // Loading the library is cheap (about 1 ms); starting the driver is not.
+  static const bool loadable = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL) != nullptr;
+  return loadable;
+}
+
+CudaCapability kiln::rt::cudaCapability(const AdapterInfo &adapter) {
+  if (!adapter.cudaCandidate)
+    return {};
+  static std::mutex mutex;
+  static std::map<std::string, CudaCapability> known;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (auto it = known.find(adapter.uuid); it != known.end())
+    return it->second;
+  CudaCapability capability;
   StatusOr<const cuda::Api *> api = cuda::driver();
-  if (!api.isOk())
-    return probe;
-  int device = findDevice(**api, vulkanUuid);
-  if (device < 0)
-    return probe;
+  int device = api.isOk() ? findDevice(**api, adapter.uuid) : -1;
   int major = 0, minor = 0, shared = 0;
-  if ((*api)->deviceGetAttribute(&major, cuda::kAttrComputeCapabilityMajor, device) != 0 ||
-      (*api)->deviceGetAttribute(&minor, cuda::kAttrComputeCapabilityMinor, device) != 0 ||
-      (*api)->deviceGetAttribute(&shared, cuda::kAttrMaxSharedPerBlockOptin, device) != 0)
-    return probe;
-  probe.arch = static_cast<uint32_t>(10 * major + minor);
-  probe.sharedBytes = static_cast<uint32_t>(shared);
-  return probe;
+  if (device >= 0 &&
+      (*api)->deviceGetAttribute(&major, cuda::kAttrComputeCapabilityMajor, device) == 0 &&
+      (*api)->deviceGetAttribute(&minor, cuda::kAttrComputeCapabilityMinor, device) == 0 &&
+      (*api)->deviceGetAttribute(&shared, cuda::kAttrMaxSharedPerBlockOptin, device) == 0) {
+    capability.arch = static_cast<uint32_t>(10 * major + minor);
+    capability.sharedBytes = static_cast<uint32_t>(shared);
+  }
+  known[adapter.uuid] = capability;
+  return capability;
 }
 
 StatusOr<std::shared_ptr<CudaInterop>> CudaInterop::create(const std::string &vulkanUuid,
                                                            VkDevice device, std::string label) {
-  StatusOr<const cuda::Api *> api = cuda::driver();
-  if (!api.isOk())
-    return api.status();
-  std::shared_ptr<CudaInterop> interop(new CudaInterop(**api, std::move(label)));
-  int found = findDevice(**api, vulkanUuid);
-  if (found < 0)
-    return Status::unavailable("CUDA lists no device with " + interop->label_ + "'s UUID");
-  interop->cudaDevice_ = found;
+  std::shared_ptr<CudaInterop> interop(new CudaInterop(vulkanUuid, std::move(label)));
   interop->device_ = device;
   interop->getMemoryFd_ =
       reinterpret_cast<PFN_vkGetMemoryFdKHR>(vkGetDeviceProcAddr(device, "vkGetMemoryFdKHR"));
@@ -74,30 +80,40 @@ CudaInterop::~CudaInterop() {
     return;
   if (makeCurrent().isOk()) {
     if (stream_) {
-      (void)api_.streamSynchronize(stream_);
-      (void)api_.streamDestroy(stream_);
+      (void)api_->streamSynchronize(stream_);
+      (void)api_->streamDestroy(stream_);
     }
     for (auto &[hash, loaded] : functions_)
-      (void)api_.moduleUnload(loaded.first);
+      (void)api_->moduleUnload(loaded.first);
   }
-  (void)api_.primaryCtxRelease(cudaDevice_);
+  (void)api_->primaryCtxRelease(cudaDevice_);
 }
 
 Status CudaInterop::makeCurrent() {
+  if (!api_) {
+    StatusOr<const cuda::Api *> api = cuda::driver();
+    if (!api.isOk())
+      return api.status();
+    int found = findDevice(**api, uuid_);
+    if (found < 0)
+      return Status::unavailable("CUDA lists no device with " + label_ + "'s UUID");
+    cudaDevice_ = found;
+    api_ = *api;
+  }
   if (!context_) {
-    if (Status s = cuda::check(api_.primaryCtxRetain(&context_, cudaDevice_),
+    if (Status s = cuda::check(api_->primaryCtxRetain(&context_, cudaDevice_),
                                "cuDevicePrimaryCtxRetain for " + label_);
         !s.isOk()) {
       context_ = nullptr;
       return s;
     }
   }
-  if (Status s = cuda::check(api_.ctxSetCurrent(context_), "cuCtxSetCurrent on " + label_);
+  if (Status s = cuda::check(api_->ctxSetCurrent(context_), "cuCtxSetCurrent on " + label_);
       !s.isOk())
     return s;
   // CU_STREAM_NON_BLOCKING: not ordered with the legacy default stream.
   if (!stream_)
-    return cuda::check(api_.streamCreate(&stream_, 1), "cuStreamCreate on " + label_);
+    return cuda::check(api_->streamCreate(&stream_, 1), "cuStreamCreate on " + label_);
   return Status::ok();
 }
 
@@ -108,21 +124,21 @@ StatusOr<cuda::Function> CudaInterop::function(const PtxCode &code) {
     return s;
   cuda::Module module = nullptr;
   // The driver compiles the PTX for this GPU (its own JIT; no toolkit).
-  if (Status s = cuda::check(api_.moduleLoadData(&module, code.source.c_str()),
+  if (Status s = cuda::check(api_->moduleLoadData(&module, code.source.c_str()),
                              "loading the PTX of kernel '" + code.entryPoint + "' on " + label_);
       !s.isOk())
     return s;
   cuda::Function function = nullptr;
-  Status s = cuda::check(api_.moduleGetFunction(&function, module, code.entryPoint.c_str()),
+  Status s = cuda::check(api_->moduleGetFunction(&function, module, code.entryPoint.c_str()),
                          "finding entry '" + code.entryPoint + "' in its PTX");
   // Over 48 KB of dynamic shared memory needs the kernel's opt-in.
   if (s.isOk() && code.sharedBytes > 48 * 1024)
-    s = cuda::check(api_.funcSetAttribute(function, cuda::kFuncMaxDynamicSharedBytes,
+    s = cuda::check(api_->funcSetAttribute(function, cuda::kFuncMaxDynamicSharedBytes,
                                           static_cast<int>(code.sharedBytes)),
                     "opting kernel '" + code.entryPoint + "' in to " +
                         std::to_string(code.sharedBytes) + " bytes of shared memory");
   if (!s.isOk()) {
-    (void)api_.moduleUnload(module);
+    (void)api_->moduleUnload(module);
     return s;
   }
   functions_.emplace(code.hash, std::make_pair(module, function));
@@ -147,7 +163,7 @@ StatusOr<cuda::DevicePtr> CudaInterop::map(VulkanBuffer &buffer) {
   desc.flags = cuda::kExternalMemoryDedicated;
   cuda::ExternalMemory memory = nullptr;
   // CUDA owns the descriptor once the import succeeds.
-  if (Status s = cuda::check(api_.importExternalMemory(&memory, &desc),
+  if (Status s = cuda::check(api_->importExternalMemory(&memory, &desc),
                              "importing a buffer of " + label_ + " into CUDA");
       !s.isOk()) {
     close(fd);
@@ -156,10 +172,10 @@ StatusOr<cuda::DevicePtr> CudaInterop::map(VulkanBuffer &buffer) {
   cuda::ExternalMemoryBufferDesc whole{};
   whole.size = allocation.capacity;
   cuda::DevicePtr address = 0;
-  if (Status s = cuda::check(api_.externalMemoryGetMappedBuffer(&address, memory, &whole),
+  if (Status s = cuda::check(api_->externalMemoryGetMappedBuffer(&address, memory, &whole),
                              "mapping an imported buffer of " + label_);
       !s.isOk()) {
-    (void)api_.destroyExternalMemory(memory);
+    (void)api_->destroyExternalMemory(memory);
     return s;
   }
   allocation.cudaMemory = memory;
@@ -185,7 +201,7 @@ Status CudaInterop::launch(const PtxCode &code, cuda::Function function,
   for (uint32_t &scalar : scalars)
     params.push_back(&scalar);
   const auto &g = code.grid, &b = code.block;
-  if (Status s = cuda::check(api_.launchKernel(function, g[0], g[1], g[2], b[0], b[1], b[2],
+  if (Status s = cuda::check(api_->launchKernel(function, g[0], g[1], g[2], b[0], b[1], b[2],
                                                code.sharedBytes, stream_, params.data(), nullptr),
                              "launching kernel '" + code.entryPoint + "' on " + label_);
       !s.isOk())
@@ -200,7 +216,7 @@ Status CudaInterop::synchronize() {
   pending_ = false;
   if (Status s = makeCurrent(); !s.isOk())
     return s;
-  return cuda::check(api_.streamSynchronize(stream_), "running CUDA kernels on " + label_);
+  return cuda::check(api_->streamSynchronize(stream_), "running CUDA kernels on " + label_);
 }
 
 void CudaInterop::release(Allocation &allocation) {
@@ -209,9 +225,9 @@ void CudaInterop::release(Allocation &allocation) {
   if (!allocation.cudaMemory || !makeCurrent().isOk())
     return;
   // A launch still queued may read it.
-  (void)api_.streamSynchronize(stream_);
-  (void)api_.memFree(allocation.cudaAddress);
-  (void)api_.destroyExternalMemory(static_cast<cuda::ExternalMemory>(allocation.cudaMemory));
+  (void)api_->streamSynchronize(stream_);
+  (void)api_->memFree(allocation.cudaAddress);
+  (void)api_->destroyExternalMemory(static_cast<cuda::ExternalMemory>(allocation.cudaMemory));
   allocation.cudaMemory = nullptr;
   allocation.cudaAddress = 0;
 }

@@ -36,19 +36,14 @@
 
 namespace kiln::rt {
 
-/// What CUDA says of the GPU with a given Vulkan device UUID.
-struct CudaProbe {
-  uint32_t arch = 0;        ///< 10 * major + minor; 0 when CUDA does not run it
-  uint32_t sharedBytes = 0; ///< dynamic shared memory a CTA may opt in to
-};
-
-/// KILN_CUDA=0 turns the probe off (every kernel then runs its SPIR-V).
-CudaProbe probeCuda(const std::string &vulkanUuid);
+/// Whether libcuda.so.1 loads (without starting the driver) and KILN_CUDA
+/// is not 0: AdapterInfo::cudaCandidate.
+bool cudaDriverLoadable();
 
 class CudaInterop {
 public:
-  /// For the CUDA device with `vulkanUuid`; `device` must have
-  /// VK_KHR_external_memory_fd enabled.
+  /// For the CUDA device with `vulkanUuid`, found on first use; `device`
+  /// must have VK_KHR_external_memory_fd enabled.
   static StatusOr<std::shared_ptr<CudaInterop>> create(const std::string &vulkanUuid,
                                                        VkDevice device, std::string label);
   ~CudaInterop();
@@ -69,12 +64,14 @@ public:
   void release(Allocation &allocation);
 
 private:
-  CudaInterop(const cuda::Api &api, std::string label) : api_(api), label_(std::move(label)) {}
+  CudaInterop(std::string uuid, std::string label)
+      : uuid_(std::move(uuid)), label_(std::move(label)) {}
   StatusOr<cuda::DevicePtr> map(VulkanBuffer &buffer);
   /// The context current on this thread, made (with the stream) on first use.
   Status makeCurrent();
 
-  const cuda::Api &api_;
+  const cuda::Api *api_ = nullptr; // loaded on first use
+  std::string uuid_;
   std::string label_;
   VkDevice device_ = VK_NULL_HANDLE;
   PFN_vkGetMemoryFdKHR getMemoryFd_ = nullptr;

@@ -180,9 +180,8 @@ createDeviceState(const DeviceSetup &setup) {
       state->hostPointerAlignment = host.minImportedHostPointerAlignment;
     }
   }
-  // Memory CUDA imports, where CUDA runs this GPU (CudaInterop.h).
-  bool cudaInterop = setup.adapter->cudaArch &&
-                     hasDeviceExtension(setup.physical, VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME);
+  // Memory CUDA imports, where CUDA may run this GPU (CudaInterop.h).
+  bool cudaInterop = setup.adapter->cudaCandidate;
   if (cudaInterop)
     extensions.push_back(VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME);
   // The driver's statistics of each pipeline, where asked for
@@ -248,7 +247,7 @@ createDeviceState(const DeviceSetup &setup) {
       // Its kernels' SPIR-V runs instead: slower, still right.
       std::fprintf(stderr, "kiln: warning: %s runs no PTX kernels through CUDA: %s\n",
                    state->label.c_str(), interop.status().message().c_str());
-      state->adapter.cudaArch = 0;
+      state->adapter.cudaCandidate = false;
     }
   }
   StatusOr<std::unique_ptr<CommandStream>> stream = CommandStream::create(

@@ -94,7 +94,7 @@ struct VulkanDevice::State {
   // the other device (PeerTransfer.h); destroyed before the VkDevice.
   // Shared: a copy in flight keeps its halves while another replaces them.
   std::unordered_map<const State *, std::shared_ptr<PeerSide>> peerSources, peerTargets;
-  // Where CUDA runs this GPU (AdapterInfo::cudaArch): PTX kernels launch
+  // Where CUDA may run this GPU (AdapterInfo::cudaCandidate): PTX kernels launch
   // through it on this device's buffers (CudaInterop.h); null else.
   std::shared_ptr<CudaInterop> cuda;
   DeviceStats counters; // all but the pool's and validation counters

@@ -298,13 +298,11 @@ VulkanContext::create(const ContextOptions &options) {
       adapter.workgroupMatrixReservedShared = workgroup.reservedSharedBytes;
       adapter.workgroupMatrixTensorAddressing = workgroup.tensorAddressing;
     }
-    // PTX kernels through CUDA on NVIDIA GPUs that export memory to it.
-    if (adapter.vendorId == 0x10DE &&
-        hasDeviceExtension(physical, VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME)) {
-      CudaProbe probe = probeCuda(adapter.uuid);
-      adapter.cudaArch = probe.arch;
-      adapter.cudaSharedBytes = probe.sharedBytes;
-    }
+    // PTX kernels through CUDA on NVIDIA GPUs that export memory to it
+    // (the driver starts only when a kernel asks: cudaCapability()).
+    adapter.cudaCandidate = adapter.vendorId == 0x10DE &&
+                            hasDeviceExtension(physical, VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME) &&
+                            cudaDriverLoadable();
   }
   // Linked GPUs (device groups): what a copy between them could use.
   if (state->apiVersion >= VK_API_VERSION_1_1) {

@@ -24,9 +24,11 @@ public:
 
 bool VulkanDevice::launchesPtx(const ProgramKernel &kernel) const {
   const State &s = *state_;
+  if (!kernel.ptx || !s.cuda)
+    return false;
   // sm_90a code runs on compute capability 9.0 exactly.
-  return kernel.ptx && s.cuda && kernel.ptx->arch == s.adapter.cudaArch &&
-         kernel.ptx->sharedBytes <= s.adapter.cudaSharedBytes;
+  CudaCapability capability = cudaCapability(s.adapter);
+  return kernel.ptx->arch == capability.arch && kernel.ptx->sharedBytes <= capability.sharedBytes;
 }
 
 StatusOr<std::shared_ptr<Executable>> kiln::rt::preparePtx(VulkanDevice &device,
@@ -35,7 +37,8 @@ StatusOr<std::shared_ptr<Executable>> kiln::rt::preparePtx(VulkanDevice &device,
   std::lock_guard<std::mutex> lock(s.mutex);
   StatusOr<cuda::Function> function = s.cuda->function(*kernel.ptx);
   if (!function.isOk())
-    return Status(function.status().code(), kernel.name + ": " + function.status().message());
+    return Status(function.status().code(), kernel.name + ": " + function.status().message() +
+                                                " (KILN_CUDA=0 runs its SPIR-V instead)");
   return std::shared_ptr<Executable>(
       std::make_shared<PtxExecutable>(device, *function, kernel.ptx));
 }
@@ -64,7 +67,7 @@ std::optional<Status> kiln::rt::dispatchPtx(VulkanDevice &device, VulkanDevice::
     if (Status status = submitLocked(s); !status.isOk())
       return status;
   if (Status status = s.cuda->launch(*exe->code, exe->function, buffers); !status.isOk())
-    return status;
+    return Status(status.code(), status.message() + " (KILN_CUDA=0 runs its SPIR-V instead)");
   ++s.counters.dispatches;
   return Status::ok();
 }

@@ -115,7 +115,7 @@ TEST(WgmmaGemm, LaunchedThroughCudaBetweenVulkanKernels) {
     rt::StatusOr<rt::Device *> found = rt::findDevice(d.name());
     ASSERT_TRUE(found.isOk());
     rt::VulkanDevice *vulkan = (*found)->replayDevice();
-    if (!vulkan || vulkan->adapter().cudaArch != 90)
+    if (!vulkan || rt::cudaCapability(vulkan->adapter()).arch != 90)
       continue;
     ++ran;
     std::mt19937 rng(5);
@@ -154,5 +154,5 @@ TEST(WgmmaGemm, LaunchedThroughCudaBetweenVulkanKernels) {
     }
   }
   if (ran == 0)
-    GTEST_SKIP() << "no GPU here runs PTX through CUDA at sm_90 (AdapterInfo::cudaArch)";
+    GTEST_SKIP() << "no GPU here runs PTX through CUDA at sm_90 (rt::cudaCapability)";
 }

@@ -85,12 +85,11 @@ struct AdapterInfo {
   uint32_t workgroupMatrixReservedShared = 0;
   /// Their loads may go through tensor layouts (SPV_NV_tensor_addressing).
   bool workgroupMatrixTensorAddressing = false;
-  /// Where CUDA's driver runs this GPU too (NVIDIA; KILN_CUDA=0 says not
-  /// to look): its compute capability as 10 * major + minor, and the
-  /// dynamic shared memory a CTA may opt in to. A device with arch 90
-  /// launches its kernels' PTX (Program.h, PtxCode) through CUDA; 0 else.
-  uint32_t cudaArch = 0;
-  uint32_t cudaSharedBytes = 0;
+  /// An NVIDIA GPU that exports memory (VK_KHR_external_memory_fd) in a
+  /// process that can load CUDA's driver (libcuda.so.1; KILN_CUDA=0 says
+  /// not to): CUDA may run it too (cudaCapability() says), so its buffers
+  /// are allocated for CUDA to import.
+  bool cudaCandidate = false;
   /// The physical devices in this adapter's device group
   /// (vkEnumeratePhysicalDeviceGroups, Vulkan 1.1): more than one where the
   /// driver links GPUs so one VkDevice spans them (peer memory); 1 else.
@@ -295,6 +294,18 @@ private:
 
   std::unique_ptr<State> state_;
 };
+
+/// What CUDA's driver says of a candidate adapter's GPU (the CUDA device
+/// with its UUID): compute capability as 10 * major + minor, and the
+/// dynamic shared memory a CTA may opt in to; zeros where CUDA does not run
+/// it. Asked once per adapter, on first use (starting CUDA's driver takes
+/// about 0.2 s on the H200: only a kernel that could use it asks). A device
+/// of arch 90 launches its kernels' PTX (Program.h, PtxCode) through CUDA.
+struct CudaCapability {
+  uint32_t arch = 0;
+  uint32_t sharedBytes = 0;
+};
+CudaCapability cudaCapability(const AdapterInfo &adapter);
 
 /// "VK_ERROR_OUT_OF_DEVICE_MEMORY" for a VkResult value.
 std::string vkResultName(int result);
