@@ -239,6 +239,8 @@ static std::shared_ptr<const rt::PtxCode> wgmmaPtxFor(KernelOp kernel, const Ker
   code->bindingOrder = {0, 1, 2}; // A and B (the kernel's operands), then C
   code->scalars = {static_cast<uint32_t>(shape->m), static_cast<uint32_t>(shape->n),
                    static_cast<uint32_t>(shape->k)};
+  code->minBytes = {uint64_t(shape->m * shape->k * 2), uint64_t(shape->k * shape->n * 2),
+                    uint64_t(shape->m * shape->n * (shape->f32Result ? 4 : 2))};
   code->grid = {static_cast<uint32_t>((shape->m / chosen->bm) * (shape->n / chosen->bn)), 1, 1};
   code->block = {static_cast<uint32_t>(chosen->threads()), 1, 1};
   code->sharedBytes = static_cast<uint32_t>(chosen->sharedBytes());

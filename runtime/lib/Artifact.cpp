@@ -80,7 +80,8 @@ StatusOr<Offset<fbs::Program>> writeProgram(FlatBufferBuilder &b, const TargetPr
                                b.CreateString(k.ptx->entryPoint), k.ptx->arch,
                                b.CreateVector(k.ptx->bindingOrder),
                                b.CreateVector(k.ptx->scalars), &grid, &block,
-                               k.ptx->sharedBytes, b.CreateString(k.ptx->config));
+                               k.ptx->sharedBytes, b.CreateString(k.ptx->config),
+                               b.CreateVector(k.ptx->minBytes));
     }
     kernels.push_back(fbs::CreateKernel(b, b.CreateString(k.name), k.elements, spirv, cpu,
                                         b.CreateString(k.summary), msl, b.CreateString(k.kind),
@@ -188,8 +189,11 @@ StatusOr<std::shared_ptr<PtxCode>> readPtx(const fbs::PtxCode &code) {
   ptx->scalars = vec(code.scalars());
   ptx->sharedBytes = code.shared_bytes();
   ptx->config = code.config() ? code.config()->str() : "";
+  ptx->minBytes = vec(code.min_bytes());
   if (ptx->source.empty() || ptx->entryPoint.empty() || !code.grid() || !code.block())
     return Status::invalidArgument("PTX without source, entry point or sizes");
+  if (ptx->minBytes.size() != ptx->bindingOrder.size())
+    return Status::invalidArgument("PTX without the bytes of each of its buffers");
   if (ptx->source.find('\0') != std::string::npos)
     return Status::invalidArgument("PTX with a NUL byte in its source");
   ptx->grid = {code.grid()->x(), code.grid()->y(), code.grid()->z()};

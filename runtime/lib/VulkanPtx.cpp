@@ -50,7 +50,11 @@ std::optional<Status> kiln::rt::dispatchPtx(VulkanDevice &device, VulkanDevice::
   if (!exe)
     return std::nullopt;
   std::vector<VulkanBuffer *> buffers;
-  for (uint32_t arg : exe->code->bindingOrder) {
+  const PtxCode &code = *exe->code;
+  if (code.minBytes.size() != code.bindingOrder.size())
+    return Status::invalidArgument("dispatch on " + s.name + " of PTX without its buffers' sizes");
+  for (size_t i = 0; i < code.bindingOrder.size(); ++i) {
+    uint32_t arg = code.bindingOrder[i];
     if (arg >= arguments.size())
       return Status::invalidArgument("dispatch on " + s.name + ": the kernel reads argument " +
                                      std::to_string(arg) + " of " +
@@ -58,6 +62,12 @@ std::optional<Status> kiln::rt::dispatchPtx(VulkanDevice &device, VulkanDevice::
     if (&arguments[arg]->device() != &device)
       return Status::invalidArgument("dispatch on " + s.name + " of a buffer of " +
                                      arguments[arg]->device().name());
+    if (arguments[arg]->size() < code.minBytes[i])
+      return Status::invalidArgument(
+          "dispatch on " + s.name + ": kernel '" + code.entryPoint + "' reaches " +
+          std::to_string(code.minBytes[i]) + " bytes of argument " + std::to_string(arg) +
+          ", which holds " + std::to_string(arguments[arg]->size()) +
+          " (a program and its inputs that do not match)");
     buffers.push_back(static_cast<VulkanBuffer *>(arguments[arg]));
   }
   std::lock_guard<std::mutex> lock(s.mutex);

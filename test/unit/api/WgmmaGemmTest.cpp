@@ -89,6 +89,7 @@ TEST(WgmmaGemm, CompiledForTheH200TheFileCarriesPtx) {
       EXPECT_EQ(ptx.sharedBytes, 147456u);
       EXPECT_EQ(ptx.scalars, (std::vector<uint32_t>{256, 512, 128}));
       EXPECT_EQ(ptx.bindingOrder, (std::vector<uint32_t>{0, 1, 2}));
+      EXPECT_EQ(ptx.minBytes, (std::vector<uint64_t>{256 * 128 * 2, 128 * 512 * 2, 256 * 512 * 2}));
       EXPECT_NE(ptx.source.find("wgmma.mma_async"), std::string::npos);
     }
     if (!cuda)

@@ -91,6 +91,9 @@ struct PtxCode {
   /// (operands, then results) for each i, then `scalars` as u32.
   std::vector<uint32_t> bindingOrder;
   std::vector<uint32_t> scalars;
+  /// The bytes the kernel reads or writes through each pointer, at least:
+  /// a dispatch with a smaller buffer is refused, not run out of bounds.
+  std::vector<uint64_t> minBytes;
   std::array<uint32_t, 3> grid = {1, 1, 1};
   std::array<uint32_t, 3> block = {1, 1, 1};
   /// Dynamic shared memory per CTA.
