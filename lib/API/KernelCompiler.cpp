@@ -217,16 +217,13 @@ static const CompiledKernel &keepKernel(Session &session, const std::string &key
   return kept;
 }
 
-/// PTX on warpgroup MMA for a plain f16 GEMM that takes the cooperative
-/// matrix form, where CUDA runs the GPU at sm_90 (WgmmaGemm.h); null else.
-/// Cheap (text), so it is made again rather than kept in the store.
-static std::shared_ptr<const rt::PtxCode> wgmmaPtxFor(KernelOp kernel, const KernelConfig &config,
-                                                      const DeviceLimits &limits,
-                                                      uint64_t hash) {
-  if (limits.ptxArch != 90 || config.form != KernelConfig::Form::CoopGemm)
-    return nullptr;
-  std::optional<WgmmaGemmShape> shape = matchWgmmaGemm(kernel);
-  if (!shape)
+/// PTX on warpgroup MMA for `shape`, a plain f16 GEMM that takes the
+/// cooperative-matrix form, where CUDA runs the GPU at sm_90 (WgmmaGemm.h);
+/// null else. Cheap (text), so it is made again rather than kept in the store.
+static std::shared_ptr<const rt::PtxCode>
+wgmmaPtxFor(const std::optional<WgmmaGemmShape> &shape, const DeviceLimits &limits,
+            uint64_t hash) {
+  if (limits.ptxArch != 90 || !shape)
     return nullptr;
   std::optional<WgmmaGemmConfig> chosen = chooseWgmmaGemm(*shape, limits.ptxSharedBytes);
   if (!chosen)
@@ -273,9 +270,11 @@ const CompiledKernel &kiln::compileKernel(Session &session, KernelOp kernel,
       configureKernel(session, kernel, &limits, deviceFingerprint(adapter), device);
   // Only a GEMM that could take PTX asks whether CUDA runs the GPU (which
   // starts CUDA's driver); KILN_GPU_LIMITS says it for another GPU.
+  std::optional<WgmmaGemmShape> gemm;
+  if (config.form == KernelConfig::Form::CoopGemm)
+    gemm = matchWgmmaGemm(kernel);
   const char *targetLimits = std::getenv("KILN_GPU_LIMITS");
-  if (adapter.cudaCandidate && !(targetLimits && *targetLimits) &&
-      config.form == KernelConfig::Form::CoopGemm && matchWgmmaGemm(kernel)) {
+  if (gemm && adapter.cudaCandidate && !(targetLimits && *targetLimits)) {
     rt::CudaCapability capability = rt::cudaCapability(adapter);
     limits.ptxArch = static_cast<int>(capability.arch);
     limits.ptxSharedBytes = capability.sharedBytes;
@@ -306,7 +305,7 @@ const CompiledKernel &kiln::compileKernel(Session &session, KernelOp kernel,
     if (std::optional<std::vector<uint8_t>> bytes = store->findKernel(storeKey))
       if (std::optional<CompiledKernel> loaded = decodeKernel(*bytes)) {
         loaded->hash = std::hash<std::string>()(key);
-        loaded->ptx = wgmmaPtxFor(kernel, config, limits, loaded->hash);
+        loaded->ptx = wgmmaPtxFor(gemm, limits, loaded->hash);
         ++session.stats.kernels_loaded;
         return keepKernel(session, key, std::move(*loaded), adapter);
       }
@@ -366,7 +365,7 @@ const CompiledKernel &kiln::compileKernel(Session &session, KernelOp kernel,
   if (std::string errors = validateSPIRV(compiled.spirv); !errors.empty())
     throw CompileError("generated SPIR-V failed validation (a Kiln bug): " +
                        errors);
-  compiled.ptx = wgmmaPtxFor(kernel, config, limits, compiled.hash);
+  compiled.ptx = wgmmaPtxFor(gemm, limits, compiled.hash);
   ++session.stats.kernels_compiled;
   if (store) {
     std::vector<uint8_t> bytes = encodeKernel(compiled);

@@ -61,12 +61,13 @@ std::optional<WgmmaGemmShape> kiln::matchWgmmaGemm(Operation *op) {
 std::optional<WgmmaGemmConfig> kiln::chooseWgmmaGemm(const WgmmaGemmShape &shape,
                                                      int64_t sharedLimit) {
   // The two that won on the H200, widest first; the kernel has no edge
-  // handling, so a tile must divide the problem. Indices are 32-bit.
+  // handling, so a tile must divide the problem. Operands of under 2^31
+  // elements, as the SPIR-V beside it indexes (so M, N, K and the grid fit
+  // the kernel's 32-bit parameters).
   WgmmaGemmConfig wide; // 128 x 256 x 32, 6 stages, 2 warpgroups: 144 KB
   WgmmaGemmConfig narrow{128, 128, 64, 4, 1, 8}; // 128 KB
-  if (shape.m >= (int64_t(1) << 31) / 2 || shape.n >= (int64_t(1) << 31) / 2 ||
-      shape.k >= (int64_t(1) << 31) / 2 || shape.m * shape.k >= (int64_t(1) << 32) ||
-      shape.k * shape.n >= (int64_t(1) << 32) || shape.m * shape.n >= (int64_t(1) << 32))
+  const int64_t limit = int64_t(1) << 31;
+  if (shape.m * shape.k >= limit || shape.k * shape.n >= limit || shape.m * shape.n >= limit)
     return std::nullopt;
   for (const WgmmaGemmConfig &config : {wide, narrow})
     if (shape.m % config.bm == 0 && shape.n % config.bn == 0 && shape.k % config.bk == 0 &&

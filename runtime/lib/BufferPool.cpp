@@ -26,7 +26,7 @@ BufferPool::BufferPool(VkDevice device,
     : device_(device), memory_(memory), maxAllocationBytes_(maxAllocationBytes),
       label_(std::move(label)) {}
 
-void BufferPool::exportMemory(std::function<void(Allocation &)> release) {
+void BufferPool::exportMemory(std::function<void(const Allocation &)> release) {
   std::lock_guard<std::mutex> lock(mutex_);
   exportable_ = true;
   releaseExport_ = std::move(release);
@@ -129,10 +129,8 @@ Status BufferPool::create(VkDeviceSize capacity, size_t requested,
 }
 
 void BufferPool::destroy(const Allocation &allocation) {
-  if (allocation.cudaMemory && releaseExport_) {
-    Allocation imported = allocation;
-    releaseExport_(imported);
-  }
+  if (allocation.cudaMemory && releaseExport_)
+    releaseExport_(allocation);
   vkDestroyBuffer(device_, allocation.buffer, nullptr);
   vkFreeMemory(device_, allocation.memory, nullptr);
 }

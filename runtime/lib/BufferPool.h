@@ -52,7 +52,7 @@ public:
   /// From now on every buffer's memory is a dedicated allocation CUDA can
   /// import (VK_KHR_external_memory_fd's opaque fd); `release` undoes an
   /// import before the memory is freed. Called before the first acquire().
-  void exportMemory(std::function<void(Allocation &)> release);
+  void exportMemory(std::function<void(const Allocation &)> release);
   BufferPool &operator=(const BufferPool &) = delete;
 
   /// The pooled capacity for `bytes`: the next power of two, at least 256;
@@ -83,7 +83,7 @@ private:
   VkDevice device_;
   VkPhysicalDeviceMemoryProperties memory_;
   bool exportable_ = false;
-  std::function<void(Allocation &)> releaseExport_;
+  std::function<void(const Allocation &)> releaseExport_;
   VkDeviceSize maxAllocationBytes_;
   std::string label_;
 

@@ -2,6 +2,7 @@
 
 #include "CudaDriver.h"
 
+#include <atomic>
 #include <dlfcn.h>
 
 using namespace kiln::rt;
@@ -20,13 +21,19 @@ template <typename Fn> bool resolve(void *library, const char *name, Fn &slot, b
   return symbol != nullptr;
 }
 
+Api api;
+// Set once the error-name entry points resolved: check() names errors.
+std::atomic<bool> namesResolved{false};
+
 StatusOr<const Api *> load() {
   // Only the driver's own library: CUDA's runtime and toolkit are not needed.
   void *library = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
   if (!library)
     return Status::unavailable(std::string("no CUDA driver (libcuda.so.1: ") + dlerror() + ")");
-  static Api api;
-  bool ok = resolve(library, "cuInit", api.init) &&
+  if (resolve(library, "cuGetErrorName", api.getErrorName) &&
+      resolve(library, "cuGetErrorString", api.getErrorString))
+    namesResolved = true;
+  bool ok = namesResolved && resolve(library, "cuInit", api.init) &&
             resolve(library, "cuDeviceGetCount", api.deviceGetCount) &&
             resolve(library, "cuDeviceGet", api.deviceGet) &&
             resolve(library, "cuDeviceGetUuid", api.deviceGetUuid, true) &&
@@ -46,14 +53,7 @@ StatusOr<const Api *> load() {
             resolve(library, "cuExternalMemoryGetMappedBuffer",
                     api.externalMemoryGetMappedBuffer) &&
             resolve(library, "cuDestroyExternalMemory", api.destroyExternalMemory) &&
-            resolve(library, "cuMemFree", api.memFree, true) &&
-            resolve(library, "cuEventCreate", api.eventCreate) &&
-            resolve(library, "cuEventRecord", api.eventRecord) &&
-            resolve(library, "cuEventSynchronize", api.eventSynchronize) &&
-            resolve(library, "cuEventElapsedTime", api.eventElapsedTime) &&
-            resolve(library, "cuEventDestroy", api.eventDestroy, true) &&
-            resolve(library, "cuGetErrorName", api.getErrorName) &&
-            resolve(library, "cuGetErrorString", api.getErrorString);
+            resolve(library, "cuMemFree", api.memFree, true);
   if (!ok)
     return Status::unavailable("the CUDA driver (libcuda.so.1) lacks an entry point Kiln needs "
                                "(CUDA 11.4 or newer): update the NVIDIA driver");
@@ -73,18 +73,10 @@ Status cuda::check(Result result, const std::string &what) {
     return Status::ok();
   std::string message = what + ": CUDA error " + std::to_string(result);
   // The names come from the driver itself, when it loaded far enough.
-  static const Api *loaded = nullptr;
-  if (!loaded) {
-    void *library = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
-    static Api names;
-    if (library && resolve(library, "cuGetErrorName", names.getErrorName) &&
-        resolve(library, "cuGetErrorString", names.getErrorString))
-      loaded = &names;
-  }
   const char *name = nullptr, *text = nullptr;
-  if (loaded && loaded->getErrorName(result, &name) == 0 && name)
+  if (namesResolved && api.getErrorName(result, &name) == 0 && name)
     message = what + ": " + name;
-  if (loaded && loaded->getErrorString(result, &text) == 0 && text)
+  if (namesResolved && api.getErrorString(result, &text) == 0 && text)
     message += std::string(" (") + text + ")";
   if (result == 2) // CUDA_ERROR_OUT_OF_MEMORY
     return Status::outOfMemory(message);

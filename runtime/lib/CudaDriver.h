@@ -28,7 +28,6 @@ using Context = struct CtxSt *;
 using Module = struct ModSt *;
 using Function = struct FuncSt *;
 using Stream = struct StreamSt *;
-using Event = struct EventSt *;
 using ExternalMemory = struct ExtMemSt *;
 using DevicePtr = unsigned long long;
 
@@ -91,11 +90,6 @@ struct Api {
                                           const ExternalMemoryBufferDesc *);
   Result (*destroyExternalMemory)(ExternalMemory);
   Result (*memFree)(DevicePtr);
-  Result (*eventCreate)(Event *, unsigned);
-  Result (*eventRecord)(Event, Stream);
-  Result (*eventSynchronize)(Event);
-  Result (*eventElapsedTime)(float *, Event, Event);
-  Result (*eventDestroy)(Event);
   Result (*getErrorName)(Result, const char **);
   Result (*getErrorString)(Result, const char **);
 };

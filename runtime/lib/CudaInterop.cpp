@@ -219,7 +219,7 @@ Status CudaInterop::synchronize() {
   return cuda::check(api_->streamSynchronize(stream_), "running CUDA kernels on " + label_);
 }
 
-void CudaInterop::release(Allocation &allocation) {
+void CudaInterop::release(const Allocation &allocation) {
   std::lock_guard<std::mutex> lock(releaseMutex_);
   // Imported, so the context was made.
   if (!allocation.cudaMemory || !makeCurrent().isOk())
@@ -228,6 +228,4 @@ void CudaInterop::release(Allocation &allocation) {
   (void)api_->streamSynchronize(stream_);
   (void)api_->memFree(allocation.cudaAddress);
   (void)api_->destroyExternalMemory(static_cast<cuda::ExternalMemory>(allocation.cudaMemory));
-  allocation.cudaMemory = nullptr;
-  allocation.cudaAddress = 0;
 }

@@ -59,9 +59,8 @@ public:
                 const std::vector<VulkanBuffer *> &buffers);
   /// Waits for the launches queued so far; nothing when none are.
   Status synchronize();
-  bool pending() const { return pending_; }
   /// Frees `allocation`'s import (the pool, before freeing its memory).
-  void release(Allocation &allocation);
+  void release(const Allocation &allocation);
 
 private:
   CudaInterop(std::string uuid, std::string label)

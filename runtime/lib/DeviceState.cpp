@@ -242,7 +242,7 @@ createDeviceState(const DeviceSetup &setup) {
     if (interop.isOk()) {
       state->cuda = *interop;
       state->pool->exportMemory(
-          [cuda = *interop](Allocation &allocation) { cuda->release(allocation); });
+          [cuda = *interop](const Allocation &allocation) { cuda->release(allocation); });
     } else {
       // Its kernels' SPIR-V runs instead: slower, still right.
       std::fprintf(stderr, "kiln: warning: %s runs no PTX kernels through CUDA: %s\n",
