@@ -177,6 +177,21 @@ template <typename T> std::vector<T> vec(const flatbuffers::Vector<T> *v) {
   return v ? std::vector<T>(v->begin(), v->end()) : std::vector<T>();
 }
 
+/// Why `count` groups of `size` threads (a "threadgroup", a "block") are
+/// no launch a GPU takes; empty when they are.
+std::string launchProblem(const std::array<uint32_t, 3> &size, const std::array<uint32_t, 3> &count,
+                          const char *group) {
+  uint64_t threads = 1;
+  for (int d = 0; d < 3; ++d) {
+    if (size[d] == 0 || count[d] == 0)
+      return std::string("a zero ") + group + " size or count";
+    threads *= size[d];
+  }
+  if (threads > 1024)
+    return std::string("a ") + group + " of " + std::to_string(threads) + " threads";
+  return "";
+}
+
 /// A kernel's PTX, checked as far as the runtime can without CUDA (the
 /// driver compiles the source when the kernel is prepared).
 StatusOr<std::shared_ptr<PtxCode>> readPtx(const fbs::PtxCode &code) {
@@ -198,17 +213,10 @@ StatusOr<std::shared_ptr<PtxCode>> readPtx(const fbs::PtxCode &code) {
     return Status::invalidArgument("PTX with a NUL byte in its source");
   ptx->grid = {code.grid()->x(), code.grid()->y(), code.grid()->z()};
   ptx->block = {code.block()->x(), code.block()->y(), code.block()->z()};
-  uint64_t threads = 1;
-  for (int d = 0; d < 3; ++d) {
-    if (ptx->grid[d] == 0 || ptx->block[d] == 0)
-      return Status::invalidArgument("PTX with a zero grid or block size");
-    threads *= ptx->block[d];
-  }
-  if (threads > 1024)
-    return Status::invalidArgument("PTX with blocks of " + std::to_string(threads) + " threads");
+  if (std::string problem = launchProblem(ptx->block, ptx->grid, "block"); !problem.empty())
+    return Status::invalidArgument("PTX with " + problem);
   return ptx;
 }
-
 
 bool sameType(const TensorType &a, const TensorType &b) {
   return a.element == b.element && a.shape == b.shape;
@@ -329,14 +337,9 @@ Status Reader::program(const fbs::Program *in, size_t index, const Artifact &art
         msl->threadgroup = {code->threadgroup()->x(), code->threadgroup()->y(),
                             code->threadgroup()->z()};
         msl->groups = {code->groups()->x(), code->groups()->y(), code->groups()->z()};
-        uint64_t threads = 1;
-        for (int d = 0; d < 3; ++d) {
-          if (msl->threadgroup[d] == 0 || msl->groups[d] == 0)
-            return fail(kat, "a zero threadgroup size or count");
-          threads *= msl->threadgroup[d];
-        }
-        if (threads > 1024)
-          return fail(kat, "a threadgroup of " + std::to_string(threads) + " threads");
+        if (std::string problem = launchProblem(msl->threadgroup, msl->groups, "threadgroup");
+            !problem.empty())
+          return fail(kat, problem);
         kernel.msl = std::move(msl);
       } else if (const fbs::CpuCode *code = k->cpu()) {
         auto cpu = std::make_shared<CpuCode>();
