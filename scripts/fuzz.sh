@@ -7,7 +7,10 @@
 #   scripts/fuzz.sh [seconds per target, default 60]
 #
 # Seeds: test/fuzz/corpus/{kiln,npy,onnx} (valid files made by kiln-compile
-# and writeNpy; small ONNX models and damaged ones). The growing corpus and any crash input are kept in
+# and writeNpy; small ONNX models and damaged ones). The .kiln seeds are
+# files without their 48-byte seal (the fuzz target seals each input):
+#   kiln-compile test/fuzz/corpus/mlp.mlir --target vulkan -o m.kiln &&
+#   head -c -48 m.kiln > test/fuzz/corpus/kiln/mlp-vulkan.kiln The growing corpus and any crash input are kept in
 # ${KILN_FUZZ_DIR:-build-fuzz}. Exits non-zero when a target crashes, leaks
 # or trips the sanitizer; prints each target's executions and coverage.
 set -euo pipefail

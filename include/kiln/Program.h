@@ -32,14 +32,19 @@
 namespace kiln {
 namespace rt {
 struct Artifact;
+struct TargetProgram;
 class Buffer;
 class Model;
 struct ProgramInput;
 } // namespace rt
 
 struct CompileOptions {
-  /// "vulkan", "cpu", "metal" (MSL, for Apple GPUs: written, not run here);
-  /// empty: "vulkan" when a tensor of the graph is committed to a Vulkan
+  /// "vulkan", "cpu", "metal" (MSL, for Apple GPUs: written, not run here),
+  /// each optionally with a named profile of the device to compile for
+  /// ("vulkan:generic", "vulkan:nvidia-hopper", "vulkan:amd-rdna",
+  /// "cpu:x86-64-v3", "cpu:x86-64-v4"; docs/aot.md): several of one api are
+  /// variants, and a runtime runs the most specific its device meets.
+  /// Empty: "vulkan" when a tensor of the graph is committed to a Vulkan
   /// device, else the default device's kind.
   std::vector<std::string> targets;
   /// Names in the file (kiln-run --input name=file.npy); default input0,
@@ -71,12 +76,15 @@ public:
   /// Every device it runs on: one per device its steps name (a model
   /// compiled split across GPUs, or loaded onto several), else one.
   std::vector<Device> devices() const { return devices_; }
-  /// "vulkan, cpu".
+  /// "vulkan, cpu", each variant with its profile ("cpu:x86-64-v3").
   std::string targets() const;
+  /// The variant that runs on device(): "vulkan:generic"; empty when none.
+  std::string variant() const;
   /// Input and output names, shapes and dtypes, one per line.
   std::string signature() const;
-  /// The steps, values and buffer plan of the program for `target` (empty:
-  /// the one run on device()).
+  /// The steps, values and buffer plan of the program for `target`, a
+  /// variant as compiled ("vulkan:generic") or an api (its first variant);
+  /// empty: the one run on device().
   std::string describe(const std::string &target = "") const;
   /// The metal target's kernels as MSL, each after a comment line with its
   /// threadgroup size, grid and buffer map; empty without a metal target.
@@ -97,6 +105,7 @@ private:
   friend Program load(const std::string &, const std::vector<Device> &);
   Program(std::shared_ptr<const rt::Artifact> artifact, std::vector<Device> devices,
           bool mustRun = true);
+  const rt::TargetProgram *programFor(const std::string &target) const;
   /// The program inputs of one run, checked against the signature; host
   /// bytes kept in `hostData`.
   std::vector<rt::ProgramInput> bindInputs(const std::vector<Tensor> &inputs,

@@ -13,6 +13,7 @@
 #include "Compile.h"
 #include "CpuObject.h"
 #include "MslTarget.h"
+#include "TargetProfiles.h"
 #include "Devices.h"
 #include "FoldBatchNorm.h"
 #include "GraphBuilder.h"
@@ -89,25 +90,55 @@ Device deviceFor(const std::string &target) {
   throw Error("unknown target '" + target + "': use vulkan, cpu or metal");
 }
 
+/// The CPU instruction set a cpu target's code is for: its profile's, else
+/// the options'.
+std::string cpuIsaOf(const TargetSpec &spec, const CompileOptions &options) {
+  if (spec.profile.empty())
+    return options.cpu_isa;
+  // A level that is no profile (from cpu_isa) is the emitter's to refuse.
+  const TargetProfile *profile = findTargetProfile(spec.api, spec.profile);
+  return profile ? profile->cpuIsa : spec.profile;
+}
+
+/// The targets to compile for, parsed, each once; the profile a cpu target
+/// gets from CompileOptions::cpu_isa is its own.
+std::vector<TargetSpec> targetSpecs(const std::vector<std::string> &targets,
+                                    const CompileOptions &options) {
+  std::vector<TargetSpec> specs;
+  for (const std::string &text : targets) {
+    TargetSpec spec = parseTargetSpec(text);
+    if (spec.api == "cpu" && spec.profile.empty() && options.cpu_isa != "host")
+      spec.profile = options.cpu_isa;
+    if (spec.profile == "host")
+      spec.profile.clear();
+    for (const TargetSpec &earlier : specs)
+      if (earlier.str() == spec.str())
+        throw Error("target " + spec.str() + " is listed twice: list each target once");
+    specs.push_back(spec);
+  }
+  return specs;
+}
+
 /// Compiles a placed, fused graph for `target`.
 template <typename Graph>
-std::shared_ptr<const rt::Program> compileFor(Session &s, Graph &graph,
-                                              const std::string &target,
+std::shared_ptr<const rt::Program> compileFor(Session &s, Graph &graph, const TargetSpec &target,
                                               const CompileOptions &options,
                                               ProgramTarget how = {}) {
   std::optional<CpuObjectEmitter> objects;
-  if (target == "cpu") {
-    objects.emplace(options.cpu_isa);
+  if (target.api == "cpu") {
+    objects.emplace(cpuIsaOf(target, options));
     how.cpuObjects = &*objects;
   }
-  if (target == "metal")
+  if (target.api == "metal")
     how.gpuProfile = &metalProfile();
+  else if (target.api == "vulkan" && !target.profile.empty())
+    how.gpuProfile = &findTargetProfile(target.api, target.profile)->gpu;
   std::shared_ptr<const rt::Program> program;
   if constexpr (std::is_same_v<Graph, GraphBuilder>)
     program = compileProgram(s, graph, nullptr, how);
   else
     program = compileProgram(s, graph, how);
-  return target == "metal" ? toMetalProgram(*program) : program;
+  return target.api == "metal" ? toMetalProgram(*program) : program;
 }
 
 /// An f32 filter [Cout, C, Kh, Kw] as the CPU direct convolution reads it
@@ -260,7 +291,9 @@ Program kiln::compile(const std::vector<Tensor> &outputs, const std::vector<Tens
       });
   // A weight by node and how its bytes are packed ("": as is).
   std::vector<std::pair<std::pair<const Node *, std::string>, uint32_t>> weightOf;
-  for (const std::string &target : targets) {
+  std::vector<TargetSpec> specs = targetSpecs(targets, options);
+  for (const TargetSpec &spec : specs) {
+    const std::string &target = spec.api;
     Device device = deviceFor(target);
     GraphBuilder graph(&s.contextForGraph());
     graph.retarget = device;
@@ -272,6 +305,7 @@ Program kiln::compile(const std::vector<Tensor> &outputs, const std::vector<Tens
     placeAndFuse(s, graph, RealizeOptions());
     rt::TargetProgram program;
     program.target = target;
+    program.profile = spec.profile;
     auto isModelInput = [&](const Node *node) {
       return std::any_of(inputs.begin(), inputs.end(),
                          [&](const Tensor &t) { return t.node().get() == node; });
@@ -282,7 +316,7 @@ Program kiln::compile(const std::vector<Tensor> &outputs, const std::vector<Tens
       return index < graph.inputs.size() && !isModelInput(graph.inputs[index]);
     };
     how.packedWeights = &packedWeights;
-    program.program = compileFor(s, graph, target, options, how);
+    program.program = compileFor(s, graph, spec, options, how);
     for (uint32_t index = 0; index < graph.inputs.size(); ++index) {
       Node *node = graph.inputs[index];
       auto input = std::find_if(inputs.begin(), inputs.end(),
@@ -332,7 +366,7 @@ Program kiln::compile(const std::vector<Tensor> &outputs, const std::vector<Tens
     artifact->programs.push_back(std::move(program));
   }
   // Read before the artifact is moved (argument order is unspecified).
-  std::vector<Device> devices = compiledDevices(*artifact, targets.front());
+  std::vector<Device> devices = compiledDevices(*artifact, specs.front().api);
   return Program(std::move(artifact), std::move(devices), /*mustRun=*/false);
 }
 
@@ -424,19 +458,22 @@ Program kiln::compile_graph(const std::string &text, const std::string &name,
   for (size_t i = 0; i < graphFunc.getNumResults(); ++i)
     artifact->outputs.push_back({nameAt(options.output_names, i, "output"),
                                  programTypeOf(graphFunc.getResultTypes()[i])});
-  for (const std::string &target : targets) {
+  std::vector<TargetSpec> specs = targetSpecs(targets, options);
+  for (const TargetSpec &spec : specs) {
+    const std::string &target = spec.api;
     OwningOpRef<ModuleOp> copy = module->clone();
     placeAndFuseFor(*copy, deviceFor(target), name, diagnostics, target == "cpu");
     rt::TargetProgram program;
     program.target = target;
+    program.profile = spec.profile;
     func::FuncOp func = firstFunc(*copy);
-    program.program = compileFor(s, func, target, options);
+    program.program = compileFor(s, func, spec, options);
     for (size_t i = 0; i < program.program->inputs.size(); ++i)
       program.sources.push_back({false, static_cast<uint32_t>(i)});
     artifact->programs.push_back(std::move(program));
   }
   // Read before the artifact is moved (argument order is unspecified).
-  std::vector<Device> devices = compiledDevices(*artifact, targets.front());
+  std::vector<Device> devices = compiledDevices(*artifact, specs.front().api);
   return Program(std::move(artifact), std::move(devices), /*mustRun=*/false);
 }
 
@@ -575,6 +612,8 @@ Device Program::device() const { return devices_.front(); }
 
 std::string Program::targets() const { return artifact_->targets(); }
 
+std::string Program::variant() const { return model_ ? model_->program().variant() : ""; }
+
 std::string Program::signature() const {
   std::string text;
   for (const rt::Signature &s : artifact_->inputs)
@@ -584,10 +623,23 @@ std::string Program::signature() const {
   return text;
 }
 
+/// The program `target` names: a variant as written ("vulkan:generic"),
+/// else the first of an api's; with none, the one the program runs.
+const rt::TargetProgram *Program::programFor(const std::string &target) const {
+  for (const rt::TargetProgram &p : artifact_->programs)
+    if (target.empty() ? (model_ ? &p == &model_->program() : p.target == device().api())
+                       : p.variant() == target)
+      return &p;
+  std::string api = target.substr(0, target.find(':'));
+  for (const rt::TargetProgram &p : artifact_->programs)
+    if (p.target == api)
+      return &p;
+  return nullptr;
+}
+
 std::string Program::describe(const std::string &target) const {
-  for (const rt::TargetProgram &p : artifact_->programs) {
-    if (p.target != (target.empty() ? device().api() : target))
-      continue;
+  if (const rt::TargetProgram *found = programFor(target)) {
+    const rt::TargetProgram &p = *found;
     // Then where each input comes from, the weights by name (the CPU's
     // packed filters say so).
     std::string text = p.program->describe();

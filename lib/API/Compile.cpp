@@ -12,6 +12,7 @@
 #include "kiln/Codegen/KernelCost.h"
 #include "kiln/Transforms/Passes.h"
 #include "kiln/Transforms/Placement.h"
+#include "kiln/runtime/SpirvInterface.h"
 #include "kiln/runtime/Vulkan.h"
 
 #include "mlir/IR/Diagnostics.h"
@@ -428,6 +429,14 @@ std::shared_ptr<rt::SpirvCode> kiln::spirvCodeOf(const CompiledKernel &compiled)
   code->entryPoint = compiled.entryPoint;
   code->bindingOrder = compiled.bindingOrder;
   code->groups = {compiled.groups[0], compiled.groups[1], compiled.groups[2]};
+  // Its assumptions, read from the module by the loader's own reader.
+  rt::StatusOr<rt::SpirvInterface> interface = rt::readSpirvInterface(code->words);
+  if (!interface.isOk())
+    throw CompileError("generated SPIR-V has an unreadable interface (a Kiln bug): " +
+                       interface.status().message());
+  code->subgroupSize = interface->usesSubgroups ? compiled.subgroupSize : 0;
+  code->workgroupSize = interface->workgroupSize;
+  code->sharedBytes = static_cast<uint32_t>(interface->sharedBytes);
   return code;
 }
 

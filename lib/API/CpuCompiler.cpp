@@ -16,6 +16,7 @@
 #include "KernelStore.h"
 #include "Tuning.h"
 
+#include "kiln/Codegen/KernelConfig.h"
 #include "kiln/Codegen/Pipelines.h"
 #include "kiln/Errors.h"
 
@@ -30,6 +31,7 @@
 #include "llvm/Support/TargetSelect.h"
 
 #include <cstdlib>
+#include <unistd.h>
 #include <cstring>
 #include <mutex>
 
@@ -128,6 +130,8 @@ public:
       return nullptr;
     }
     dylib->addGenerator(std::move(*process));
+    if (builtins)
+      dylib->addToLinkOrder(*builtins);
     auto buffer = llvm::MemoryBuffer::getMemBufferCopy(
         llvm::StringRef(reinterpret_cast<const char *>(object.data()), object.size()), name);
     if (llvm::Error e = jit->addObjectFile(*dylib, std::move(buffer))) {
@@ -143,8 +147,30 @@ public:
   }
 
 private:
-  explicit ObjectLoader(std::unique_ptr<llvm::orc::LLJIT> jit) : jit(std::move(jit)) {}
+  explicit ObjectLoader(std::unique_ptr<llvm::orc::LLJIT> jit) : jit(std::move(jit)) {
+#ifdef KILN_COMPILER_RT_BUILTINS
+    // compiler-rt's builtins, for the calls LLVM makes where the CPU lacks
+    // an instruction (f16 conversions without F16C): loaded once, each
+    // member linked where a kernel needs it.
+    if (access(KILN_COMPILER_RT_BUILTINS, R_OK) != 0)
+      return;
+    auto library = this->jit->createJITDylib("kiln_compiler_rt");
+    if (!library) {
+      llvm::consumeError(library.takeError());
+      return;
+    }
+    auto generator = llvm::orc::StaticLibraryDefinitionGenerator::Load(
+        this->jit->getObjLinkingLayer(), KILN_COMPILER_RT_BUILTINS);
+    if (!generator) {
+      llvm::consumeError(generator.takeError());
+      return;
+    }
+    library->addGenerator(std::move(*generator));
+    builtins = &*library;
+#endif
+  }
   std::unique_ptr<llvm::orc::LLJIT> jit;
+  llvm::orc::JITDylib *builtins = nullptr;
   std::mutex mutex;
   uint64_t next = 0;
 };
@@ -163,6 +189,9 @@ const CompiledCpuKernel &keepCpuKernel(Session &session, const std::string &key,
 
 const CompiledCpuKernel &kiln::compileCpuKernel(Session &session, KernelOp kernel,
                                                 rt::Device *device) {
+  // Configured and compiled for the level the CPU device runs
+  // (KILN_CPU_ISA), not only this host's.
+  CpuTargetLanes lanes(cpuDeviceLanes());
   configureKernel(session, kernel, nullptr, cpuFingerprint(), device);
   // The kernel as configured: the key in this session and, with this CPU
   // and compiler build, in the cache's store.
@@ -197,7 +226,7 @@ const CompiledCpuKernel &kiln::compileCpuKernel(Session &session, KernelOp kerne
   // concurrent code generators.
   thread_local std::unique_ptr<CpuObjectEmitter> emitter;
   if (!emitter)
-    emitter = std::make_unique<CpuObjectEmitter>("host");
+    emitter = std::make_unique<CpuObjectEmitter>(cpuDeviceIsa());
   CompiledCpuKernel compiled;
   CpuObjectEmitter::Object object =
       emitter->emitConfigured(kernel, "_mlir_kiln_kernel", capture ? &compiled.optimizedIR : nullptr);

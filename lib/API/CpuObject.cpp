@@ -98,6 +98,39 @@ CpuObjectEmitter::CpuObjectEmitter(const std::string &isa) {
 
 CpuObjectEmitter::~CpuObjectEmitter() = default;
 
+const std::string &kiln::cpuDeviceIsa() {
+  static const std::string isa = [] {
+    const char *text = std::getenv("KILN_CPU_ISA");
+    std::string level = text && *text ? text : "host";
+    if (level == "host")
+      return level;
+    // The level must run here: the JIT's code runs in this process.
+    CpuObjectEmitter probe(level);
+    llvm::StringMap<bool> host = llvm::sys::getHostCPUFeatures();
+    std::string missing;
+    for (const std::string &feature : probe.requiredFeatures())
+      if (!host.lookup(feature))
+        missing += (missing.empty() ? "" : ", ") + feature;
+    if (!missing.empty())
+      throw Error("KILN_CPU_ISA=" + level + " needs " + missing +
+                  ", which this CPU lacks: name a lower level, or unset it for this CPU's own");
+    return level;
+  }();
+  return isa;
+}
+
+int kiln::cpuDeviceLanes() {
+  static const int lanes = [] {
+    const std::string &isa = cpuDeviceIsa();
+    if (isa == "x86-64-v4")
+      return 16;
+    if (isa != "host")
+      return 8; // SSE-only levels too: LLVM splits the 8-lane vectors
+    return llvm::sys::getHostCPUFeatures().lookup("avx512f") ? 16 : 8;
+  }();
+  return lanes;
+}
+
 std::vector<std::string> CpuObjectEmitter::requiredFeatures() const {
   std::vector<std::string> out;
   const llvm::MCSubtargetInfo *info = machine_->getMCSubtargetInfo();
@@ -119,7 +152,8 @@ CpuObjectEmitter::Object CpuObjectEmitter::emitConfigured(KernelOp kernel,
                                                           const std::string &symbol,
                                                           std::string *optimizedIR) {
   // Configs sized for the ISA compiled for, not the host's.
-  CpuTargetLanes lanes(machine_->getTargetFeatureString().contains("+avx512f") ? 16 : 8);
+  const llvm::MCSubtargetInfo *info = machine_->getMCSubtargetInfo();
+  CpuTargetLanes lanes(info->checkFeatures("+avx512f") ? 16 : 8);
   KernelModule km = buildKernelModule(kernel, KernelLayout::Coalesced);
   Object object;
   object.numBindings = km.fn.getNumArguments();
@@ -146,10 +180,18 @@ CpuObjectEmitter::Object CpuObjectEmitter::emitConfigured(KernelOp kernel,
       global.setLinkage(llvm::GlobalValue::InternalLinkage);
   impl->setName(symbol + "_impl");
   addPackedEntry(*module, *impl, symbol);
+  // What the code was compiled for, beside it, so a loader holds a file's
+  // metadata against the code itself (CpuLibrary::lookupValue).
+  llvm::Type *i64 = llvm::Type::getInt64Ty(ctx);
+  for (auto [suffix, value] :
+       {std::pair{rt::kCpuOuterIterationsSuffix, object.outerIterations},
+        std::pair{rt::kCpuArgumentsSuffix, int64_t(object.numBindings)}})
+    new llvm::GlobalVariable(*module, i64, /*isConstant=*/true, llvm::GlobalValue::ExternalLinkage,
+                             llvm::ConstantInt::get(i64, value), symbol + suffix);
   // LLVM vectorizes loops 256 bits wide on AVX-512 CPUs unless told
   // otherwise; the kernels' own vectors are 512 already, and the row and
   // elementwise loops it vectorizes ran up to 1.6x faster at 512 here.
-  if (machine_->getTargetFeatureString().contains("+avx512f"))
+  if (info->checkFeatures("+avx512f"))
     for (llvm::Function &fn : *module)
       if (!fn.isDeclaration())
         fn.addFnAttr("prefer-vector-width", "512");
@@ -230,6 +272,12 @@ std::vector<uint8_t> kiln::linkSharedObject(const std::vector<std::vector<uint8_
       throw CompileError("cannot write " + file + " for linking");
     args.push_back(file);
   }
+#ifdef KILN_COMPILER_RT_BUILTINS
+  // What LLVM calls where the CPU lacks an instruction: the object holds
+  // its own copy (the runtime has no compiler-rt).
+  if (access(KILN_COMPILER_RT_BUILTINS, R_OK) == 0)
+    args.push_back(KILN_COMPILER_RT_BUILTINS);
+#endif
   std::string log = (dir.path / "ld.log").string();
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);

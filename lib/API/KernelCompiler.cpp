@@ -305,6 +305,7 @@ const CompiledKernel &kiln::compileKernel(Session &session, KernelOp kernel,
     if (std::optional<std::vector<uint8_t>> bytes = store->findKernel(storeKey))
       if (std::optional<CompiledKernel> loaded = decodeKernel(*bytes)) {
         loaded->hash = std::hash<std::string>()(key);
+        loaded->subgroupSize = static_cast<uint32_t>(limits.subgroupSize);
         loaded->ptx = wgmmaPtxFor(gemm, limits, loaded->hash);
         ++session.stats.kernels_loaded;
         return keepKernel(session, key, std::move(*loaded), adapter);
@@ -356,6 +357,7 @@ const CompiledKernel &kiln::compileKernel(Session &session, KernelOp kernel,
     throw CompileError(error + ": " + diagnostics);
   CompiledKernel compiled;
   compiled.hash = std::hash<std::string>()(key);
+  compiled.subgroupSize = static_cast<uint32_t>(limits.subgroupSize);
   compiled.spirv = std::move(lowered->words);
   compiled.entryPoint = lowered->entryPoint;
   compiled.bindingOrder = lowered->bindingOrder;

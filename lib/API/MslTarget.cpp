@@ -1,6 +1,7 @@
 //===- MslTarget.cpp - the metal target: MSL from Kiln's SPIR-V -----------===//
 
 #include "MslTarget.h"
+#include "TargetProfiles.h"
 
 #include "kiln/Errors.h"
 
@@ -9,21 +10,7 @@
 using namespace kiln;
 
 const rt::AdapterInfo &kiln::metalProfile() {
-  static const rt::AdapterInfo profile = [] {
-    rt::AdapterInfo info;
-    info.name = "Apple GPU (Metal profile)";
-    info.subgroupSize = 32;
-    info.maxWorkgroupInvocations = 1024;
-    info.maxSharedMemoryBytes = 32768;
-    for (int i = 0; i < 3; ++i) {
-      info.maxWorkgroupCount[i] = 65535;
-      info.maxWorkgroupSize[i] = 1024;
-    }
-    info.maxStorageBufferRange = uint64_t(1) << 32;
-    info.maxStorageBuffersPerStage = 31;
-    return info;
-  }();
-  return profile;
+  return findTargetProfile("metal", "apple")->gpu;
 }
 
 namespace {

@@ -40,6 +40,9 @@ struct CompiledKernel {
   /// then outputs).
   std::vector<uint32_t> bindingOrder;
   uint32_t groups[3] = {1, 1, 1};
+  /// The subgroup size it was compiled for (its code depends on it where it
+  /// uses subgroup operations: SpirvCode::subgroupSize).
+  uint32_t subgroupSize = 0;
   /// PTX beside the SPIR-V, for a GPU CUDA runs (WgmmaGemm.h); null else.
   std::shared_ptr<const rt::PtxCode> ptx;
 };

@@ -2,6 +2,7 @@
 
 #include "Tuning.h"
 
+#include "CpuObject.h"
 #include "KernelCompiler.h"
 #include "KernelStore.h"
 
@@ -60,8 +61,10 @@ std::string kiln::cpuFingerprint() {
       if (feature.second)
         enabled.push_back(feature.first().str());
     std::sort(enabled.begin(), enabled.end());
+    // Code for a forced level (KILN_CPU_ISA) is not this CPU's own.
+    std::string isa = cpuDeviceIsa() == "host" ? "" : " isa=" + cpuDeviceIsa();
     return "cpu model=" + llvm::sys::getHostCPUName().str() + " features=" +
-           llvm::join(enabled, ",");
+           llvm::join(enabled, ",") + isa;
   }();
   return fingerprint;
 }

@@ -328,7 +328,8 @@ std::optional<CpuMatmulConfig> CpuMatmulConfig::fromSizes(const std::vector<int6
 int LoopKernelConfig::defaultWorkgroupSize(const DeviceLimits &limits, int64_t iterations) {
   // 256: the best of 64..1024 for the H200's elementwise chains, and no
   // worse on lavapipe; more only when the grid would outrun the device.
-  int64_t size = 256;
+  // A device that allows fewer (Vulkan's minimum is 128) takes its most.
+  int64_t size = std::min<int64_t>(256, std::max(1, limits.maxWorkgroupInvocations));
   int64_t maxGroups = std::max<int64_t>(1, limits.maxWorkgroupCount[0]);
   if ((iterations + size - 1) / size > maxGroups)
     size = ((iterations + maxGroups - 1) / maxGroups + 31) / 32 * 32;

@@ -52,8 +52,10 @@ LogicalResult kiln::populateLinalgToLLVMPipeline(OpPassManager &pm) {
   std::string text =
       "kiln-approximate-math{all=true},"
       "func.func(convert-linalg-to-loops),kiln-cpu-range-args,"
-      // bf16 arithmetic in f32 and its casts as integer bit operations:
-      // no libcall the JIT would have to find, on any x86 CPU.
+      // bf16 arithmetic and math (batch norm's sqrt) in f32, and its casts
+      // as integer bit operations: no libcall (__truncsfbf2) on a CPU
+      // without AVX-512 BF16.
+      "math-extend-to-supported-types{extra-types=f16 target-type=f32},"
       "arith-emulate-unsupported-floats{source-types=bf16 target-type=f32},"
       "kiln-cpu-expand-arith,"
       "lower-affine,canonicalize,convert-scf-to-cf,convert-math-to-llvm,convert-vector-to-llvm,"

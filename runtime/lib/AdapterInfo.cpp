@@ -47,6 +47,47 @@ static AdapterInfo::Type adapterType(VkPhysicalDeviceType type) {
   }
 }
 
+/// Subgroup size control and the shader features kernels declare.
+static void describeShaderFeatures(VkPhysicalDevice physical, uint32_t apiVersion,
+                                   AdapterInfo &info) {
+  VkPhysicalDeviceSubgroupSizeControlFeatures control{};
+  control.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES;
+  VkPhysicalDeviceVulkan11Features v11{};
+  v11.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES;
+  VkPhysicalDeviceVulkan12Features v12{};
+  v12.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES;
+  bool chained = apiVersion >= VK_API_VERSION_1_2;
+  bool canControl =
+      apiVersion >= VK_API_VERSION_1_3 ||
+      hasDeviceExtension(physical, VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME);
+  VkPhysicalDeviceFeatures2 features{};
+  features.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2;
+  if (chained) {
+    features.pNext = &v11;
+    v11.pNext = &v12;
+    v12.pNext = canControl ? &control : nullptr;
+  } else if (canControl) {
+    features.pNext = &control;
+  }
+  vkGetPhysicalDeviceFeatures2(physical, &features);
+  info.shaderInt64 = features.features.shaderInt64;
+  info.shaderFloat16 = chained && v12.shaderFloat16;
+  info.storageBuffer16BitAccess = chained && v11.storageBuffer16BitAccess;
+  if (!canControl || !control.subgroupSizeControl)
+    return;
+  VkPhysicalDeviceSubgroupSizeControlProperties sizes{};
+  sizes.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_PROPERTIES;
+  VkPhysicalDeviceProperties2 props{};
+  props.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2;
+  props.pNext = &sizes;
+  vkGetPhysicalDeviceProperties2(physical, &props);
+  if (!(sizes.requiredSubgroupSizeStages & VK_SHADER_STAGE_COMPUTE_BIT))
+    return;
+  info.minSubgroupSize = sizes.minSubgroupSize;
+  info.maxSubgroupSize = sizes.maxSubgroupSize;
+  info.maxComputeWorkgroupSubgroups = sizes.maxComputeWorkgroupSubgroups;
+}
+
 AdapterInfo describeAdapter(VkPhysicalDevice physical,
                             uint32_t instanceApiVersion) {
   VkPhysicalDeviceProperties props{};
@@ -127,6 +168,7 @@ AdapterInfo describeAdapter(VkPhysicalDevice physical,
       uuid[i] = ids.deviceUUID[i];
     if (subgroup.subgroupSize != 0)
       info.subgroupSize = subgroup.subgroupSize;
+    describeShaderFeatures(physical, std::min(instanceApiVersion, props.apiVersion), info);
     if (hasPci) {
       char address[32];
       std::snprintf(address, sizeof address, "%04x:%02x:%02x.%x", pci.pciDomain, pci.pciBus,

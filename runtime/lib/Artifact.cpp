@@ -4,12 +4,16 @@
 
 #include "kiln/runtime/Vulkan.h"
 
+#include "kiln/runtime/Sha256.h"
+#include "kiln/runtime/SpirvInterface.h"
+
 #include "FileIO.h"
 #include "SpirvCheck.h"
 #include "kiln_generated.h"
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <set>
 
 using namespace kiln::rt;
@@ -58,10 +62,14 @@ StatusOr<Offset<fbs::Program>> writeProgram(FlatBufferBuilder &b, const TargetPr
     }
     Offset<fbs::SpirvCode> spirv = 0;
     if (k.spirv) {
-      fbs::Groups groups(k.spirv->groups[0], k.spirv->groups[1], k.spirv->groups[2]);
-      spirv = fbs::CreateSpirvCode(b, k.spirv->hash, b.CreateVector(k.spirv->words),
-                                   b.CreateString(k.spirv->entryPoint),
-                                   b.CreateVector(k.spirv->bindingOrder), &groups);
+      const SpirvCode &code = *k.spirv;
+      fbs::Groups groups(code.groups[0], code.groups[1], code.groups[2]);
+      fbs::Groups workgroup(code.workgroupSize[0], code.workgroupSize[1], code.workgroupSize[2]);
+      spirv = fbs::CreateSpirvCode(
+          b, spirvHash(code.words, code.entryPoint, code.subgroupSize),
+          b.CreateVector(code.words), b.CreateString(code.entryPoint),
+          b.CreateVector(code.bindingOrder), &groups, code.subgroupSize, &workgroup,
+          code.sharedBytes);
     }
     Offset<fbs::MslCode> msl = 0;
     if (k.msl) {
@@ -102,12 +110,13 @@ StatusOr<Offset<fbs::Program>> writeProgram(FlatBufferBuilder &b, const TargetPr
   std::vector<Offset<fbs::Slot>> slots;
   for (const ProgramSlot &s : p.slots)
     slots.push_back(fbs::CreateSlot(b, s.device, s.bytes));
+  auto profile = b.CreateString(target.profile);
   return fbs::CreateProgram(b, b.CreateString(target.target), b.CreateVector(devices),
                             b.CreateVector(inputs), b.CreateVector(sources),
                             b.CreateVector(p.outputs), b.CreateVector(values),
                             b.CreateVector(steps), b.CreateVector(constants),
                             b.CreateVector(kernels), b.CreateVector(slots), p.peakBytes,
-                            p.unplannedBytes, library);
+                            p.unplannedBytes, library, profile);
 }
 
 std::vector<Offset<fbs::Signature>> writeSignatures(FlatBufferBuilder &b,
@@ -192,6 +201,54 @@ std::string launchProblem(const std::array<uint32_t, 3> &size, const std::array<
   return "";
 }
 
+/// A kernel's SPIR-V: framed, with its entry point, its hash, and a record
+/// of its assumptions that agrees with its module. `bindingBytes` gets the
+/// bytes each binding's type declares.
+StatusOr<std::shared_ptr<SpirvCode>> readSpirv(const fbs::SpirvCode &code,
+                                               std::vector<uint64_t> &bindingBytes) {
+  auto spirv = std::make_shared<SpirvCode>();
+  spirv->words = vec(code.words());
+  spirv->entryPoint = code.entry_point() ? code.entry_point()->str() : "";
+  spirv->bindingOrder = vec(code.binding_order());
+  spirv->subgroupSize = code.subgroup_size();
+  spirv->sharedBytes = code.shared_bytes();
+  if (!code.groups() || !code.workgroup())
+    return Status::invalidArgument("no workgroup counts or size");
+  spirv->groups = {code.groups()->x(), code.groups()->y(), code.groups()->z()};
+  spirv->workgroupSize = {code.workgroup()->x(), code.workgroup()->y(), code.workgroup()->z()};
+  for (uint32_t g : spirv->groups)
+    if (g == 0 || g > 65535)
+      return Status::invalidArgument("a workgroup count of " + std::to_string(g));
+  if (Status s = checkSpirv(spirv->words, spirv->entryPoint); !s.isOk())
+    return Status::invalidArgument("its SPIR-V is malformed: " + s.message());
+  spirv->hash = spirvHash(spirv->words, spirv->entryPoint, spirv->subgroupSize);
+  if (spirv->hash != code.hash())
+    return Status::invalidArgument("its SPIR-V, entry point or subgroup size differ from "
+                                   "what was hashed when it was compiled");
+  StatusOr<SpirvInterface> interface = readSpirvInterface(spirv->words);
+  if (!interface.isOk())
+    return interface.status();
+  if (interface->workgroupSize != spirv->workgroupSize)
+    return Status::invalidArgument("its recorded workgroup size differs from its module's");
+  if (interface->sharedBytes != spirv->sharedBytes)
+    return Status::invalidArgument("its recorded workgroup memory (" +
+                                   std::to_string(spirv->sharedBytes) +
+                                   " bytes) differs from its module's (" +
+                                   std::to_string(interface->sharedBytes) + ")");
+  uint32_t subgroup = spirv->subgroupSize;
+  if (interface->usesSubgroups && subgroup == 0)
+    return Status::invalidArgument("it uses subgroup operations but records no subgroup size");
+  if (subgroup && (subgroup > 128 || (subgroup & (subgroup - 1))))
+    return Status::invalidArgument("a subgroup size of " + std::to_string(subgroup));
+  if (interface->bindingBytes.size() > spirv->bindingOrder.size())
+    return Status::invalidArgument("its module declares " +
+                                   std::to_string(interface->bindingBytes.size()) +
+                                   " bindings; the kernel binds " +
+                                   std::to_string(spirv->bindingOrder.size()));
+  bindingBytes = std::move(interface->bindingBytes);
+  return spirv;
+}
+
 /// A kernel's PTX, checked as far as the runtime can without CUDA (the
 /// driver compiles the source when the kernel is prepared).
 StatusOr<std::shared_ptr<PtxCode>> readPtx(const fbs::PtxCode &code) {
@@ -218,6 +275,33 @@ StatusOr<std::shared_ptr<PtxCode>> readPtx(const fbs::PtxCode &code) {
   return ptx;
 }
 
+/// A dispatch of `code` over the step's values: each buffer at least as
+/// large as its binding's type declares (a kernel never reads or writes
+/// past a buffer), and no more workgroups than the largest buffer has
+/// 4-byte words, plus 65536 (every kernel Kiln makes has fewer; a crafted
+/// count of billions would hold the GPU for minutes).
+Status checkDispatch(const SpirvCode &code, const std::vector<uint64_t> &declared,
+                     const ProgramStep &step, const std::vector<ProgramValue> &values) {
+  uint64_t largest = 0;
+  for (size_t i = 0; i < code.bindingOrder.size(); ++i) {
+    uint32_t arg = code.bindingOrder[i];
+    uint32_t value = arg < step.operands.size() ? step.operands[arg]
+                                                : step.results[arg - step.operands.size()];
+    uint64_t bytes = values[value].type.bytes();
+    largest = std::max(largest, bytes);
+    if (i < declared.size() && declared[i] > bytes)
+      return Status::invalidArgument("reads " + std::to_string(declared[i]) +
+                                     " bytes at binding " + std::to_string(i) + ", bound to %" +
+                                     std::to_string(value) + " of " + std::to_string(bytes));
+  }
+  uint64_t groups = uint64_t(code.groups[0]) * code.groups[1] * code.groups[2];
+  if (groups > largest / 4 + 65536)
+    return Status::invalidArgument("launches " + std::to_string(groups) +
+                                   " workgroups over buffers of at most " +
+                                   std::to_string(largest) + " bytes");
+  return Status::ok();
+}
+
 bool sameType(const TensorType &a, const TensorType &b) {
   return a.element == b.element && a.shape == b.shape;
 }
@@ -227,6 +311,7 @@ Status Reader::program(const fbs::Program *in, size_t index, const Artifact &art
   std::string at = "program " + std::to_string(index);
   auto p = std::make_shared<Program>();
   out.target = in->target() ? in->target()->str() : "";
+  out.profile = in->profile() ? in->profile()->str() : "";
   if (out.target != "vulkan" && out.target != "cpu" && out.target != "metal")
     return fail(at, "unknown target '" + out.target + "'");
   if (!in->devices() || in->devices()->size() == 0)
@@ -291,6 +376,8 @@ Status Reader::program(const fbs::Program *in, size_t index, const Artifact &art
   if (in->constants())
     for (const fbs::Constant *c : *in->constants())
       p->constants.push_back(vec(c->bytes()));
+  // Per kernel, the bytes its SPIR-V declares for each binding.
+  std::vector<std::vector<uint64_t>> bindingBytes(in->kernels() ? in->kernels()->size() : 0);
   if (in->kernels())
     for (size_t i = 0; i < in->kernels()->size(); ++i) {
       const fbs::Kernel *k = in->kernels()->Get(i);
@@ -306,20 +393,10 @@ Status Reader::program(const fbs::Program *in, size_t index, const Artifact &art
       if (kernel.elements < 0)
         return fail(kat, "a negative element count");
       if (const fbs::SpirvCode *code = k->spirv()) {
-        auto spirv = std::make_shared<SpirvCode>();
-        spirv->hash = code->hash();
-        spirv->words = vec(code->words());
-        spirv->entryPoint = code->entry_point() ? code->entry_point()->str() : "";
-        spirv->bindingOrder = vec(code->binding_order());
-        if (!code->groups())
-          return fail(kat, "no workgroup counts");
-        spirv->groups = {code->groups()->x(), code->groups()->y(), code->groups()->z()};
-        for (uint32_t g : spirv->groups)
-          if (g == 0 || g > 65535)
-            return fail(kat, "a workgroup count of " + std::to_string(g));
-        if (Status s = checkSpirv(spirv->words, spirv->entryPoint); !s.isOk())
-          return fail(kat, "its SPIR-V is malformed: " + s.message());
-        kernel.spirv = std::move(spirv);
+        StatusOr<std::shared_ptr<SpirvCode>> spirv = readSpirv(*code, bindingBytes[i]);
+        if (!spirv.isOk())
+          return fail(kat, spirv.status().message());
+        kernel.spirv = std::move(*spirv);
         if (const fbs::PtxCode *code = k->ptx()) {
           StatusOr<std::shared_ptr<PtxCode>> ptx = readPtx(*code);
           if (!ptx.isOk())
@@ -426,6 +503,10 @@ Status Reader::program(const fbs::Program *in, size_t index, const Artifact &art
           return fail(sat, kernel.name + " binds " + std::to_string(binds->size()) +
                                " buffers; the step passes " + std::to_string(args));
       }
+      if (kernel.spirv)
+        if (Status s = checkDispatch(*kernel.spirv, bindingBytes[step.index], step, p->values);
+            !s.isOk())
+          return fail(sat, kernel.name + " " + s.message());
       break;
     }
     }
@@ -464,16 +545,33 @@ Status Reader::program(const fbs::Program *in, size_t index, const Artifact &art
         return loaded.status();
       p->cpuLibrary = *loaded;
     }
-    for (ProgramKernel &kernel : p->kernels) {
+    for (size_t i = 0; i < p->kernels.size(); ++i) {
+      ProgramKernel &kernel = p->kernels[i];
       if (!kernel.cpu)
         continue;
       auto cpu = std::const_pointer_cast<CpuCode>(kernel.cpu);
       cpu->owner = p->cpuLibrary;
       if (!p->cpuLibrary->loaded())
         continue;
+      std::string kat = at + " " + kernel.name;
       cpu->fn = p->cpuLibrary->lookup(cpu->symbol);
       if (!cpu->fn)
-        return fail(at + " " + kernel.name, "its CPU code has no symbol '" + cpu->symbol + "'");
+        return fail(kat, "its CPU code has no symbol '" + cpu->symbol + "'");
+      // The metadata against what the code was compiled for: a loop count
+      // or argument count the code does not expect would run it out of
+      // its buffers.
+      std::optional<int64_t> outer =
+          p->cpuLibrary->lookupValue(cpu->symbol + kCpuOuterIterationsSuffix);
+      std::optional<int64_t> args = p->cpuLibrary->lookupValue(cpu->symbol + kCpuArgumentsSuffix);
+      if (!outer || *outer != cpu->outerIterations)
+        return fail(kat, "its loop count " + std::to_string(cpu->outerIterations) +
+                             " differs from its code's");
+      for (const ProgramStep &step : p->steps)
+        if (step.kind == ProgramStep::Kind::dispatch && step.index == i &&
+            (!args || size_t(*args) != step.operands.size() + step.results.size()))
+          return fail(kat, "its code takes " + (args ? std::to_string(*args) : "?") +
+                               " arguments; a step passes " +
+                               std::to_string(step.operands.size() + step.results.size()));
     }
   }
   out.program = std::move(p);
@@ -484,7 +582,7 @@ Status Reader::program(const fbs::Program *in, size_t index, const Artifact &art
 std::string Artifact::targets() const {
   std::string text;
   for (const TargetProgram &p : programs)
-    text += (text.empty() ? "" : ", ") + p.target;
+    text += (text.empty() ? "" : ", ") + p.variant();
   return text.empty() ? "none" : text;
 }
 
@@ -511,7 +609,41 @@ StatusOr<std::vector<uint8_t>> kiln::rt::serializeArtifact(const Artifact &artif
                                b.CreateVector(inputs), b.CreateVector(outputs),
                                b.CreateVector(programs), b.CreateVector(weights)),
            fbs::ArtifactIdentifier());
-  return std::vector<uint8_t>(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
+  std::vector<uint8_t> bytes(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
+  sealArtifact(bytes);
+  return bytes;
+}
+
+void kiln::rt::sealArtifact(std::vector<uint8_t> &bytes) {
+  uint64_t body = bytes.size();
+  Sha256Digest digest = sha256(bytes.data(), bytes.size());
+  bytes.insert(bytes.end(), digest.begin(), digest.end());
+  for (int i = 0; i < 8; ++i)
+    bytes.push_back(uint8_t(body >> (8 * i)));
+  bytes.insert(bytes.end(), kSealMagic, kSealMagic + 8);
+}
+
+StatusOr<size_t> kiln::rt::checkSeal(const uint8_t *data, size_t size, const std::string &what) {
+  const std::string advice = ": compile the model again, or copy the file again if it was "
+                             "copied or downloaded";
+  if (size < kSealBytes || std::memcmp(data + size - 8, kSealMagic, 8) != 0)
+    return Status::invalidArgument(
+        what + ": the file is truncated, damaged, or older than format " +
+        std::to_string(Artifact::kVersionMajor) + "." + std::to_string(Artifact::kVersionMinor) +
+        " (its SHA-256 seal is missing from the end)" + advice);
+  uint64_t body = 0;
+  for (int i = 0; i < 8; ++i)
+    body |= uint64_t(data[size - 16 + i]) << (8 * i);
+  if (body != size - kSealBytes)
+    return Status::invalidArgument(what + ": the file is " + std::to_string(size) +
+                                   " bytes; its seal says " +
+                                   std::to_string(body + kSealBytes) +
+                                   " (bytes were cut out or added)" + advice);
+  Sha256Digest digest = sha256(data, body);
+  if (std::memcmp(digest.data(), data + body, digest.size()) != 0)
+    return Status::invalidArgument(what + ": the file is damaged: its SHA-256 is " +
+                                   toHex(digest) + ", not the one it was sealed with" + advice);
+  return size_t(body);
 }
 
 StatusOr<Artifact> kiln::rt::parseArtifact(const uint8_t *data, size_t size,
@@ -519,6 +651,11 @@ StatusOr<Artifact> kiln::rt::parseArtifact(const uint8_t *data, size_t size,
                                            std::shared_ptr<const void> keepAlive) {
   if (size < 8 || !flatbuffers::BufferHasIdentifier(data, fbs::ArtifactIdentifier()))
     return Status::invalidArgument(what + ": not a .kiln file (no KILN identifier)");
+  // Every byte is checked before any is read as meaning.
+  StatusOr<size_t> body = checkSeal(data, size, what);
+  if (!body.isOk())
+    return body.status();
+  size = *body;
   flatbuffers::Verifier verifier(data, size, /*max_depth=*/64, /*max_tables=*/10000000);
   if (!fbs::VerifyArtifactBuffer(verifier))
     return Status::invalidArgument(what + ": the file is truncated or corrupt (its structure "
@@ -585,6 +722,59 @@ StatusOr<Artifact> kiln::rt::loadArtifact(const std::string &path) {
   return parseArtifact(file.data(), file.size(), path, *mapped);
 }
 
+namespace {
+/// How specific a variant is: code for the device at hand (no profile)
+/// first, then named profiles, then the generic ones; among CPU levels, the
+/// highest.
+int variantRank(const TargetProgram &program) {
+  const std::string &p = program.profile;
+  if (p.empty() || p == "host")
+    return 100;
+  if (p == "generic")
+    return 0;
+  if (p.rfind("x86-64", 0) == 0)
+    return p == "x86-64-v4" ? 40 : p == "x86-64-v3" ? 30 : p == "x86-64-v2" ? 20 : 10;
+  return 50;
+}
+
+/// The devices `program`'s steps run on, when they run it: its CPU code
+/// loaded, and every kernel's assumptions met by the device that runs it.
+/// Else the error that says why not (a device count it does not take, what
+/// the device lacks).
+StatusOr<std::vector<Device *>> bindVariant(const TargetProgram &program,
+                                            const std::vector<Device *> &devices) {
+  Device &device = *devices[0];
+  const std::shared_ptr<const CpuLibrary> &library = program.program->cpuLibrary;
+  if (library && !library->loaded()) {
+    Status usable = CpuLibrary::checkCpu(library->description(), "the model");
+    return usable.isOk() ? Status::internal("the model's CPU code is not loaded") : usable;
+  }
+  const std::vector<std::string> &named = program.program->devices;
+  std::vector<Device *> bound(named.size(), &device);
+  if (devices.size() > 1) {
+    if (devices.size() != named.size()) {
+      std::string list;
+      for (const std::string &n : named)
+        list += (list.empty() ? "" : ", ") + n;
+      return Status::invalidArgument(
+          "the model's steps run on " + std::to_string(named.size()) + " device" +
+          (named.size() == 1 ? "" : "s") + " (" + list + " when compiled), got " +
+          std::to_string(devices.size()) + ": pass one device, or " +
+          std::to_string(named.size()) + " in that order");
+    }
+    bound = devices;
+  }
+  // Every kernel's assumptions against the device that runs it, before
+  // anything runs.
+  for (const ProgramStep &step : program.program->steps)
+    if (step.kind == ProgramStep::Kind::dispatch)
+      if (Status s = bound[step.device]->checkKernel(program.program->kernels[step.index]);
+          !s.isOk())
+        return s;
+  return bound;
+}
+} // namespace
+
 StatusOr<std::unique_ptr<Model>> Model::create(std::shared_ptr<const Artifact> artifact,
                                                Device &device) {
   return create(std::move(artifact), std::vector<Device *>{&device});
@@ -599,37 +789,40 @@ StatusOr<std::unique_ptr<Model>> Model::create(std::shared_ptr<const Artifact> a
     if (other->api() != device.api())
       return Status::invalidArgument("a model runs on devices of one api: " + device.name() +
                                      " and " + other->name() + " are not");
+  // The file's programs for this api are its variants: each is tried,
+  // most specific first, and the first that this device runs is taken.
+  std::vector<const TargetProgram *> candidates;
   for (const TargetProgram &program : artifact->programs)
-    if (program.target == device.api()) {
-      const std::shared_ptr<const CpuLibrary> &library = program.program->cpuLibrary;
-      if (library && !library->loaded()) {
-        Status usable = CpuLibrary::checkCpu(library->description(), "the model");
-        return usable.isOk() ? Status::internal("the model's CPU code is not loaded") : usable;
-      }
-      const std::vector<std::string> &named = program.program->devices;
-      std::vector<Device *> bound(named.size(), &device);
-      if (devices.size() > 1) {
-        if (devices.size() != named.size()) {
-          std::string list;
-          for (const std::string &n : named)
-            list += (list.empty() ? "" : ", ") + n;
-          return Status::invalidArgument(
-              "the model's steps run on " + std::to_string(named.size()) + " device" +
-              (named.size() == 1 ? "" : "s") + " (" + list + " when compiled), got " +
-              std::to_string(devices.size()) + ": pass one device, or " +
-              std::to_string(named.size()) + " in that order");
-        }
-        bound = devices;
-      }
-      auto model = std::unique_ptr<Model>(new Model(artifact, program, std::move(bound)));
-      model->weights_.resize(artifact->weights.size());
-      model->weightsElsewhere_.resize(artifact->weights.size());
-      return model;
+    if (program.target == device.api())
+      candidates.push_back(&program);
+  if (candidates.empty())
+    return Status::notFound("the model has no code for " + device.name() + " (" +
+                            device.api() + "); it was compiled for: " + artifact->targets() +
+                            ". Run it on one of those, or compile it with --target " +
+                            device.api());
+  std::stable_sort(candidates.begin(), candidates.end(),
+                   [](const TargetProgram *a, const TargetProgram *b) {
+                     return variantRank(*a) > variantRank(*b);
+                   });
+  std::string reasons;
+  for (const TargetProgram *candidate : candidates) {
+    StatusOr<std::vector<Device *>> bound = bindVariant(*candidate, devices);
+    if (!bound.isOk()) {
+      if (candidates.size() == 1)
+        return bound.status();
+      reasons += "\n  " + candidate->variant() + ": " + bound.status().message();
+      continue;
     }
-  return Status::notFound("the model has no code for " + device.name() + " (" + device.api() +
-                          "); it was compiled for: " + artifact->targets() +
-                          ". Run it on one of those, or compile it with --target " +
-                          device.api());
+    auto model = std::unique_ptr<Model>(new Model(artifact, *candidate, std::move(*bound)));
+    model->weights_.resize(artifact->weights.size());
+    model->weightsElsewhere_.resize(artifact->weights.size());
+    return model;
+  }
+  return Status::unavailable("none of the model's variants for " + device.api() + " runs on " +
+                             device.name() + ":" + reasons +
+                             "\ncompile it for this device (--target " + device.api() +
+                             " on it), or for a profile it meets (--target " + device.api() +
+                             ":generic)");
 }
 
 Status Model::checkInputs(const std::vector<ProgramInput> &inputs) const {

@@ -210,6 +210,17 @@ CpuLibrary::~CpuLibrary() {
     ::close(fd_);
 }
 
+std::optional<int64_t> CpuLibrary::lookupValue(const std::string &symbol) const {
+  if (!handle_)
+    return std::nullopt;
+  const void *at = dlsym(handle_, symbol.c_str());
+  if (!at)
+    return std::nullopt;
+  int64_t value;
+  std::memcpy(&value, at, sizeof value);
+  return value;
+}
+
 CpuKernelFn CpuLibrary::lookup(const std::string &symbol) const {
   if (!handle_)
     return nullptr;

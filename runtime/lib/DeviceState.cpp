@@ -164,6 +164,17 @@ createDeviceState(const DeviceSetup &setup) {
     coop2.pNext = coop.pNext;
     coop.pNext = &coop2;
   }
+  // Subgroup size control, where offered: kernels that depend on their
+  // subgroup size are created with it (KernelAssumptions.cpp).
+  VkPhysicalDeviceSubgroupSizeControlFeatures sizeControl{};
+  sizeControl.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES;
+  if (setup.adapter->minSubgroupSize && features.chained) {
+    if (apiVersion < VK_API_VERSION_1_3)
+      extensions.push_back(VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME);
+    sizeControl.subgroupSizeControl = VK_TRUE;
+    sizeControl.pNext = features.v12.pNext;
+    features.v12.pNext = &sizeControl;
+  }
   // Host memory both sides of a copy between devices import
   // (PeerTransfer.cpp): a Vulkan 1.1 query for its alignment.
   if (apiVersion >= VK_API_VERSION_1_1 &&

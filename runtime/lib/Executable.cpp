@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "DeviceState.h"
+#include "VulkanUtil.h"
 
 #include "kiln/runtime/Program.h"
 #include "kiln/runtime/ThreadPool.h"
@@ -46,7 +47,17 @@ StatusOr<Pipeline *> VulkanDevice::pipeline(const SpirvCode &code) {
   binary.spirv = &code.words;
   binary.entryPoint = code.entryPoint;
   binary.numBindings = static_cast<uint32_t>(code.bindingOrder.size());
+  binary.subgroupSize = code.subgroupSize;
+  if (Status s = checkAssumptions(code, state_->adapter, "kernel " + formatHash(code.hash));
+      !s.isOk())
+    return s;
   return pipeline(binary);
+}
+
+Status VulkanDevice::checkKernel(const ProgramKernel &kernel) {
+  if (!kernel.spirv || launchesPtx(kernel))
+    return Status::ok();
+  return checkAssumptions(*kernel.spirv, state_->adapter, kernel.name);
 }
 
 StatusOr<std::shared_ptr<Executable>> VulkanDevice::prepare(const ProgramKernel &kernel) {

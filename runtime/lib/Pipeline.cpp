@@ -75,6 +75,13 @@ Pipeline::create(VkDevice device, const void *owner, const KernelBinary &kernel,
   info.stage.module = module;
   info.stage.pName = pipeline->entryPoint_.c_str();
   info.layout = pipeline->layout_;
+  // The subgroup size the kernel's shuffles assume (VulkanDevice::pipeline
+  // asks only where the device can choose it).
+  VkPipelineShaderStageRequiredSubgroupSizeCreateInfo subgroup{};
+  subgroup.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_REQUIRED_SUBGROUP_SIZE_CREATE_INFO;
+  subgroup.requiredSubgroupSize = kernel.subgroupSize;
+  if (kernel.subgroupSize)
+    info.stage.pNext = &subgroup;
   // Vulkan 1.3 drivers say whether the pipeline came from the cache.
   VkPipelineCreationFeedback feedback{}, stageFeedback{};
   VkPipelineCreationFeedbackCreateInfo feedbackInfo{};

@@ -166,6 +166,15 @@ std::string Program::describe() const {
       os << " " << f;
     os << (cpuLibrary->loaded() ? "" : " (not loaded: this CPU lacks some)") << "\n";
   }
+  // What each GPU kernel assumes of the device that runs it.
+  for (const ProgramKernel &kernel : kernels)
+    if (kernel.spirv) {
+      const SpirvCode &code = *kernel.spirv;
+      os << kernel.name << " assumes: workgroup " << code.workgroupSize[0] << "x"
+         << code.workgroupSize[1] << "x" << code.workgroupSize[2] << ", " << code.sharedBytes
+         << " bytes shared, subgroup size "
+         << (code.subgroupSize ? std::to_string(code.subgroupSize) : "any") << "\n";
+    }
   return os.str();
 }
 

@@ -248,9 +248,20 @@ StatusOr<Pipeline *> VulkanDevice::pipeline(const KernelBinary &kernel) {
         "which " + s.label +
         " lacks: compile the model for this device (kiln-compile --target vulkan here, "
         "without KILN_GPU_LIMITS=...,coop=1) or run it on a GPU that has them");
+  // Pinned where the device can choose; else its own size must be it.
+  KernelBinary binary = kernel;
+  if (kernel.subgroupSize && !pinsSubgroupSize(kernel.subgroupSize, s.adapter)) {
+    if (kernel.subgroupSize != s.adapter.subgroupSize)
+      return Status::unavailable("kernel " + formatHash(kernel.hash) +
+                                 " was compiled for subgroup size " +
+                                 std::to_string(kernel.subgroupSize) + "; " + s.label +
+                                 " runs " + std::to_string(s.adapter.subgroupSize) +
+                                 " and cannot be asked for another");
+    binary.subgroupSize = 0;
+  }
   bool driverHit = false;
   StatusOr<std::unique_ptr<Pipeline>> created = Pipeline::create(
-      s.device, &s, kernel, s.maxStorageBuffersPerStage, s.label,
+      s.device, &s, binary, s.maxStorageBuffersPerStage, s.label,
       s.driverCache ? s.driverCache->handle() : VK_NULL_HANDLE,
       s.creationFeedback ? &driverHit : nullptr, s.capture);
   if (!created.isOk())

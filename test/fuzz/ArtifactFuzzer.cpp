@@ -10,13 +10,27 @@
 #include <cstddef>
 #include <cstdint>
 
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+#include <vector>
+
+namespace {
+void parse(const uint8_t *data, size_t size) {
   kiln::rt::StatusOr<kiln::rt::Artifact> artifact =
       kiln::rt::parseArtifact(data, size, "fuzz.kiln");
   if (!artifact.isOk())
-    return 0;
+    return;
   for (const kiln::rt::TargetProgram &program : artifact->programs)
     (void)program.program->describe();
   (void)artifact->targets();
+}
+} // namespace
+
+// The input as a whole file (the seal's own checks), then sealed: a crafted
+// file, whose every check after the seal must hold. The corpus holds
+// unsealed bodies for that reason.
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  parse(data, size);
+  std::vector<uint8_t> sealed(data, data + size);
+  kiln::rt::sealArtifact(sealed);
+  parse(sealed.data(), sealed.size());
   return 0;
 }

@@ -1,6 +1,7 @@
 //===- kiln-compile.cpp - a kiln graph (.mlir) or ONNX model to a .kiln file ===//
 //
 //   kiln-compile graph.mlir -o model.kiln [--target vulkan,cpu,metal] [--cpu-isa host]
+//   kiln-compile graph.mlir -o model.kiln --target vulkan:generic,vulkan:nvidia-hopper,cpu
 //                [--describe]
 //   kiln-compile model.onnx -o model.kiln [--input-shape x=1x3x224x224]...
 //
@@ -11,8 +12,11 @@
 // --describe prints each target's program: steps, values, buffer plan.
 // --msl prints the metal target's kernels as MSL.
 // --ptx prints the kernels that carry PTX for a GPU CUDA runs (WgmmaGemm.h).
-// --cpu-isa names the instruction set of the cpu target's code: host (this
-// CPU), x86-64-v2, x86-64-v3 or x86-64-v4.
+// --target lists apis, each optionally with a profile (TargetProfiles.h):
+// one program per entry, variants of one model. A plain `cpu` is portable
+// code: x86-64-v3, plus x86-64-v4 where this CPU has it.
+// --cpu-isa names the instruction set of the cpu target's code instead: host
+// (this CPU), x86-64-v2, x86-64-v3 or x86-64-v4.
 //
 //===----------------------------------------------------------------------===//
 
@@ -28,11 +32,23 @@
 #include <sstream>
 
 namespace {
+/// AVX-512 as x86-64-v4 defines it (F, BW, CD, DQ, VL).
+bool hostHasX86_64_v4() {
+#if defined(__x86_64__)
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512cd") && __builtin_cpu_supports("avx512dq") &&
+         __builtin_cpu_supports("avx512vl");
+#else
+  return false;
+#endif
+}
+
 int usage(const char *why) {
   std::fprintf(stderr,
                "kiln-compile: %s\n"
                "usage: kiln-compile graph.mlir|model.onnx [-o model.kiln] "
-               "[--target vulkan,cpu,metal] [--cpu-isa host|x86-64-v3|x86-64-v4] "
+               "[--target vulkan,cpu,metal,vulkan:generic,cpu:x86-64-v3,...] "
+               "[--cpu-isa host|x86-64-v3|x86-64-v4] "
                "[--input-shape NAME=1x3x224x224]... [--describe] [--msl] [--ptx]\n",
                why);
   return 2;
@@ -41,7 +57,7 @@ int usage(const char *why) {
 
 int main(int argc, char **argv) {
   std::string input, output;
-  bool describe = false, msl = false, ptx = false;
+  bool describe = false, msl = false, ptx = false, cpuIsaGiven = false;
   kiln::CompileOptions options;
   std::map<std::string, kiln::Shape> shapes;
   for (int i = 1; i < argc; ++i) {
@@ -71,6 +87,7 @@ int main(int argc, char **argv) {
         output = value;
       } else if (arg == "--cpu-isa") {
         options.cpu_isa = value;
+        cpuIsaGiven = true;
       } else {
         std::stringstream list(value);
         for (std::string item; std::getline(list, item, ',');)
@@ -92,6 +109,22 @@ int main(int argc, char **argv) {
   }
   if (input.empty())
     return usage("no graph file");
+  // A plain cpu target is portable code: x86-64-v3 (AVX2, FMA), and beside
+  // it the host's level where that is higher (x86-64-v4 with AVX-512); the
+  // runtime runs the highest its CPU has. --cpu-isa, or cpu:host, names one.
+  if (!cpuIsaGiven) {
+    std::vector<std::string> expanded;
+    for (const std::string &target : options.targets) {
+      if (target != "cpu") {
+        expanded.push_back(target);
+        continue;
+      }
+      if (hostHasX86_64_v4())
+        expanded.push_back("cpu:x86-64-v4");
+      expanded.push_back("cpu:x86-64-v3");
+    }
+    options.targets = expanded;
+  }
   bool onnx = input.size() > 5 && input.compare(input.size() - 5, 5, ".onnx") == 0;
   if (!onnx && !shapes.empty())
     return usage("--input-shape is for .onnx models");

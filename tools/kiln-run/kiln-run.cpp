@@ -3,6 +3,10 @@
 //   kiln-run model.kiln --device vulkan:0 --input x=x.npy --output y=y.npy
 //            [--benchmark N [--micro-batches M]] [--describe] [--stats]
 //
+// --describe prints the variant that runs on the device (of the file's
+// programs for its api, the most specific one it meets) and its steps,
+// buffers and kernels' assumptions; without --input it runs nothing.
+//
 // --device vulkan:0,vulkan:1 runs a model compiled split across two devices
 // on them, in the order its steps name them (one device runs it whole).
 // --micro-batches M times M runs of the inputs per benchmark round,
@@ -161,10 +165,15 @@ int main(int argc, char **argv) {
   StatusOr<std::unique_ptr<Model>> model = Model::create(artifact, devices);
   if (!model.isOk())
     return fail(model.status().message());
-  if (describe)
-    for (const TargetProgram &p : artifact->programs)
-      if (p.target == device->api())
-        std::printf("%s", p.program->describe().c_str());
+  if (describe) {
+    // Which of the file's variants runs here, and why the others do not
+    // matter: the most specific one this device meets.
+    std::printf("variant for %s: %s (the file holds: %s)\n", device->name().c_str(),
+                (*model)->program().variant().c_str(), artifact->targets().c_str());
+    std::printf("%s", (*model)->program().program->describe().c_str());
+    if (inputArgs.empty())
+      return 0; // described, nothing to run
+  }
 
   // Inputs by name (or in order when unnamed), each checked against the
   // signature.

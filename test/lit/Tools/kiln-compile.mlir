@@ -1,4 +1,7 @@
-// RUN: kiln-compile %s --target cpu --describe | FileCheck %s
+// RUN: kiln-compile %s --target cpu:host --describe | FileCheck %s
+// RUN: kiln-compile %s --target cpu --describe | FileCheck %s --check-prefix=PORTABLE
+// RUN: not kiln-compile %s --target vulkan:nvidia-ampere 2>&1 | FileCheck %s --check-prefix=PROFILE
+// RUN: not kiln-compile %s --target cpu:x86-64-v3,cpu --cpu-isa x86-64-v3 2>&1 | FileCheck %s --check-prefix=TWICE
 // RUN: kiln-compile %s --target cpu --cpu-isa x86-64-v3 --describe | FileCheck %s --check-prefix=V3
 // RUN: not kiln-compile %s --target cpu --cpu-isa pentium 2>&1 | FileCheck %s --check-prefix=ISA
 // RUN: not kiln-compile %s --target opencl 2>&1 | FileCheck %s --check-prefix=METAL
@@ -29,6 +32,10 @@ func.func @graph() -> tensor<4x8xf32> {
 // CHECK: outputs:
 // CHECK: 1 slots, peak 256 bytes of 256 without reuse
 // CHECK: cpu code: host ({{.+}}), {{[0-9]+}} bytes, needs
+
+// PORTABLE: cpu code: x86-64-v3, {{[0-9]+}} bytes
+// PROFILE: unknown profile 'nvidia-ampere' of target vulkan: the profiles are vulkan:generic, vulkan:nvidia-hopper, vulkan:amd-rdna
+// TWICE: target cpu:x86-64-v3 is listed twice: list each target once
 
 // V3: cpu code: x86-64-v3, {{[0-9]+}} bytes, needs sse3 ssse3 sse4.1 sse4.2 popcnt avx avx2 fma f16c bmi bmi2 lzcnt movbe{{$}}
 // ISA: unknown CPU ISA level 'pentium': use one of host, x86-64, x86-64-v2, x86-64-v3, x86-64-v4

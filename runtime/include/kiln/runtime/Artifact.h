@@ -37,8 +37,13 @@ struct InputSource {
 
 struct TargetProgram {
   std::string target; ///< "vulkan", "cpu": the api of the devices it runs on
+  /// The named profile it was compiled for ("generic", "nvidia-hopper",
+  /// "x86-64-v3"); empty for the device at hand (a live GPU, the host CPU).
+  std::string profile;
   std::shared_ptr<const Program> program;
   std::vector<InputSource> sources; ///< one per program input
+  /// "vulkan:nvidia-hopper", or "vulkan" without a profile.
+  std::string variant() const { return profile.empty() ? target : target + ":" + profile; }
 };
 
 /// Read-only bytes kept alive by `owner`: a weight in a mapped .kiln file,
@@ -74,7 +79,7 @@ struct Weight {
 
 struct Artifact {
   static constexpr uint16_t kVersionMajor = 0;
-  static constexpr uint16_t kVersionMinor = 3;
+  static constexpr uint16_t kVersionMinor = 4;
   std::vector<Signature> inputs, outputs;
   std::vector<TargetProgram> programs;
   std::vector<Weight> weights;
@@ -83,7 +88,19 @@ struct Artifact {
   std::string targets() const;
 };
 
-/// The file's bytes. Fails for a program that holds code this format cannot
+/// A .kiln file ends in a seal of 48 bytes: the SHA-256 of everything
+/// before it, that length (8 bytes, little-endian), and "KILNSEAL". Loading
+/// checks it before it reads anything else, so a file damaged anywhere
+/// (weights, metadata, kernels, machine code) is refused whole.
+constexpr size_t kSealBytes = 48;
+constexpr char kSealMagic[8] = {'K', 'I', 'L', 'N', 'S', 'E', 'A', 'L'};
+/// Appends the seal to a file's bytes.
+void sealArtifact(std::vector<uint8_t> &bytes);
+/// The length of the sealed bytes, or an error saying how the file is
+/// damaged (no seal, a length that differs, a digest that differs).
+StatusOr<size_t> checkSeal(const uint8_t *data, size_t size, const std::string &what);
+
+/// The file's bytes, sealed. Fails for a program that holds code this format cannot
 /// store yet (CPU machine code from the JIT).
 StatusOr<std::vector<uint8_t>> serializeArtifact(const Artifact &artifact);
 /// Every check above; `what` names the file in errors. With `keepAlive`
@@ -114,6 +131,9 @@ public:
                                                  const std::vector<Device *> &devices);
 
   const Artifact &artifact() const { return *artifact_; }
+  /// The program it runs: of the file's programs for the device's api (its
+  /// variants), the most specific whose every assumption the device meets.
+  const TargetProgram &program() const { return *program_; }
   Device &device() const { return *devices_[0]; }
   /// Whether its steps run on more than one device.
   bool split() const {

@@ -24,10 +24,17 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace kiln::rt {
+
+/// Each kernel `s` of a library also exports `s` + these as 64-bit
+/// constants: the outer loop count and the number of arguments its code was
+/// compiled for, which a loader holds the file's metadata against.
+inline constexpr const char *kCpuOuterIterationsSuffix = "_outer_iterations";
+inline constexpr const char *kCpuArgumentsSuffix = "_arguments";
 
 /// The instruction-set features (LLVM's names: "avx2", "avx512f", ...) the
 /// runtime can check on this CPU.
@@ -74,6 +81,8 @@ public:
   const Description &description() const { return description_; }
   /// The kernel exported as `symbol`, or null.
   CpuKernelFn lookup(const std::string &symbol) const;
+  /// The 64-bit constant exported as `symbol`, or nullopt.
+  std::optional<int64_t> lookupValue(const std::string &symbol) const;
 
 private:
   CpuLibrary(Description description, void *handle, int fd)

@@ -101,6 +101,11 @@ public:
   /// device, when it has no code for this device's kind; the device's own
   /// error when its code is rejected (malformed SPIR-V).
   virtual StatusOr<std::shared_ptr<Executable>> prepare(const ProgramKernel &kernel) = 0;
+  /// Whether this device runs `kernel` as it was compiled (a GPU kernel's
+  /// subgroup size, workgroup limits and features): checked for every
+  /// kernel of a model before anything runs. Unavailable, naming the
+  /// assumption, the kernel's value and the device's, when it does not.
+  virtual Status checkKernel(const ProgramKernel &) { return Status::ok(); }
   /// Runs an executable prepared here over `arguments`: the dispatch step's
   /// operands, then its results, all buffers of this device. Ordered after
   /// earlier work on the device.

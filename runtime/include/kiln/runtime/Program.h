@@ -63,6 +63,13 @@ struct SpirvCode {
   /// dispatch step's operands, then its results).
   std::vector<uint32_t> bindingOrder;
   std::array<uint32_t, 3> groups = {1, 1, 1};
+  /// The subgroup size its subgroup operations or cooperative matrices
+  /// were compiled for; 0 where the result does not depend on it. A device
+  /// runs it only with that size (pinned where it can choose, else refused).
+  uint32_t subgroupSize = 0;
+  /// Its workgroup size and workgroup memory, as its module declares them.
+  std::array<uint32_t, 3> workgroupSize = {1, 1, 1};
+  uint32_t sharedBytes = 0;
 };
 
 /// One kernel as Metal Shading Language (made from its SPIR-V by

@@ -57,6 +57,17 @@ struct AdapterInfo {
   uint32_t maxWorkgroupInvocations = 0;
   uint32_t maxSharedMemoryBytes = 0;
   uint32_t subgroupSize = 0;
+  /// Subgroup sizes a compute pipeline may require
+  /// (VK_EXT_subgroup_size_control, core in Vulkan 1.3), and at most how
+  /// many subgroups a workgroup may then hold; all 0 where the device
+  /// cannot choose (it runs subgroupSize only).
+  uint32_t minSubgroupSize = 0;
+  uint32_t maxSubgroupSize = 0;
+  uint32_t maxComputeWorkgroupSubgroups = 0;
+  /// Shader features kernels may declare, as the device supports them.
+  bool shaderFloat16 = false;
+  bool storageBuffer16BitAccess = false;
+  bool shaderInt64 = false;
   uint64_t maxStorageBufferRange = 0;
   /// Storage buffers one kernel may bind (maxPerStageDescriptorStorageBuffers).
   uint32_t maxStorageBuffersPerStage = 0;
@@ -176,7 +187,22 @@ struct KernelBinary {
   const std::vector<uint32_t> *spirv = nullptr;
   std::string entryPoint = "main";
   uint32_t numBindings = 0;
+  /// The subgroup size it must run with; 0: any (SpirvCode::subgroupSize).
+  uint32_t subgroupSize = 0;
 };
+
+struct SpirvCode;
+
+/// Whether `adapter` runs `code` as it was compiled: its subgroup size (the
+/// device's own, or one it can be asked for), workgroup size and memory,
+/// and the features its module declares. The error names the kernel's
+/// assumption, its value and the device's.
+Status checkAssumptions(const SpirvCode &code, const AdapterInfo &adapter,
+                        const std::string &kernelName);
+/// Whether a pipeline for `code` on `adapter` is created with the subgroup
+/// size it requires: the kernel depends on a size other than the device's
+/// own, and the device can be asked for it.
+bool pinsSubgroupSize(uint32_t subgroupSize, const AdapterInfo &adapter);
 
 /// Opaque: shader module, descriptor set layout, pipeline layout, pipeline.
 /// Owned by its device; valid until the device is destroyed.
@@ -219,6 +245,7 @@ public:
   void resetStats() override;
   /// The kernel's pipeline (created, or from the device's cache).
   StatusOr<std::shared_ptr<Executable>> prepare(const ProgramKernel &kernel) override;
+  Status checkKernel(const ProgramKernel &kernel) override;
   /// Binds the arguments in the SPIR-V's binding order and records the
   /// dispatch of the kernel's workgroups.
   Status dispatch(Executable &executable, const std::vector<Buffer *> &arguments) override;
