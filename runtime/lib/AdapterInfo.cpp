@@ -71,9 +71,13 @@ static void describeShaderFeatures(VkPhysicalDevice physical, uint32_t apiVersio
   }
   vkGetPhysicalDeviceFeatures2(physical, &features);
   info.shaderInt64 = features.features.shaderInt64;
+  info.shaderInt16 = features.features.shaderInt16;
   info.shaderFloat16 = chained && v12.shaderFloat16;
+  info.shaderInt8 = chained && v12.shaderInt8;
+  info.storageBuffer8BitAccess = chained && v12.storageBuffer8BitAccess;
   info.storageBuffer16BitAccess = chained && v11.storageBuffer16BitAccess;
-  if (!canControl || !control.subgroupSizeControl)
+  // Enabled only where the device's features chain (DeviceState.cpp).
+  if (!chained || !canControl || !control.subgroupSizeControl)
     return;
   VkPhysicalDeviceSubgroupSizeControlProperties sizes{};
   sizes.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_PROPERTIES;

@@ -818,11 +818,11 @@ StatusOr<std::unique_ptr<Model>> Model::create(std::shared_ptr<const Artifact> a
     model->weightsElsewhere_.resize(artifact->weights.size());
     return model;
   }
+  std::string portable = device.api() == "cpu" ? "cpu:x86-64-v2" : device.api() + ":generic";
   return Status::unavailable("none of the model's variants for " + device.api() + " runs on " +
                              device.name() + ":" + reasons +
                              "\ncompile it for this device (--target " + device.api() +
-                             " on it), or for a profile it meets (--target " + device.api() +
-                             ":generic)");
+                             " on it), or for a profile it meets (--target " + portable + ")");
 }
 
 Status Model::checkInputs(const std::vector<ProgramInput> &inputs) const {

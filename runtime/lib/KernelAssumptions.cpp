@@ -13,11 +13,31 @@
 
 namespace kiln::rt {
 
-bool pinsSubgroupSize(uint32_t subgroupSize, const AdapterInfo &adapter) {
-  // A kernel compiled for the device's own size runs as is (a SPIR-V 1.3
-  // module sees the reported size without asking); another is asked for.
-  return subgroupSize && subgroupSize != adapter.subgroupSize && adapter.minSubgroupSize &&
-         adapter.minSubgroupSize <= subgroupSize && subgroupSize <= adapter.maxSubgroupSize;
+uint32_t pinnedSubgroupSize(uint32_t subgroupSize, uint64_t invocations, bool mayVary,
+                            const AdapterInfo &adapter) {
+  bool askable = subgroupSize && adapter.minSubgroupSize &&
+                 adapter.minSubgroupSize <= subgroupSize &&
+                 subgroupSize <= adapter.maxSubgroupSize &&
+                 (!adapter.maxComputeWorkgroupSubgroups ||
+                  invocations <= uint64_t(adapter.maxComputeWorkgroupSubgroups) * subgroupSize);
+  if (!askable)
+    return 0;
+  // A SPIR-V 1.3 module sees the reported size without asking; a 1.6 one
+  // (cooperative matrices) may get any, so it asks for its own too.
+  return subgroupSize != adapter.subgroupSize || mayVary ? subgroupSize : 0;
+}
+
+/// Whether a module's SPIR-V version lets the driver vary its subgroup
+/// size (1.6 and later).
+static bool subgroupSizeMayVary(const std::vector<uint32_t> &words) {
+  return words.size() > 1 && ((words[1] >> 16) & 0xff) == 1 && ((words[1] >> 8) & 0xff) >= 6;
+}
+
+uint32_t pinnedSubgroupSize(const SpirvCode &code, const AdapterInfo &adapter) {
+  uint64_t invocations =
+      uint64_t(code.workgroupSize[0]) * code.workgroupSize[1] * code.workgroupSize[2];
+  return pinnedSubgroupSize(code.subgroupSize, invocations, subgroupSizeMayVary(code.words),
+                            adapter);
 }
 
 Status checkAssumptions(const SpirvCode &code, const AdapterInfo &adapter,
@@ -31,7 +51,8 @@ Status checkAssumptions(const SpirvCode &code, const AdapterInfo &adapter,
       "compile the model for this device (kiln-compile --target vulkan on it, or a profile "
       "that matches it), or run it on a device like the one it was compiled for";
   uint32_t subgroup = code.subgroupSize;
-  if (subgroup && subgroup != adapter.subgroupSize && !pinsSubgroupSize(subgroup, adapter)) {
+  uint32_t pinned = pinnedSubgroupSize(code, adapter);
+  if (subgroup && subgroup != adapter.subgroupSize && !pinned) {
     std::string has = std::to_string(adapter.subgroupSize);
     if (adapter.minSubgroupSize && adapter.minSubgroupSize != adapter.maxSubgroupSize)
       has = std::to_string(adapter.minSubgroupSize) + " to " +
@@ -48,11 +69,10 @@ Status checkAssumptions(const SpirvCode &code, const AdapterInfo &adapter,
       return refuse("a workgroup size of", std::to_string(code.workgroupSize[d]) + " in dimension " +
                                                 std::to_string(d),
                     "at most " + std::to_string(adapter.maxWorkgroupSize[d]), recompile);
-  if (pinsSubgroupSize(subgroup, adapter) && adapter.maxComputeWorkgroupSubgroups &&
-      invocations > uint64_t(adapter.maxComputeWorkgroupSubgroups) * subgroup)
-    return refuse("workgroups of", std::to_string(invocations) + " invocations",
-                  "at most " + std::to_string(adapter.maxComputeWorkgroupSubgroups) +
-                      " subgroups of " + std::to_string(subgroup) + " per workgroup",
+  if (adapter.maxStorageBuffersPerStage &&
+      code.bindingOrder.size() > adapter.maxStorageBuffersPerStage)
+    return refuse("", std::to_string(code.bindingOrder.size()) + " storage buffers",
+                  "at most " + std::to_string(adapter.maxStorageBuffersPerStage) + " per kernel",
                   recompile);
   if (adapter.maxSharedMemoryBytes && code.sharedBytes > adapter.maxSharedMemoryBytes)
     return refuse("workgroup memory of", std::to_string(code.sharedBytes) + " bytes",
@@ -70,6 +90,12 @@ Status checkAssumptions(const SpirvCode &code, const AdapterInfo &adapter,
                   recompile);
   if (interface->usesInt64 && !adapter.shaderInt64)
     return refuse("64-bit integers", "(shaderInt64)", "none", recompile);
+  if (interface->usesInt16 && !adapter.shaderInt16)
+    return refuse("16-bit integers", "(shaderInt16)", "none", recompile);
+  if (interface->usesInt8 && !adapter.shaderInt8)
+    return refuse("8-bit integers", "(shaderInt8)", "none", recompile);
+  if (interface->uses8BitStorage && !adapter.storageBuffer8BitAccess)
+    return refuse("8-bit values in buffers", "(storageBuffer8BitAccess)", "none", recompile);
   return Status::ok();
 }
 

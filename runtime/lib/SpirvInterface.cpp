@@ -19,6 +19,7 @@ namespace {
 
 enum Op : uint32_t {
   OpExtension = 10,
+  OpEntryPoint = 15,
   OpExecutionMode = 16,
   OpCapability = 17,
   OpTypeBool = 20,
@@ -33,16 +34,20 @@ enum Op : uint32_t {
   OpVariable = 59,
   OpDecorate = 71,
   OpMemberDecorate = 72,
+  OpExecutionModeId = 331,
 };
 constexpr uint32_t kHeaderWords = 5;
-constexpr uint32_t kLocalSize = 17;
+constexpr uint32_t kLocalSize = 17, kLocalSizeId = 38, kExecutionModelGLCompute = 5;
+constexpr uint32_t kBuiltInWorkgroupSize = 25;
 constexpr uint32_t kDecorationBuiltIn = 11, kDecorationArrayStride = 6, kDecorationBinding = 33,
                    kDecorationDescriptorSet = 34, kDecorationOffset = 35;
 constexpr uint32_t kStorageWorkgroup = 4, kStorageBuffer = 12, kStorageUniform = 2;
 constexpr uint64_t kMaxBytes = uint64_t(1) << 48;
 
 bool isSubgroupCapability(uint32_t c) {
-  return (c >= 61 && c <= 68) ||     // GroupNonUniform .. GroupNonUniformQuad
+  return c == 18 ||                  // Groups
+         (c >= 61 && c <= 68) ||     // GroupNonUniform .. GroupNonUniformQuad
+         c == 6026 ||                // GroupNonUniformRotateKHR
          c == 4423 || c == 4431 ||   // SubgroupBallotKHR, SubgroupVoteKHR
          c == 5297 ||                // GroupNonUniformPartitionedNV
          c == 5357 || c == 6022 ||   // CooperativeMatrixNV, CooperativeMatrixKHR
@@ -69,8 +74,20 @@ struct Module {
   };
   std::map<uint32_t, Variable> variables;
 
+  /// Sizes computed so far: each type once (a crafted module may nest
+  /// structs of a hundred members each).
+  mutable std::map<uint32_t, std::optional<uint64_t>> sizes;
+
   /// Bytes of type `id`, nullopt when unknown (runtime arrays, opaque types).
   std::optional<uint64_t> size(uint32_t id, int depth = 0) const {
+    if (auto known = sizes.find(id); known != sizes.end())
+      return known->second;
+    std::optional<uint64_t> bytes = computeSize(id, depth);
+    sizes[id] = bytes;
+    return bytes;
+  }
+
+  std::optional<uint64_t> computeSize(uint32_t id, int depth) const {
     auto it = types.find(id);
     if (it == types.end() || depth > 16)
       return std::nullopt;
@@ -99,7 +116,7 @@ struct Module {
         stride = s->second;
       else
         stride = size(operand(0), depth + 1);
-      if (!stride || *stride > kMaxBytes || length->second * *stride > kMaxBytes)
+      if (!stride || *stride > kMaxBytes || (*stride && length->second > kMaxBytes / *stride))
         return std::nullopt;
       return length->second * *stride;
     }
@@ -111,6 +128,8 @@ struct Module {
           return std::nullopt;
         auto offset = memberOffset.find({id, m});
         uint64_t start = offset != memberOffset.end() ? offset->second : packed;
+        if (start > kMaxBytes || *member > kMaxBytes)
+          return std::nullopt;
         packed = start + *member;
         bytes = std::max(bytes, packed);
       }
@@ -143,6 +162,7 @@ StatusOr<SpirvInterface> readSpirvInterface(const std::vector<uint32_t> &words) 
     return invalid("shorter than its header");
   SpirvInterface out;
   Module m;
+  uint32_t entryPoints = 0, localSizes = 0, entryPoint = 0, localSizeOf = 0;
   for (size_t i = kHeaderWords; i < words.size();) {
     uint32_t count = words[i] >> 16, opcode = words[i] & 0xffff;
     if (count == 0 || i + count > words.size())
@@ -157,6 +177,9 @@ StatusOr<SpirvInterface> readSpirvInterface(const std::vector<uint32_t> &words) 
         out.usesFloat16 |= w[1] == 9;
         out.uses16BitStorage |= w[1] >= 4433 && w[1] <= 4436;
         out.usesInt64 |= w[1] == 11;
+        out.usesInt16 |= w[1] == 22;
+        out.usesInt8 |= w[1] == 39;
+        out.uses8BitStorage |= w[1] >= 4448 && w[1] <= 4450;
       }
       break;
     case OpExtension: {
@@ -166,9 +189,25 @@ StatusOr<SpirvInterface> readSpirvInterface(const std::vector<uint32_t> &words) 
       out.extensions.push_back(name);
       break;
     }
+    case OpEntryPoint:
+      if (count >= 3 && w[1] == kExecutionModelGLCompute) {
+        if (entryPoints++)
+          return invalid("more than one compute entry point");
+        entryPoint = w[2];
+      }
+      break;
     case OpExecutionMode:
-      if (count >= 6 && w[2] == kLocalSize)
+      if (count >= 3 && w[2] == kLocalSize) {
+        if (count < 6 || localSizes++)
+          return invalid("more than one LocalSize, or one without three sizes");
+        localSizeOf = w[1];
         out.workgroupSize = {w[3], w[4], w[5]};
+      }
+      break;
+    case OpExecutionModeId:
+      // LocalSizeId: sizes from constants the record could not be held to.
+      if (count >= 3 && w[2] == kLocalSizeId)
+        return invalid("a workgroup size given by LocalSizeId");
       break;
     case OpTypeBool:
     case OpTypeInt:
@@ -195,6 +234,8 @@ StatusOr<SpirvInterface> readSpirvInterface(const std::vector<uint32_t> &words) 
       break;
     case OpDecorate:
       if (count >= 4) {
+        if (w[2] == kDecorationBuiltIn && w[3] == kBuiltInWorkgroupSize)
+          return invalid("a WorkgroupSize built-in, which overrides LocalSize");
         if (w[2] == kDecorationBuiltIn)
           out.usesSubgroups |= isSubgroupBuiltIn(w[3]);
         else if (w[2] == kDecorationArrayStride)
@@ -214,6 +255,8 @@ StatusOr<SpirvInterface> readSpirvInterface(const std::vector<uint32_t> &words) 
     }
     i += count;
   }
+  if (entryPoints != 1 || localSizes != 1 || localSizeOf != entryPoint)
+    return invalid("not one compute entry point with its LocalSize");
   for (const auto &[id, variable] : m.variables) {
     auto pointer = m.types.find(variable.pointerType);
     if (pointer == m.types.end() || pointer->second.op != OpTypePointer ||
@@ -241,8 +284,12 @@ StatusOr<SpirvInterface> readSpirvInterface(const std::vector<uint32_t> &words) 
       out.bindingBytes.resize(binding->second + 1, UINT64_MAX);
     if (out.bindingBytes[binding->second] != UINT64_MAX)
       return invalid("two buffers at binding " + std::to_string(binding->second));
-    // A runtime-sized array declares no size: 0, nothing to check.
-    out.bindingBytes[binding->second] = m.size(pointee).value_or(0);
+    // Kiln's buffers are arrays of fixed size: a runtime-sized one would
+    // declare nothing to hold the bound buffer against.
+    std::optional<uint64_t> bytes = m.size(pointee);
+    if (!bytes || *bytes == 0)
+      return invalid("buffer %" + std::to_string(id) + " has no fixed size");
+    out.bindingBytes[binding->second] = *bytes;
   }
   for (uint64_t &bytes : out.bindingBytes)
     if (bytes == UINT64_MAX)

@@ -248,17 +248,24 @@ StatusOr<Pipeline *> VulkanDevice::pipeline(const KernelBinary &kernel) {
         "which " + s.label +
         " lacks: compile the model for this device (kiln-compile --target vulkan here, "
         "without KILN_GPU_LIMITS=...,coop=1) or run it on a GPU that has them");
-  // Pinned where the device can choose; else its own size must be it.
+  // A Program's kernel against the device once, when its pipeline is made
+  // (a dispatch of a cached pipeline checks nothing again).
+  if (kernel.code)
+    if (Status st = checkAssumptions(*kernel.code, s.adapter, "kernel " + formatHash(kernel.hash));
+        !st.isOk())
+      return st;
+  // Pinned where the device can be asked; else its own size must be it.
   KernelBinary binary = kernel;
-  if (kernel.subgroupSize && !pinsSubgroupSize(kernel.subgroupSize, s.adapter)) {
-    if (kernel.subgroupSize != s.adapter.subgroupSize)
-      return Status::unavailable("kernel " + formatHash(kernel.hash) +
-                                 " was compiled for subgroup size " +
-                                 std::to_string(kernel.subgroupSize) + "; " + s.label +
-                                 " runs " + std::to_string(s.adapter.subgroupSize) +
-                                 " and cannot be asked for another");
-    binary.subgroupSize = 0;
-  }
+  binary.subgroupSize =
+      kernel.code ? pinnedSubgroupSize(*kernel.code, s.adapter)
+                  : pinnedSubgroupSize(kernel.subgroupSize, 0, false, s.adapter);
+  if (kernel.subgroupSize && !binary.subgroupSize &&
+      kernel.subgroupSize != s.adapter.subgroupSize)
+    return Status::unavailable("kernel " + formatHash(kernel.hash) +
+                               " was compiled for subgroup size " +
+                               std::to_string(kernel.subgroupSize) + "; " + s.label + " runs " +
+                               std::to_string(s.adapter.subgroupSize) +
+                               " and cannot be asked for another");
   bool driverHit = false;
   StatusOr<std::unique_ptr<Pipeline>> created = Pipeline::create(
       s.device, &s, binary, s.maxStorageBuffersPerStage, s.label,

@@ -40,13 +40,19 @@ struct SpirvInterface {
   /// buffers (StorageBuffer16BitAccess and its kin).
   bool usesFloat16 = false;
   bool uses16BitStorage = false;
-  /// 64-bit integers (Int64).
+  /// 64-, 16- and 8-bit integers (Int64, Int16, Int8); 8-bit values in
+  /// storage buffers.
   bool usesInt64 = false;
+  bool usesInt16 = false;
+  bool usesInt8 = false;
+  bool uses8BitStorage = false;
 };
 
 /// The interface of a module that checkSpirv accepts; InvalidArgument when
-/// its declarations are inconsistent (a binding in another set, a type of
-/// unknown size bound as a buffer, an array length that is no constant).
+/// its declarations are inconsistent or not Kiln's form: not one compute
+/// entry point with one LocalSize (LocalSizeId and the WorkgroupSize
+/// built-in are refused), a binding in another set, a buffer of no fixed
+/// size, an array length that is no constant.
 StatusOr<SpirvInterface> readSpirvInterface(const std::vector<uint32_t> &words);
 
 /// 64 bits of the SHA-256 of the words, the entry point and the required

@@ -68,6 +68,9 @@ struct AdapterInfo {
   bool shaderFloat16 = false;
   bool storageBuffer16BitAccess = false;
   bool shaderInt64 = false;
+  bool shaderInt16 = false;
+  bool shaderInt8 = false;
+  bool storageBuffer8BitAccess = false;
   uint64_t maxStorageBufferRange = 0;
   /// Storage buffers one kernel may bind (maxPerStageDescriptorStorageBuffers).
   uint32_t maxStorageBuffersPerStage = 0;
@@ -182,6 +185,8 @@ private:
 /// A compute kernel as SPIR-V. Bindings are storage buffers at descriptor
 /// set 0, bindings 0..numBindings-1. `hash` identifies the kernel in the
 /// device's pipeline cache; `spirv` need only live during pipeline().
+struct SpirvCode;
+
 struct KernelBinary {
   uint64_t hash = 0;
   const std::vector<uint32_t> *spirv = nullptr;
@@ -189,9 +194,10 @@ struct KernelBinary {
   uint32_t numBindings = 0;
   /// The subgroup size it must run with; 0: any (SpirvCode::subgroupSize).
   uint32_t subgroupSize = 0;
+  /// Where it comes from a Program: checked against the device
+  /// (checkAssumptions) when its pipeline is made.
+  const SpirvCode *code = nullptr;
 };
-
-struct SpirvCode;
 
 /// Whether `adapter` runs `code` as it was compiled: its subgroup size (the
 /// device's own, or one it can be asked for), workgroup size and memory,
@@ -199,10 +205,15 @@ struct SpirvCode;
 /// assumption, its value and the device's.
 Status checkAssumptions(const SpirvCode &code, const AdapterInfo &adapter,
                         const std::string &kernelName);
-/// Whether a pipeline for `code` on `adapter` is created with the subgroup
-/// size it requires: the kernel depends on a size other than the device's
-/// own, and the device can be asked for it.
-bool pinsSubgroupSize(uint32_t subgroupSize, const AdapterInfo &adapter);
+/// The subgroup size a pipeline for a kernel compiled for `subgroupSize`
+/// (0: none) is created with on `adapter`, or 0 for the device's own: a
+/// size other than the device's own where the device can be asked for it
+/// (with `invocations` per workgroup), and the kernel's own size where a
+/// SPIR-V 1.6 module would otherwise let the driver vary it.
+uint32_t pinnedSubgroupSize(uint32_t subgroupSize, uint64_t invocations, bool mayVary,
+                            const AdapterInfo &adapter);
+/// The same for a kernel of a Program.
+uint32_t pinnedSubgroupSize(const SpirvCode &code, const AdapterInfo &adapter);
 
 /// Opaque: shader module, descriptor set layout, pipeline layout, pipeline.
 /// Owned by its device; valid until the device is destroyed.
