@@ -18,10 +18,8 @@ static constexpr uint32_t kOpMemoryModel = 14;
 static constexpr uint32_t kOpEntryPoint = 15;
 static constexpr uint32_t kExecutionModelGLCompute = 5;
 
-/// The nul-terminated literal string starting at words[begin], within
-/// [begin, end); false if it is not terminated there.
-static bool readString(const std::vector<uint32_t> &words, size_t begin,
-                       size_t end, std::string &out) {
+bool readSpirvString(const std::vector<uint32_t> &words, size_t begin, size_t end,
+                     std::string &out) {
   out.clear();
   for (size_t i = begin; i < end; ++i) {
     for (int byte = 0; byte < 4; ++byte) {
@@ -94,7 +92,7 @@ Status checkSpirv(const std::vector<uint32_t> &words,
     if (opcode == kOpMemoryModel)
       memoryModel = true;
     if (opcode == kOpEntryPoint) {
-      if (count < 4 || !readString(words, i + 3, i + count, name))
+      if (count < 4 || !readSpirvString(words, i + 3, i + count, name))
         return invalid("malformed OpEntryPoint at word " + std::to_string(i));
       if (words[i + 1] == kExecutionModelGLCompute) {
         found = found || name == entryPoint;

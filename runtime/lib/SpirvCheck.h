@@ -25,6 +25,11 @@ namespace kiln::rt {
 Status checkSpirv(const std::vector<uint32_t> &words,
                   const std::string &entryPoint);
 
+/// The nul-terminated literal string starting at words[begin], within
+/// [begin, end); false if it is not terminated there.
+bool readSpirvString(const std::vector<uint32_t> &words, size_t begin, size_t end,
+                     std::string &out);
+
 } // namespace kiln::rt
 
 #endif // KILN_RUNTIME_LIB_SPIRVCHECK_H

@@ -10,6 +10,8 @@
 
 #include "kiln/runtime/Sha256.h"
 
+#include "SpirvCheck.h"
+
 #include <cstring>
 #include <map>
 #include <optional>
@@ -141,17 +143,6 @@ struct Module {
   }
 };
 
-bool readString(const std::vector<uint32_t> &words, size_t begin, size_t end, std::string &out) {
-  out.clear();
-  for (size_t i = begin; i < end; ++i)
-    for (int byte = 0; byte < 4; ++byte) {
-      char c = char((words[i] >> (8 * byte)) & 0xff);
-      if (c == '\0')
-        return true;
-      out += c;
-    }
-  return false;
-}
 } // namespace
 
 StatusOr<SpirvInterface> readSpirvInterface(const std::vector<uint32_t> &words) {
@@ -184,7 +175,7 @@ StatusOr<SpirvInterface> readSpirvInterface(const std::vector<uint32_t> &words) 
       break;
     case OpExtension: {
       std::string name;
-      if (!readString(words, i + 1, i + count, name))
+      if (!readSpirvString(words, i + 1, i + count, name))
         return invalid("an OpExtension without a terminated name");
       out.extensions.push_back(name);
       break;
