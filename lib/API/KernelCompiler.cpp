@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "KernelCompiler.h"
+#include "TargetProfiles.h"
 
 #include "Devices.h"
 #include "KernelStore.h"
@@ -98,7 +99,8 @@ static void dumpKernel(const char *dir, const CompiledKernel &kernel,
     llvm::errs() << "kiln: KILN_DUMP_SPIRV: cannot write to " << dir << "\n";
 }
 
-DeviceLimits kiln::limitsOf(const rt::AdapterInfo &adapter) {
+/// What a device (or a profile) reports, as codegen reads it.
+static DeviceLimits adapterLimits(const rt::AdapterInfo &adapter) {
   DeviceLimits limits;
   if (adapter.subgroupSize)
     limits.subgroupSize = static_cast<int>(adapter.subgroupSize);
@@ -113,6 +115,11 @@ DeviceLimits kiln::limitsOf(const rt::AdapterInfo &adapter) {
   limits.computeUnits = static_cast<int>(adapter.computeUnits);
   limits.cooperativeMatrix = adapter.cooperativeMatrixF16;
   limits.cooperativeMatrixBF16 = adapter.cooperativeMatrixBF16;
+  return limits;
+}
+
+DeviceLimits kiln::limitsOf(const rt::AdapterInfo &adapter) {
+  DeviceLimits limits = adapterLimits(adapter);
   // KILN_GPU_LIMITS="subgroup=32,invocations=1024,shared=49152,groups=..."
   // compiles for another GPU than the one that runs the kernels: dumping
   // kernels (KILN_DUMP_SPIRV) here to replay on the lent GPU. The results
@@ -124,6 +131,21 @@ DeviceLimits kiln::limitsOf(const rt::AdapterInfo &adapter) {
     for (llvm::StringRef item : llvm::split(llvm::StringRef(text), ',')) {
       auto [key, value] = item.split('=');
       int64_t v = 0;
+      // A profile's name (TargetProfiles.h): its limits, then the items
+      // after it ("vulkan:nvidia-hopper,units=114").
+      if (!item.contains('=')) {
+        std::string name = item.str();
+        if (name.rfind("vulkan:", 0) == 0)
+          name = name.substr(7);
+        const TargetProfile *profile = findTargetProfile("vulkan", name);
+        if (!profile)
+          throw Error("KILN_GPU_LIMITS: '" + item.str() +
+                      "' is neither key=value nor a profile (vulkan:generic, "
+                      "vulkan:nvidia-hopper, vulkan:amd-rdna)");
+        limits = adapterLimits(profile->gpu);
+        limits.maxLoopIterations = 0;
+        continue;
+      }
       if (key == "coop" && (value == "0" || value == "1")) {
         limits.cooperativeMatrix = value == "1";
         continue;
@@ -158,8 +180,9 @@ DeviceLimits kiln::limitsOf(const rt::AdapterInfo &adapter) {
         limits.ptxSharedBytes = v;
       else
         throw Error("KILN_GPU_LIMITS: unknown key '" + key.str() +
-                    "' (subgroup, invocations, shared, groups, loops, units, coop=0|1, "
-                    "coopbf16=0|1, ptx=0|90, ptxshared)");
+                    "' (a profile such as vulkan:nvidia-hopper, then subgroup, invocations, "
+                    "shared, groups, loops, units, coop=0|1, coopbf16=0|1, ptx=0|90, "
+                    "ptxshared)");
     }
   }
   return limits;

@@ -157,7 +157,8 @@ Status CpuLibrary::checkCpu(const Description &d, const std::string &what) {
   if (!missing.empty())
     return cpuCodeError(what, "compiled for " + d.isa + ", which needs " + joined(missing) + "; " +
                 hostCpuName() + " lacks " + (missing.size() > 1 ? "them" : "it") +
-                ". Compile with --cpu-isa x86-64-v3 (or 'host' on this machine)");
+                ". Compile with --cpu-isa x86-64-v3, or --target cpu:x86-64-v3 (cpu:host on "
+                "this machine)");
   return Status::ok();
 }
 
