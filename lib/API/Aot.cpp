@@ -21,6 +21,7 @@
 #include "GraphFile.h"
 #include "Session.h"
 
+#include "kiln/Codegen/Pipelines.h"
 #include "kiln/Transforms/Passes.h"
 #include "kiln/Transforms/Placement.h"
 #include "kiln/runtime/Artifact.h"
@@ -117,6 +118,14 @@ std::vector<TargetSpec> targetSpecs(const std::vector<std::string> &targets,
     specs.push_back(spec);
   }
   return specs;
+}
+
+/// The buffers a kernel of a GPU profile may bind (its kernels are fused
+/// within them); 0 for the devices at hand.
+int profileBindings(const TargetSpec &spec) {
+  if (spec.api == "cpu" || spec.profile.empty())
+    return spec.api == "metal" ? int(metalProfile().maxStorageBuffersPerStage) : 0;
+  return int(findTargetProfile(spec.api, spec.profile)->gpu.maxStorageBuffersPerStage);
 }
 
 /// Compiles a placed, fused graph for `target`.
@@ -302,7 +311,7 @@ Program kiln::compile(const std::vector<Tensor> &outputs, const std::vector<Tens
     graph.build(roots);
     if (target == "cpu")
       markScalarsFixed(graph.func);
-    placeAndFuse(s, graph, RealizeOptions());
+    placeAndFuse(s, graph, RealizeOptions(), /*fuse=*/true, profileBindings(spec));
     rt::TargetProgram program;
     program.target = target;
     program.profile = spec.profile;
@@ -393,7 +402,7 @@ mlir::func::FuncOp kiln::firstFunc(mlir::ModuleOp module) {
 }
 
 void kiln::placeAndFuseFor(mlir::ModuleOp module, const Device &device, const std::string &name,
-                           std::string &diagnostics, bool fixedScalars) {
+                           std::string &diagnostics, bool fixedScalars, int maxBindings) {
   using namespace mlir;
   MLIRContext *ctx = module.getContext();
   func::FuncOp func = firstFunc(module);
@@ -417,8 +426,9 @@ void kiln::placeAndFuseFor(mlir::ModuleOp module, const Device &device, const st
   if (failed(placeDevices(func, placement)))
     throw CompileError(name + ": placement failed:\n" + diagnostics);
   PassManager pm(ctx, ModuleOp::getOperationName());
-  pm.nest<func::FuncOp>().addPass(createKilnDecomposeAttention());
-  pm.nest<func::FuncOp>().addPass(createKilnFuseElementwise());
+  FusionPipelineOptions fusion;
+  fusion.maxBindings = maxBindings ? maxBindings : maxKernelBindings();
+  populateFusionPipeline(pm, fusion);
   if (failed(pm.run(module)))
     throw CompileError(name + ": fusion failed:\n" + diagnostics);
 }
@@ -462,7 +472,8 @@ Program kiln::compile_graph(const std::string &text, const std::string &name,
   for (const TargetSpec &spec : specs) {
     const std::string &target = spec.api;
     OwningOpRef<ModuleOp> copy = module->clone();
-    placeAndFuseFor(*copy, deviceFor(target), name, diagnostics, target == "cpu");
+    placeAndFuseFor(*copy, deviceFor(target), name, diagnostics, target == "cpu",
+                    profileBindings(spec));
     rt::TargetProgram program;
     program.target = target;
     program.profile = spec.profile;

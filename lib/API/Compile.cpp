@@ -10,6 +10,7 @@
 
 #include "kiln/Codegen/KernelConfigAttr.h"
 #include "kiln/Codegen/KernelCost.h"
+#include "kiln/Codegen/Pipelines.h"
 #include "kiln/Transforms/Passes.h"
 #include "kiln/Transforms/Placement.h"
 #include "kiln/runtime/SpirvInterface.h"
@@ -68,11 +69,8 @@ PlacementPolicy kiln::resolvePolicy(const RealizeOptions &realize) {
   return programPolicy ? toPlacement(*programPolicy) : PlacementPolicy::Error;
 }
 
-namespace {
-
-/// The fewest buffers a kernel may bind on any Vulkan device here (the CPU
-/// has no such limit); 0 without Vulkan.
-int maxKernelBindings() {
+/// The CPU has no such limit.
+int kiln::maxKernelBindings() {
   static const int limit = [] {
     rt::StatusOr<rt::VulkanContext *> context = rt::VulkanContext::get();
     if (!context.isOk())
@@ -87,10 +85,8 @@ int maxKernelBindings() {
   return limit;
 }
 
-} // namespace
-
 void kiln::placeAndFuse(Session &session, GraphBuilder &graph, const RealizeOptions &realize,
-                        bool fuse) {
+                        bool fuse, int maxBindings) {
   MLIRContext *ctx = graph.ctx;
   PlacementOptions options;
   options.defaultDevice =
@@ -118,10 +114,9 @@ void kiln::placeAndFuse(Session &session, GraphBuilder &graph, const RealizeOpti
   if (!fuse)
     return;
   PassManager pm(ctx, ModuleOp::getOperationName());
-  KilnFuseElementwiseOptions fusion;
-  fusion.maxBindings = maxKernelBindings();
-  pm.nest<func::FuncOp>().addPass(createKilnDecomposeAttention());
-  pm.nest<func::FuncOp>().addPass(createKilnFuseElementwise(fusion));
+  FusionPipelineOptions fusion;
+  fusion.maxBindings = maxBindings ? maxBindings : maxKernelBindings();
+  populateFusionPipeline(pm, fusion);
   if (failed(pm.run(*graph.module)))
     throw CompileError("fusion failed:\n" + report);
 }

@@ -30,9 +30,13 @@ struct AdapterInfo;
 PlacementPolicy resolvePolicy(const RealizeOptions &realize);
 
 /// Places every op (a conflict throws DeviceMismatchError) and, with
-/// `fuse`, groups the graph into kernels.
+/// `fuse`, groups the graph into kernels of at most `maxBindings` buffers
+/// (0: the fewest any Vulkan device here allows, maxKernelBindings).
 void placeAndFuse(Session &session, GraphBuilder &graph, const RealizeOptions &realize,
-                  bool fuse = true);
+                  bool fuse = true, int maxBindings = 0);
+/// The fewest storage buffers a kernel may bind on this machine's Vulkan
+/// devices; 0 when there are none.
+int maxKernelBindings();
 
 /// The Program of a placed and fused graph: every kernel compiled (from the
 /// session's caches when it can), intermediates planned into shared

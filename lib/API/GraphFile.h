@@ -32,11 +32,12 @@ mlir::OwningOpRef<mlir::ModuleOp> parseGraphText(mlir::MLIRContext &ctx, const s
 mlir::func::FuncOp firstFunc(mlir::ModuleOp module);
 
 /// Places the module's graph on `device` (committed sources move there)
-/// and fuses it into kernels; with `fixedScalars` its scalar constants
-/// become literals in the kernels (a CPU program compiled ahead of time).
-/// Throws CompileError.
+/// and fuses it into kernels of at most `maxBindings` buffers (0: the
+/// devices here, maxKernelBindings); with `fixedScalars` its scalar
+/// constants become literals in the kernels (a CPU program compiled ahead
+/// of time). Throws CompileError.
 void placeAndFuseFor(mlir::ModuleOp module, const Device &device, const std::string &name,
-                     std::string &diagnostics, bool fixedScalars = false);
+                     std::string &diagnostics, bool fixedScalars = false, int maxBindings = 0);
 
 } // namespace kiln
 

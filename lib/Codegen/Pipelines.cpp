@@ -16,8 +16,16 @@ void kiln::populateGraphPipeline(OpPassManager &pm,
   place.defaultDevice = options.defaultDevice;
   place.transferPolicy = options.transferPolicy;
   graph.addPass(createKilnPlaceDevices(place));
+  populateFusionPipeline(pm, FusionPipelineOptions());
+}
+
+void kiln::populateFusionPipeline(OpPassManager &pm, const FusionPipelineOptions &options) {
+  OpPassManager &graph = pm.nest<func::FuncOp>();
+  // Attention first: fusion groups the ops it decomposes into.
   graph.addPass(createKilnDecomposeAttention());
-  graph.addPass(createKilnFuseElementwise());
+  KilnFuseElementwiseOptions fusion;
+  fusion.maxBindings = options.maxBindings;
+  graph.addPass(createKilnFuseElementwise(fusion));
 }
 
 LogicalResult kiln::populateLinalgToSPIRVPipeline(

@@ -172,7 +172,7 @@ std::string Program::describe() const {
       const SpirvCode &code = *kernel.spirv;
       os << kernel.name << " assumes: workgroup " << code.workgroupSize[0] << "x"
          << code.workgroupSize[1] << "x" << code.workgroupSize[2] << ", " << code.sharedBytes
-         << " bytes shared, subgroup size "
+         << " bytes shared, " << code.bindingOrder.size() << " buffers, subgroup size "
          << (code.subgroupSize ? std::to_string(code.subgroupSize) : "any") << "\n";
     }
   return os.str();

@@ -16,9 +16,21 @@ struct GraphPipelineOptions {
   std::string transferPolicy = "error";
 };
 
-/// Placement, then fusion, on every graph function.
+/// Placement, then fusion (populateFusionPipeline), on every graph
+/// function.
 void populateGraphPipeline(mlir::OpPassManager &pm,
                            const GraphPipelineOptions &options);
+
+struct FusionPipelineOptions {
+  /// Buffers one kernel may bind (the device's, or the profile's), 0 for
+  /// no limit.
+  int maxBindings = 0;
+};
+
+/// Fusion of a placed graph, on every graph function: attention decomposed,
+/// then ops grouped into kernels within `maxBindings`. The one assembly of
+/// these passes: the JIT, compile(), kiln-compile and kiln-opt all use it.
+void populateFusionPipeline(mlir::OpPassManager &pm, const FusionPipelineOptions &options);
 
 struct SPIRVPipelineOptions {
   int subgroupSize = 32;
