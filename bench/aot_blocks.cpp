@@ -9,14 +9,14 @@
 //
 // --half on also writes both blocks in f16 (and bf16) at batch 1 and 32
 // (transformer_f16_b1.kiln, ..., resnet_block_f16_b32.kiln) with their f16
-// inputs (transformer_f16_x_b1.npy, ...): issue 14's end-to-end models; and
+// inputs (transformer_f16_x_b1.npy, ...): the end-to-end half-precision models; and
 // both in f32 at batch 32 (transformer_f32_b32.kiln,
 // resnet_block_f32_b32.kiln), what their bytes and times compare with.
 //
 // --split on writes the transformer as a stack of 4 blocks (each its own
 // weights) at batch 8 (1024 rows) twice: split across two Vulkan devices,
 // blocks 0-1 on vulkan:0 and 2-3 on vulkan:1 (transformer_stack_split.kiln), and whole on vulkan:0
-// (transformer_stack_one.kiln), with transformer_stack_x.npy: issue 15's
+// (transformer_stack_one.kiln), with transformer_stack_x.npy: the
 // pipeline-parallel model (needs two Vulkan devices: KILN_VIRTUAL_DEVICES=2
 // makes two of one adapter).
 //
@@ -207,7 +207,7 @@ int main(int argc, char **argv) {
   save(rx, "resnet_x");
   save(resnet(rx, rw), "resnet_y_jit");
 
-  // The same blocks in half precision (issue 14), at batch 1 and 32: f16
+  // The same blocks in half precision, at batch 1 and 32: f16
   // weights and inputs, the same weights rounded to f16. PyTorch's f16
   // blocks read the f32 weights and round them the same way.
   if (half) {

@@ -1,4 +1,4 @@
-// Cold start against warm start, a fresh process each (issue 12): the
+// Cold start against warm start, a fresh process each: the
 // transformer encoder block of aot_blocks.cpp through the JIT
 // (kiln-bench-startup-child) and as a .kiln through kiln-run. Cold: an
 // empty cache directory (Kiln's store and Mesa's shader cache both live in

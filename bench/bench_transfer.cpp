@@ -1,4 +1,4 @@
-// Copies between two Vulkan devices (issue 15): the staged path (a download
+// Copies between two Vulkan devices: the staged path (a download
 // from the source into host memory, then an upload to the target: what
 // every copy between devices did before) against VulkanDevice::copyToDevice
 // (host memory both devices import, overlapped chunks, no host copy), with

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Tuned against default on the CPU, side by side with the references, all
-on 2 threads, in alternating rounds (issue 12's CPU targets: tuned matmul
+on 2 threads, in alternating rounds (the CPU targets: tuned matmul
 against OpenBLAS, conv against PyTorch):
 
     /usr/bin/python3 bench/compare_cpu_tuned.py [build dir] [rounds]

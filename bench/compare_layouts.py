@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Does a blocked channel layout beat plain NCHW for convolutions on this
-CPU? (Issue 11, part 3.) One library, three layouts, side by side: PyTorch's
+CPU? One library, three layouts, side by side: PyTorch's
 oneDNN convolution on NCHW tensors, on channels-last (NHWC) tensors, and on
 oneDNN's own blocked layout (nChw16c on AVX-512, nChw8c on AVX2, through
 torch.utils.mkldnn), for 1x1, 3x3 and depthwise convolutions of ResNet-18

@@ -10,7 +10,7 @@
 #   (and `ab`, carrying .dev/aot-nosplit too: the same blocks with every
 #   GEMM's k split taken out, rounds of both in one session; `ab aot
 #   aot-tuned` after `tuned` here)
-# Half precision (issue 14), here:  scripts/aot-gpu-bench.sh half-dump
+# Half precision, here:  scripts/aot-gpu-bench.sh half-dump
 #   the same blocks in f16 at batch 1 and 32 for the H200 with cooperative
 #   matrices, into .dev/aot-half; there (carry .gl, .dev/aot-half,
 #   build/bin/kiln-run):  scripts/aot-gpu-bench.sh half [DIR under .dev]

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Measures Kiln's Vulkan kernels on a machine that has a GPU but no MLIR
-# (the lent H200), next to PyTorch CUDA on the same chain.
+# (an H200), next to PyTorch CUDA on the same chain.
 #
 # Here (with the compiler):   scripts/gpu-bench.sh dump
 #   compiles the six-op chain of bench_ops.cpp and its op-by-op kernels into

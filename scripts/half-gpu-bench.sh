@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Half-precision matmuls on cooperative matrices, on a GPU machine without
-# the compiler (the lent H200), issue 14.
+# the compiler (an H200).
 #
 # Here:  scripts/half-gpu-bench.sh dump
 #   writes bench/half/make_cases.py's cases to .dev/half, compiles each for

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Tunes kernels for a GPU machine without the compiler (the lent H200),
+# Tunes kernels for a GPU machine without the compiler (an H200),
 # docs/tuning.md "Tuning for another machine".
 #
 # Here:   scripts/tune-gpu.sh dump

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 15 in one call of a two-GPU machine (`nvidia-h200-x2`): identity,
+# The two-GPU measurements in one call of a two-GPU machine (`nvidia-h200-x2`): identity,
 # the hard-coded second GPU, copies between the GPUs and the split
 # transformer stack, with the compiler there (scripts/jit-gpu.sh's kit).
 #

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Hopper's warpgroup MMA (wgmma) reached through Vulkan, issue 14: the f16
+# Hopper's warpgroup MMA (wgmma) reached through Vulkan: the f16
 # 4096^3 matmul as PTX (bench/wgmma/make_ptx.py) launched by the NVIDIA
 # driver's VK_NVX_binary_import (bench/wgmma/wgmma_gemm.cpp: buffer device
 # addresses as the kernel's pointers), and the same PTX through CUDA's driver
 # API (bench/wgmma/cuda_launch.py) with and without more shared memory per
 # CTA than Vulkan allows, next to cuBLAS. A prototype outside Kiln's
-# compiler: it measures whether this path could carry the issue's 0.70x.
+# compiler: it measures whether this path could reach 0.70x of cuBLAS.
 # Here:  scripts/wgmma-gpu.sh dump   (writes .dev/wgmma, fetches the loader)
 # There: scripts/wgmma-gpu.sh run    (carry .gl and .dev/wgmma)
 set -euo pipefail

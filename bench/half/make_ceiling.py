@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Cooperative-matrix ceilings on a GPU (issue 14): kernels that only
+"""Cooperative-matrix ceilings on a GPU: kernels that only
 multiply, so the rate a GEMM could reach is known before tuning one.
 
   make_ceiling.py OUT_DIR

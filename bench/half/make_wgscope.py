@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Workgroup-scope cooperative matrices (VK_NV_cooperative_matrix2) on the
-4096^3 f16 matmul, issue 14: how fast a GEMM runs when the driver stages the
+4096^3 f16 matmul: how fast a GEMM runs when the driver stages the
 tiles through shared memory itself.
 
   make_wgscope.py OUT_DIR BIN_DIR

@@ -1,5 +1,5 @@
 """What a whole f16 GEMM reaches on each of Hopper's two tensor-core paths
-(issue 14's 4096^3 criterion): Triton matmuls with its default lowering
+(the 4096^3 f16 matmul against cuBLAS): Triton matmuls with its default lowering
 (wgmma, Hopper's warpgroup instruction: the path cuBLAS takes) and with
 DISABLE_MMA_V3=1 (mma.sync, the warp-level instruction of Ampere), each
 with asynchronous copies into shared memory and its own software pipeline,

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Kiln's f16 n^3 matmul on the GPU it runs on, next to cuBLAS (issue 14).
+"""Kiln's f16 n^3 matmul on the GPU it runs on, next to cuBLAS.
 
 Compiled there by kiln-compile twice: as it comes (on the H200, PTX on
 warpgroup MMA launched through CUDA, WgmmaGemm.h) and with KILN_CUDA=0

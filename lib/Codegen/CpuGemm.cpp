@@ -144,7 +144,7 @@ FailureOr<func::FuncOp> kiln::buildCpuGemmFunction(KernelOp kernel, Operation *r
   // each block's rows of A (MR x KC) stay in L1 while every block of rows
   // passes over them; the sums wait in `sliceSums` (the split's rows x the
   // panel) between slices, added in the same order. Matmuls only: a
-  // convolution's im2col panel measured slower in slices (session 10).
+  // convolution's im2col panel measured slower in slices.
   const int64_t KC = cpuGemmSliceDepth(gemm);
   const int64_t slices = (gemm.k + KC - 1) / KC;
   Value sliceSums =

@@ -133,10 +133,10 @@ CoopMatrixConfig CoopMatrixConfig::defaultFor(const DeviceLimits &limits, int64_
   // item won on the H200 (the ResNet stage: 64 x 64 x 32, 2.5x the matmul
   // default's shape; of its layouts 2 x 4 subgroups and two stages, 1.23x
   // the 1 x 2 of one stage, bench/RESULTS.md). With the table of window
-  // offsets and 16-byte groups (session 17) two stages still ran 1.02x one
+  // offsets and 16-byte groups two stages still ran 1.02x one
   // in two sets of three alternating rounds; without the groups one stage
   // had led by 1.12x.
-  // Gathered in rows of 8 columns (session 19), 2 x 2 subgroups ran the
+  // Gathered in rows of 8 columns, 2 x 2 subgroups ran the
   // ResNet stage 1.14x faster than 2 x 4 (0.062 against 0.071 ms, three
   // alternating rounds on the H200).
   if (const CoopMatrixConfig gather{64, 64, 32, 2, inRows ? 2 : 4, 2};
@@ -150,7 +150,7 @@ CoopMatrixConfig CoopMatrixConfig::defaultFor(const DeviceLimits &limits, int64_
   // subgroups (one fragment each); k slices of 16 for a short k. One wave,
   // not two, and 128 x 64 before 64 x 128 x 64: the f16 transformer block's
   // 4096 x 512 GEMMs and attention products ran 1.2-1.4x faster so, the
-  // block at batch 32 0.416 -> 0.355 ms on the H200 (RESULTS, session 14).
+  // block at batch 32 0.416 -> 0.355 ms on the H200 (RESULTS).
   // (32 x 64 x 32 tiles, between 64 x 64 x 64 and 32 x 32 x 64, ran that
   // linear layer 5% slower than 32 x 32 x 64: not a default.)
   const CoopMatrixConfig candidates[] = {
@@ -174,8 +174,8 @@ CoopMatrixConfig CoopMatrixConfig::defaultFor(const DeviceLimits &limits, int64_
   if (k <= 16 || (k <= 32 && chosen.tileK > 32))
     chosen.tileK = k <= 16 ? 16 : 32;
   // 128 x 128 and 128 x 64 tiles over k of 512 or more: slices of 64 in
-  // one stage ran faster than slices of 32 in two on the H200 (session 19,
-  // three alternating rounds each): the 4096^3 matmul 1.06x (0.434-0.444
+  // one stage ran faster than slices of 32 in two on the H200
+  // (three alternating rounds each): the 4096^3 matmul 1.06x (0.434-0.444
   // against 0.467-0.470 ms), the f16 transformer's MLP GEMMs 1.11x (128 x
   // 128, k 512, bias and GELU) and 1.17x (128 x 64, k 2048, residual).
   // Both stages of 64 do not fit 48 KB.

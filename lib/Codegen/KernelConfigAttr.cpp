@@ -48,7 +48,7 @@ KernelConfig kiln::defaultKernelConfig(KernelOp kernel, const DeviceLimits *gpu)
       // A matmul of a row-major B with AVX-512: blocks of 8 rows x 3
       // vectors (24 accumulators, 3 loads of B and 8 broadcasts per 24
       // FMAs), panels of two blocks. Measured with kiln-tune --only
-      // (bench/RESULTS.md, session 12): 1.09x at 1024^3 and 1.10x at 4096^3
+      // (bench/RESULTS.md): 1.09x at 1024^3 and 1.10x at 4096^3
       // (2 threads; the panel halved to one block by the rule below), 1.20x
       // and 1.31x on the exported encoder's [128, 512] x [512, 2048] and x
       // [512, 1536] (one thread). Not for W^T (PyTorch's linear): packing

@@ -7,7 +7,7 @@
 // groups with cp.async; the loop waits for the oldest stage, issues
 // bm / 64 x bk / 16 wgmma.m64nBNk16 per warpgroup, keeps one wgmma group in
 // flight and refills the stage the group before it read. Measured on the
-// H200 (bench/RESULTS.md, session 22): 128 x 256 x 32 in 6 stages with two
+// H200 (bench/RESULTS.md): 128 x 256 x 32 in 6 stages with two
 // warpgroups reached 0.80x cuBLAS at 4096^3, 128 x 128 x 64 in 4 stages
 // with one 0.70x.
 //

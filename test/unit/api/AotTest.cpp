@@ -1,4 +1,4 @@
-// Ahead of time (issue 10): compile a model written with the Tensor API,
+// Ahead of time: compile a model written with the Tensor API,
 // save it, load it, run it in this process and with kiln-run (the runtime
 // alone), and get the JIT's results bit for bit on the same device.
 
@@ -65,7 +65,7 @@ struct Blocks {
     // is computed once by compile and stored, while each JIT graph computes
     // it again, fused into whichever kernel reads it: on a GPU that
     // contracts multiply-adds per kernel (NVIDIA's), those are not the
-    // program's kernels and round differently (the H200, session 21). The
+    // program's kernels and round differently (the H200). The
     // CNN's stay lazy: realized, its batch norm would be folded into the
     // convolution (FoldBatchNormTest), which agrees within rounding only.
     realize({w1, b1, g, beta, wq, wk, wv, wo, bq, bk, bv, bo, g1, n1, g2, n2, f1, c1, f2, c2});
@@ -504,7 +504,7 @@ TEST(Aot, CpuCodeForAnotherIsaSaysWhatIsMissing) {
                                      kiln::test::toDouble(blocks.mlp(x)), 1e-5, 1e-5));
 }
 
-/// Every malformed file: an error that says so, never a crash (issue 10's
+/// Every malformed file: an error that says so, never a crash (its
 /// corpus: empty, wrong identifier, truncated at many offsets, bit flips),
 /// for SPIR-V and for CPU code (a flipped byte in the shared object fails
 /// its hash before the dynamic loader reads it).

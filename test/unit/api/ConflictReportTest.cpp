@@ -1,4 +1,4 @@
-// Issue 9, items 14-16: a device conflict is reported as the API call the
+// A device conflict is reported as the API call the
 // user wrote, over its arguments as the user made them; a computed argument
 // says where it was computed and from what; KILN_TRACE adds call stacks.
 

@@ -113,7 +113,7 @@ TEST_P(DTypeOnEveryDevice, HalfTensorsTakeScalarsAndNormalize) {
 
 KILN_ON_EVERY_DEVICE(DTypeOnEveryDevice);
 
-// bf16 (issue 14): computed in f32 (rounded to bf16 between ops, as
+// bf16: computed in f32 (rounded to bf16 between ops, as
 // PyTorch's eager bf16), reductions and matmuls accumulating in f32. On the
 // CPU through arith's emulation; on a GPU its buffers are 16-bit integers
 // (kiln-emulate-bf16-storage: SPIR-V has no bf16 type), with the same results.

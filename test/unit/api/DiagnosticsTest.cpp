@@ -1,4 +1,4 @@
-// Issue 9's diagnostics: answers and messages in the user's terms.
+// Diagnostics: answers and messages in the user's terms.
 
 #include "TestUtil.h"
 

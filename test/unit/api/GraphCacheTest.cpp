@@ -1,4 +1,4 @@
-// The JIT graph cache (issue 10): a graph of the same structure reuses its
+// The JIT graph cache: a graph of the same structure reuses its
 // Program without building MLIR, and every value that differs between two
 // such graphs (inputs, scalars) is read from the new graph, never from the
 // one the Program was compiled for.

@@ -1,4 +1,4 @@
-// Issue 9's accidents: inputs the API must refuse with a clear error (or
+// Accidents: inputs the API must refuse with a clear error (or
 // accept and compute), never turn into another computation or a crash.
 
 #include "TestUtil.h"

@@ -1,4 +1,4 @@
-// Issue 9's wrong results, reproduced on every device: long rows on a GPU
+// Wrong results once seen, reproduced on every device: long rows on a GPU
 // whose driver stops loops early (llvmpipe), sums past 2^24 and 2^31
 // elements, index_select past the i32 range, integer results read back
 // exactly. Each answer is either exact or a kiln::Error that names the

@@ -1,6 +1,6 @@
 // A process that never builds a graph: kiln::load a .kiln file, run it on
 // the device named, write the outputs. AotTest runs it to check that a
-// loaded model alone gives the JIT's results (issue 10).
+// loaded model alone gives the JIT's results.
 //
 //   kiln-test-load-and-run model.kiln DEVICE in0.npy ... -- out0.npy ...
 

@@ -175,7 +175,7 @@ TEST_P(MatmulOnEveryDevice, LinearWithActivationIsOneKernel) {
   EXPECT_TRUE(allClose(got, want, 1e-4, 1e-5));
 }
 
-// f16 operands, f32 accumulation (issue 14): small integers stay exact
+// f16 operands, f32 accumulation: small integers stay exact
 // through f16 products and sums below 2048, on every device, whichever form
 // runs them (cooperative matrices where the GPU has them, the tiled form,
 // the CPU in f32); a linear layer with GELU within the f16 tolerance.

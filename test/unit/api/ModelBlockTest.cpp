@@ -75,7 +75,7 @@ TEST_P(BlockOnEveryDevice, TransformerBlock) {
   checkTransformerBlock(*device, DType::f32, 1e-4, 1e-5);
 }
 
-// Issue 14's half-precision model: each kernel rounds its result to f16
+// The half-precision model: each kernel rounds its result to f16
 // (2^-11 relative), eleven of them in a chain, so the f16 row of the
 // tolerance table with room for the chain.
 TEST_P(BlockOnEveryDevice, TransformerBlockInHalfPrecision) {

@@ -1,4 +1,4 @@
-// Autotuning and the persistent caches (issue 12): cache keys, replayed
+// Autotuning and the persistent caches: cache keys, replayed
 // timings, wrong candidates, and warm processes that compile nothing.
 
 #include "TestUtil.h"

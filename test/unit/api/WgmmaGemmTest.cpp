@@ -1,4 +1,4 @@
-// The f16 GEMM on Hopper's warpgroup MMA (WgmmaGemm.h, issue 14): which
+// The f16 GEMM on Hopper's warpgroup MMA (WgmmaGemm.h): which
 // kernels get PTX, its configurations, the .kiln file carrying it, and, on
 // a GPU CUDA runs at sm_90 (the H200), its launch through CUDA between
 // Vulkan kernels. The PTX's text is checked by lit (kiln-compile-ptx.mlir).

@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
-# Issue 14's criteria in one run on the lent H200, against PyTorch CUDA in
+# The half-precision criteria in one run on an H200 without the compiler, against PyTorch CUDA in
 # the same process tree: the f16 4096^3 matmul (compiled here for the H200
 # with ptx=90: PTX on warpgroup MMA through CUDA) against cuBLAS, the f16
 # ResNet-stage convolution (cooperative matrices) against cuDNN, and the f16
 # blocks (aot-gpu-bench.sh half) against PyTorch eager and torch.compile.
 #
-# Here:  scripts/issue14-gpu.sh dump
+# Here:  scripts/half-criteria-gpu.sh dump
 #   writes .dev/i14 (the two .kiln files) and .dev/aot-half (the blocks),
 #   fetches the Vulkan loader.
 # There (carry .gl, .dev/i14, .dev/aot-half, build/bin/kiln-run):
-#   scripts/issue14-gpu.sh run
+#   scripts/half-criteria-gpu.sh run
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
