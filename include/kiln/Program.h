@@ -50,8 +50,8 @@ struct CompileOptions {
   /// Names in the file (kiln-run --input name=file.npy); default input0,
   /// input1, ... and output0, ...
   std::vector<std::string> input_names, output_names;
-  /// The cpu target's instruction set: "host" (this CPU: the JIT's code, bit
-  /// for bit), "x86-64-v2", "x86-64-v3" or "x86-64-v4". Code for a level this
+  /// The cpu target's instruction set: "host" (the CPU device's: the JIT's
+  /// code, bit for bit; this CPU's, unless KILN_CPU_ISA names a level), "x86-64-v2", "x86-64-v3" or "x86-64-v4". Code for a level this
   /// CPU lacks is written but cannot run here.
   std::string cpu_isa = "host";
 };

@@ -94,8 +94,10 @@ Device deviceFor(const std::string &target) {
 /// The CPU instruction set a cpu target's code is for: its profile's, else
 /// the options'.
 std::string cpuIsaOf(const TargetSpec &spec, const CompileOptions &options) {
+  // "host" is the CPU device's code, the JIT's bit for bit: this CPU's, or
+  // the level KILN_CPU_ISA forces on it.
   if (spec.profile.empty())
-    return options.cpu_isa;
+    return options.cpu_isa == "host" ? cpuDeviceIsa() : options.cpu_isa;
   // A level that is no profile (from cpu_isa) is the emitter's to refuse.
   const TargetProfile *profile = findTargetProfile(spec.api, spec.profile);
   return profile ? profile->cpuIsa : spec.profile;

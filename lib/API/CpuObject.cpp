@@ -141,9 +141,10 @@ std::vector<std::string> CpuObjectEmitter::requiredFeatures() const {
 }
 
 CpuObjectEmitter::Object CpuObjectEmitter::emit(KernelOp kernel, const std::string &symbol) {
-  // Host code takes this CPU's tuned configs, as the JIT's does; tuning
-  // records are per CPU, so another ISA level keeps the defaults.
-  if (name_.rfind("host", 0) == 0)
+  // The CPU device's own code (this CPU's, or the level KILN_CPU_ISA
+  // names) takes its tuned configs, as the JIT's does; tuning records are
+  // per CPU, so another ISA level keeps the defaults.
+  if (name_.rfind("host", 0) == 0 || name_ == cpuDeviceIsa())
     configureKernel(session(), kernel, nullptr, cpuFingerprint(), nullptr);
   return emitConfigured(kernel, symbol);
 }
