@@ -56,6 +56,12 @@ class Contraction : public mlir::OpTrait::TraitBase<ConcreteType, Contraction> {
 /// adapter); failure on anything else.
 mlir::FailureOr<DeviceAttr> parseDeviceName(mlir::MLIRContext *ctx,
                                             llvm::StringRef name);
+/// The attribute a module or kernel carries its #kiln.target in.
+inline constexpr char kTargetAttrName[] = "kiln.target";
+/// The target of the nearest op from `op` outwards that has one; null where
+/// none does (passes then compile for the host CPU).
+TargetAttr getTarget(mlir::Operation *op);
+
 /// For a view op: the flat operand index of the result element at flat
 /// index `resultIndex` (an affine expression of it).
 mlir::AffineExpr viewSourceIndex(mlir::Operation *view, mlir::AffineExpr resultIndex);

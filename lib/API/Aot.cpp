@@ -13,7 +13,7 @@
 #include "Compile.h"
 #include "CpuObject.h"
 #include "MslTarget.h"
-#include "TargetProfiles.h"
+#include "kiln/Compiler/Target.h"
 #include "Devices.h"
 #include "FoldBatchNorm.h"
 #include "GraphBuilder.h"
@@ -74,12 +74,12 @@ std::vector<uint8_t> bytesOf(const Node &node) {
 /// The device a target's graph is placed on (and a compiled program first
 /// runs on). The metal target goes through the Vulkan path, with Apple's
 /// limits, so it places on a Vulkan device too.
-Device deviceFor(const std::string &target) {
-  if (target == "cpu")
+Device deviceFor(TargetApi target) {
+  if (target == TargetApi::cpu)
     return Device::cpu();
-  if (target == "vulkan")
+  if (target == TargetApi::vulkan)
     return Device::vulkan(0); // throws DeviceError listing the devices here
-  if (target == "metal") {
+  if (target == TargetApi::metal) {
     try {
       return Device::vulkan(0);
     } catch (const DeviceError &e) {
@@ -88,16 +88,17 @@ Device deviceFor(const std::string &target) {
                   e.what());
     }
   }
-  throw Error("unknown target '" + target + "': use vulkan, cpu or metal");
+  throw Error("target '" + targetApiName(target).str() +
+              "' cannot be compiled ahead of time: use vulkan, cpu or metal");
 }
 
 /// The CPU instruction set a cpu target's code is for: its profile's, else
 /// the options'.
-std::string cpuIsaOf(const TargetSpec &spec, const CompileOptions &options) {
+std::string cpuIsaOf(const Session &s, const Target &spec, const CompileOptions &options) {
   // "host" is the CPU device's code, the JIT's bit for bit: this CPU's, or
   // the level KILN_CPU_ISA forces on it.
   if (spec.profile.empty())
-    return options.cpu_isa == "host" ? cpuDeviceIsa() : options.cpu_isa;
+    return options.cpu_isa == "host" ? cpuDeviceIsa(s.options) : options.cpu_isa;
   // A level that is no profile (from cpu_isa) is the emitter's to refuse.
   const TargetProfile *profile = findTargetProfile(spec.api, spec.profile);
   return profile ? profile->cpuIsa : spec.profile;
@@ -105,16 +106,21 @@ std::string cpuIsaOf(const TargetSpec &spec, const CompileOptions &options) {
 
 /// The targets to compile for, parsed, each once; the profile a cpu target
 /// gets from CompileOptions::cpu_isa is its own.
-std::vector<TargetSpec> targetSpecs(const std::vector<std::string> &targets,
-                                    const CompileOptions &options) {
-  std::vector<TargetSpec> specs;
+std::vector<Target> targetSpecs(const std::vector<std::string> &targets,
+                                const CompileOptions &options) {
+  std::vector<Target> specs;
   for (const std::string &text : targets) {
-    TargetSpec spec = parseTargetSpec(text);
-    if (spec.api == "cpu" && spec.profile.empty() && options.cpu_isa != "host")
+    std::string error;
+    mlir::FailureOr<Target> parsed = parseTarget(text, error);
+    if (failed(parsed))
+      throw Error(error);
+    Target spec = *parsed;
+    if (spec.api == TargetApi::cuda)
+      throw Error("target '" + text + "': PTX is compiled beside a vulkan target's SPIR-V "
+                  "(vulkan:nvidia-hopper with ptx=90), not on its own");
+    if (spec.api == TargetApi::cpu && spec.profile.empty() && options.cpu_isa != "host")
       spec.profile = options.cpu_isa;
-    if (spec.profile == "host")
-      spec.profile.clear();
-    for (const TargetSpec &earlier : specs)
+    for (const Target &earlier : specs)
       if (earlier.str() == spec.str())
         throw Error("target " + spec.str() + " is listed twice: list each target once");
     specs.push_back(spec);
@@ -124,32 +130,32 @@ std::vector<TargetSpec> targetSpecs(const std::vector<std::string> &targets,
 
 /// The buffers a kernel of a GPU profile may bind (its kernels are fused
 /// within them); 0 for the devices at hand.
-int profileBindings(const TargetSpec &spec) {
-  if (spec.api == "cpu" || spec.profile.empty())
-    return spec.api == "metal" ? int(metalProfile().maxStorageBuffersPerStage) : 0;
-  return int(findTargetProfile(spec.api, spec.profile)->gpu.maxStorageBuffersPerStage);
+int profileBindings(const Target &spec) {
+  if (spec.api == TargetApi::cpu || spec.profile.empty())
+    return spec.api == TargetApi::metal ? int(metalProfile().maxStorageBuffersPerStage) : 0;
+  return spec.maxBindings;
 }
 
 /// Compiles a placed, fused graph for `target`.
 template <typename Graph>
-std::shared_ptr<const rt::Program> compileFor(Session &s, Graph &graph, const TargetSpec &target,
+std::shared_ptr<const rt::Program> compileFor(Session &s, Graph &graph, const Target &target,
                                               const CompileOptions &options,
                                               ProgramTarget how = {}) {
   std::optional<CpuObjectEmitter> objects;
-  if (target.api == "cpu") {
-    objects.emplace(cpuIsaOf(target, options));
+  if (target.api == TargetApi::cpu) {
+    objects.emplace(cpuIsaOf(s, target, options));
     how.cpuObjects = &*objects;
   }
-  if (target.api == "metal")
+  if (target.api == TargetApi::metal)
     how.gpuProfile = &metalProfile();
-  else if (target.api == "vulkan" && !target.profile.empty())
+  else if (target.api == TargetApi::vulkan && !target.profile.empty())
     how.gpuProfile = &findTargetProfile(target.api, target.profile)->gpu;
   std::shared_ptr<const rt::Program> program;
   if constexpr (std::is_same_v<Graph, GraphBuilder>)
     program = compileProgram(s, graph, nullptr, how);
   else
     program = compileProgram(s, graph, how);
-  return target.api == "metal" ? toMetalProgram(*program) : program;
+  return target.api == TargetApi::metal ? toMetalProgram(*program) : program;
 }
 
 /// An f32 filter [Cout, C, Kh, Kw] as the CPU direct convolution reads it
@@ -205,10 +211,10 @@ void markScalarsFixed(mlir::func::FuncOp func) {
 
 /// The devices a freshly compiled program runs on: the Vulkan devices its
 /// steps name (a model split across GPUs runs split), else the target's.
-std::vector<Device> compiledDevices(const rt::Artifact &artifact, const std::string &target) {
-  if (target == "vulkan")
+std::vector<Device> compiledDevices(const rt::Artifact &artifact, TargetApi target) {
+  if (target == TargetApi::vulkan)
     for (const rt::TargetProgram &program : artifact.programs)
-      if (program.target == target && program.program->devices.size() > 1) {
+      if (program.target == targetApiName(target) && program.program->devices.size() > 1) {
         std::vector<Device> devices;
         for (const std::string &name : program.program->devices)
           devices.push_back(Device::parse(name));
@@ -248,7 +254,7 @@ Program kiln::compile(const std::vector<Tensor> &outputs, const std::vector<Tens
   }
   auto artifact = std::make_shared<rt::Artifact>();
   Session &s = session();
-  std::lock_guard<std::mutex> lock(s.mutex);
+  auto lock = lockForCompile(s);
   std::vector<std::string> targets = options.targets;
   if (targets.empty()) {
     // Where the model was put: a graph with tensors committed to Vulkan
@@ -302,20 +308,20 @@ Program kiln::compile(const std::vector<Tensor> &outputs, const std::vector<Tens
       });
   // A weight by node and how its bytes are packed ("": as is).
   std::vector<std::pair<std::pair<const Node *, std::string>, uint32_t>> weightOf;
-  std::vector<TargetSpec> specs = targetSpecs(targets, options);
-  for (const TargetSpec &spec : specs) {
-    const std::string &target = spec.api;
+  std::vector<Target> specs = targetSpecs(targets, options);
+  for (const Target &spec : specs) {
+    TargetApi target = spec.api;
     Device device = deviceFor(target);
     GraphBuilder graph(&s.contextForGraph());
     graph.retarget = device;
     // A model split across Vulkan devices stays split (Program::devices()).
-    graph.keepOrdinals = target == "vulkan";
+    graph.keepOrdinals = target == TargetApi::vulkan;
     graph.build(roots);
-    if (target == "cpu")
+    if (target == TargetApi::cpu)
       markScalarsFixed(graph.func);
     placeAndFuse(s, graph, RealizeOptions(), /*fuse=*/true, profileBindings(spec));
     rt::TargetProgram program;
-    program.target = target;
+    program.target = targetApiName(target).str();
     program.profile = spec.profile;
     auto isModelInput = [&](const Node *node) {
       return std::any_of(inputs.begin(), inputs.end(),
@@ -457,7 +463,7 @@ Program kiln::compile_graph(const std::string &text, const std::string &name,
   if (targets.empty())
     targets.push_back(Device::default_device().api());
   Session &s = session();
-  std::lock_guard<std::mutex> lock(s.mutex);
+  auto lock = lockForCompile(s);
   MLIRContext &ctx = s.contextForGraph();
   std::string diagnostics;
   ScopedDiagnosticHandler handler(&ctx, diagnosticCollector(diagnostics));
@@ -470,14 +476,14 @@ Program kiln::compile_graph(const std::string &text, const std::string &name,
   for (size_t i = 0; i < graphFunc.getNumResults(); ++i)
     artifact->outputs.push_back({nameAt(options.output_names, i, "output"),
                                  programTypeOf(graphFunc.getResultTypes()[i])});
-  std::vector<TargetSpec> specs = targetSpecs(targets, options);
-  for (const TargetSpec &spec : specs) {
-    const std::string &target = spec.api;
+  std::vector<Target> specs = targetSpecs(targets, options);
+  for (const Target &spec : specs) {
+    TargetApi target = spec.api;
     OwningOpRef<ModuleOp> copy = module->clone();
-    placeAndFuseFor(*copy, deviceFor(target), name, diagnostics, target == "cpu",
+    placeAndFuseFor(*copy, deviceFor(target), name, diagnostics, target == TargetApi::cpu,
                     profileBindings(spec));
     rt::TargetProgram program;
-    program.target = target;
+    program.target = targetApiName(target).str();
     program.profile = spec.profile;
     func::FuncOp func = firstFunc(*copy);
     program.program = compileFor(s, func, spec, options);
@@ -498,7 +504,7 @@ std::string kiln::export_graph(const std::vector<Tensor> &outputs) {
     roots.push_back(t.node());
   }
   Session &s = session();
-  std::lock_guard<std::mutex> lock(s.mutex);
+  auto lock = lockForCompile(s);
   GraphBuilder graph(&s.contextForGraph());
   graph.build(roots);
   std::string text;
@@ -551,7 +557,7 @@ Program::bindInputs(const std::vector<Tensor> &inputs,
   std::vector<rt::ProgramInput> bound;
   hostData.assign(inputs.size(), {});
   Session &s = session();
-  std::lock_guard<std::mutex> lock(s.mutex);
+  auto lock = lockForCompile(s);
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Node &node = *inputs[i].node();
     if (node.realized()) {

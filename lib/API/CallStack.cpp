@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "CallStack.h"
+#include "lib/Driver/Environment.h"
 
 #include "kiln/Tensor.h"
 
@@ -28,10 +29,7 @@ using namespace kiln;
 namespace {
 std::atomic<int> traceSetting{-1}; // -1: not decided yet
 
-bool traceFromEnvironment() {
-  const char *env = std::getenv("KILN_TRACE");
-  return env && *env && std::strcmp(env, "0") != 0;
-}
+bool traceFromEnvironment() { return environment::trace(); }
 
 std::string demangled(const char *name) {
   if (!name)

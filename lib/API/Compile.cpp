@@ -1,6 +1,7 @@
 //===- Compile.cpp - a recorded graph to a Program ------------------------===//
 
 #include "Compile.h"
+#include "lib/Driver/Environment.h"
 
 #include "ConflictReport.h"
 #include "CpuCompiler.h"
@@ -59,13 +60,8 @@ PlacementPolicy toPlacement(TransferPolicy policy) {
 PlacementPolicy kiln::resolvePolicy(const RealizeOptions &realize) {
   if (realize.transfer_policy)
     return toPlacement(*realize.transfer_policy);
-  if (const char *env = std::getenv("KILN_TRANSFER_POLICY"); env && *env) {
-    std::optional<PlacementPolicy> policy = parsePlacementPolicy(env);
-    if (!policy)
-      throw Error(std::string("KILN_TRANSFER_POLICY=") + env +
-                  " is not a policy: use error, log or allow");
+  if (std::optional<PlacementPolicy> policy = environment::transferPolicy())
     return *policy;
-  }
   return programPolicy ? toPlacement(*programPolicy) : PlacementPolicy::Error;
 }
 

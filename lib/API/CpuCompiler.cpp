@@ -191,8 +191,9 @@ const CompiledCpuKernel &kiln::compileCpuKernel(Session &session, KernelOp kerne
                                                 rt::Device *device) {
   // Configured and compiled for the level the CPU device runs
   // (KILN_CPU_ISA), not only this host's.
-  CpuTargetLanes lanes(cpuDeviceLanes());
-  configureKernel(session, kernel, nullptr, cpuFingerprint(), device);
+  const CompilerOptions &options = session.options;
+  CpuTargetLanes lanes(cpuDeviceLanes(options));
+  configureKernel(session, kernel, nullptr, cpuFingerprint(options), device);
   // The kernel as configured: the key in this session and, with this CPU
   // and compiler build, in the cache's store.
   std::string key = "cpu\n" + kernelText(kernel);
@@ -200,9 +201,9 @@ const CompiledCpuKernel &kiln::compileCpuKernel(Session &session, KernelOp kerne
     ++session.stats.kernel_cache_hits;
     return *hit;
   }
-  bool capture = session.captureCpuIR || std::getenv("KILN_DUMP_CPU_IR");
+  bool capture = session.captureCpuIR || options.dumpCpuIR;
   rt::Store *store = capture ? nullptr : rt::Store::process();
-  std::string storeKey = key + "\ndevice " + cpuFingerprint() + "\ncompiler " + compilerBuild();
+  std::string storeKey = key + "\ndevice " + cpuFingerprint(options) + "\ncompiler " + compilerBuild();
   if (store)
     if (std::optional<std::vector<uint8_t>> bytes = store->findKernel(storeKey))
       if (std::optional<StoredCpuKernel> stored = decodeCpuKernel(*bytes))
@@ -225,8 +226,11 @@ const CompiledCpuKernel &kiln::compileCpuKernel(Session &session, KernelOp kerne
   // One emitter per thread: a TargetMachine is not shared between
   // concurrent code generators.
   thread_local std::unique_ptr<CpuObjectEmitter> emitter;
-  if (!emitter)
-    emitter = std::make_unique<CpuObjectEmitter>(cpuDeviceIsa());
+  thread_local std::string emitterIsa;
+  if (!emitter || emitterIsa != cpuDeviceIsa(options)) {
+    emitterIsa = cpuDeviceIsa(options);
+    emitter = std::make_unique<CpuObjectEmitter>(emitterIsa);
+  }
   CompiledCpuKernel compiled;
   CpuObjectEmitter::Object object =
       emitter->emitConfigured(kernel, "_mlir_kiln_kernel", capture ? &compiled.optimizedIR : nullptr);
@@ -234,7 +238,7 @@ const CompiledCpuKernel &kiln::compileCpuKernel(Session &session, KernelOp kerne
   compiled.outerIterations = object.outerIterations;
   compiled.innerIterations = object.innerIterations;
   compiled.instructions = object.instructions;
-  if (capture && std::getenv("KILN_DUMP_CPU_IR"))
+  if (options.dumpCpuIR)
     llvm::errs() << "kiln: optimized LLVM IR of a CPU kernel:\n" << compiled.optimizedIR;
   ObjectLoader *loader = ObjectLoader::get();
   if (!loader)

@@ -23,6 +23,8 @@
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
 #include "llvm/MC/MCSubtargetInfo.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/TargetParser/Host.h"
@@ -38,6 +40,8 @@
 #include <cstring>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
+#include <mutex>
 
 using namespace kiln;
 
@@ -98,10 +102,15 @@ CpuObjectEmitter::CpuObjectEmitter(const std::string &isa) {
 
 CpuObjectEmitter::~CpuObjectEmitter() = default;
 
-const std::string &kiln::cpuDeviceIsa() {
-  static const std::string isa = [] {
-    const char *text = std::getenv("KILN_CPU_ISA");
-    std::string level = text && *text ? text : "host";
+const std::string &kiln::cpuDeviceIsa(const CompilerOptions &options) {
+  // Each level is checked once, for the process.
+  static std::mutex mutex;
+  static std::map<std::string, std::string> checked;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (auto it = checked.find(options.cpuIsa); it != checked.end())
+    return it->second;
+  std::string isa = [&] {
+    const std::string &level = options.cpuIsa;
     if (level == "host")
       return level;
     // The level must run here: the JIT's code runs in this process.
@@ -116,19 +125,17 @@ const std::string &kiln::cpuDeviceIsa() {
                   ", which this CPU lacks: name a lower level, or unset it for this CPU's own");
     return level;
   }();
-  return isa;
+  return checked.emplace(options.cpuIsa, isa).first->second;
 }
 
-int kiln::cpuDeviceLanes() {
-  static const int lanes = [] {
-    const std::string &isa = cpuDeviceIsa();
-    if (isa == "x86-64-v4")
-      return 16;
-    if (isa != "host")
-      return 8; // SSE-only levels too: LLVM splits the 8-lane vectors
-    return llvm::sys::getHostCPUFeatures().lookup("avx512f") ? 16 : 8;
-  }();
-  return lanes;
+int kiln::cpuDeviceLanes(const CompilerOptions &options) {
+  const std::string &isa = cpuDeviceIsa(options);
+  if (isa == "x86-64-v4")
+    return 16;
+  if (isa != "host")
+    return 8; // SSE-only levels too: LLVM splits the 8-lane vectors
+  static const int hostLanes = llvm::sys::getHostCPUFeatures().lookup("avx512f") ? 16 : 8;
+  return hostLanes;
 }
 
 std::vector<std::string> CpuObjectEmitter::requiredFeatures() const {
@@ -144,8 +151,9 @@ CpuObjectEmitter::Object CpuObjectEmitter::emit(KernelOp kernel, const std::stri
   // The CPU device's own code (this CPU's, or the level KILN_CPU_ISA
   // names) takes its tuned configs, as the JIT's does; tuning records are
   // per CPU, so another ISA level keeps the defaults.
-  if (name_.rfind("host", 0) == 0 || name_ == cpuDeviceIsa())
-    configureKernel(session(), kernel, nullptr, cpuFingerprint(), nullptr);
+  const CompilerOptions &options = session().options;
+  if (name_.rfind("host", 0) == 0 || name_ == cpuDeviceIsa(options))
+    configureKernel(session(), kernel, nullptr, cpuFingerprint(options), nullptr);
   return emitConfigured(kernel, symbol);
 }
 
@@ -221,28 +229,19 @@ std::string lldPath() {
   if (access(KILN_LLD_PATH, X_OK) == 0)
     return KILN_LLD_PATH;
 #endif
-  for (const char *name : {"ld.lld-22", "ld.lld"}) {
-    const char *path = std::getenv("PATH");
-    std::string dirs = path ? path : "/usr/bin";
-    size_t start = 0;
-    while (start <= dirs.size()) {
-      size_t end = dirs.find(':', start);
-      std::string candidate = dirs.substr(start, end - start) + "/" + name;
-      if (access(candidate.c_str(), X_OK) == 0)
-        return candidate;
-      if (end == std::string::npos)
-        break;
-      start = end + 1;
-    }
-  }
+  for (const char *name : {"ld.lld-22", "ld.lld"})
+    if (llvm::ErrorOr<std::string> found = llvm::sys::findProgramByName(name))
+      return *found;
   return "";
 }
 
 struct TempDir {
   std::filesystem::path path;
   TempDir() {
-    const char *base = std::getenv("TMPDIR");
-    std::string pattern = std::string(base && *base ? base : "/tmp") + "/kiln-link-XXXXXX";
+    // $TMPDIR, else /tmp.
+    llvm::SmallString<128> base;
+    llvm::sys::path::system_temp_directory(/*ErasedOnReboot=*/true, base);
+    std::string pattern = std::string(base) + "/kiln-link-XXXXXX";
     if (!mkdtemp(pattern.data()))
       throw CompileError("cannot make a temporary folder for linking CPU code in " + pattern);
     path = pattern;

@@ -23,18 +23,20 @@ class TargetMachine;
 }
 
 namespace kiln {
+struct CompilerOptions;
 
 /// Emits objects for one ISA level: "host" (this CPU's model and features,
 /// which gives the JIT's code, bit for bit), or "x86-64", "x86-64-v2",
 /// "x86-64-v3", "x86-64-v4".
 /// The instruction set the CPU device's JIT compiles for: "host" (this
-/// CPU), or the x86-64 level KILN_CPU_ISA names (x86-64-v2, -v3, -v4), so
-/// that a machine with AVX-512 runs the code a machine without it would.
-/// Read once. Throws Error for an unknown level or one this CPU lacks.
-const std::string &cpuDeviceIsa();
+/// CPU), or the x86-64 level options.cpuIsa (KILN_CPU_ISA) names
+/// (x86-64-v2, -v3, -v4), so that a machine with AVX-512 runs the code a
+/// machine without it would. Throws Error for an unknown level or one this
+/// CPU lacks.
+const std::string &cpuDeviceIsa(const CompilerOptions &options);
 /// The vector lanes of f32 the CPU device's kernels are configured for:
 /// 16 with AVX-512, else 8.
-int cpuDeviceLanes();
+int cpuDeviceLanes(const CompilerOptions &options);
 
 class CpuObjectEmitter {
 public:

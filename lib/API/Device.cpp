@@ -1,6 +1,7 @@
 //===- Device.cpp - resolving device names --------------------------------===//
 
 #include "Devices.h"
+#include "lib/Driver/Environment.h"
 
 #include "kiln/Errors.h"
 
@@ -202,10 +203,10 @@ Device Device::parse(std::string_view name) {
 }
 
 Device Device::default_device() {
-  if (const char *env = std::getenv("KILN_DEVICE"); env && *env) {
+  if (std::optional<std::string> env = environment::device()) {
     try {
-      Device device = parse(env);
-      device.written_ = "KILN_DEVICE=" + std::string(env);
+      Device device = parse(*env);
+      device.written_ = "KILN_DEVICE=" + *env;
       return device;
     } catch (const DeviceError &error) {
       throw DeviceError(std::string("KILN_DEVICE: ") + error.what());

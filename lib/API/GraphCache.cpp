@@ -1,6 +1,7 @@
 //===- GraphCache.cpp - reuse a Program for a graph of the same structure -===//
 
 #include "GraphCache.h"
+#include "lib/Driver/Environment.h"
 
 #include "GraphBuilder.h"
 
@@ -48,20 +49,7 @@ uint32_t floatBits(float v) {
 
 } // namespace
 
-size_t kiln::graphCacheCapacity() {
-  static const size_t capacity = [] {
-    const char *text = std::getenv("KILN_GRAPH_CACHE");
-    if (!text || !*text)
-      return size_t(64);
-    char *end = nullptr;
-    long long n = std::strtoll(text, &end, 10);
-    if (*end || n < 0)
-      throw Error(std::string("KILN_GRAPH_CACHE=") + text +
-                  " is not a number of graphs (0 turns the cache off)");
-    return static_cast<size_t>(n);
-  }();
-  return capacity;
-}
+size_t kiln::graphCacheCapacity() { return environment::graphCacheCapacity(); }
 
 GraphStructure kiln::graphStructure(const std::vector<std::shared_ptr<Node>> &roots,
                                     const std::string &context) {

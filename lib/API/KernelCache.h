@@ -22,9 +22,6 @@
 
 namespace kiln {
 
-/// The cache budget in bytes: KILN_KERNEL_CACHE_MB, else 512 MiB. Throws
-/// Error for a value that is not a positive number of MiB.
-uint64_t kernelCacheBudget();
 
 /// One cache of compiled kernels. Entries carry the tick of their last use
 /// from a clock shared by all caches of the session, so trimKernelCaches

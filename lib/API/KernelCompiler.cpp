@@ -7,7 +7,6 @@
 //===----------------------------------------------------------------------===//
 
 #include "KernelCompiler.h"
-#include "TargetProfiles.h"
 
 #include "Devices.h"
 #include "KernelStore.h"
@@ -18,6 +17,7 @@
 #include "kiln/Codegen/Pipelines.h"
 #include "kiln/Codegen/SpirvKernel.h"
 #include "kiln/Codegen/WgmmaGemm.h"
+#include "kiln/Compiler/Target.h"
 #include "kiln/Errors.h"
 #include "kiln/runtime/Vulkan.h"
 
@@ -76,10 +76,13 @@ KernelModule kiln::buildKernelModule(KernelOp kernel, KernelLayout layout,
 
 /// KILN_DUMP_SPIRV=<dir>: each compiled kernel as <hash>.spv plus a
 /// manifest <hash>.kernel that bench/spirv_replay.cpp (runtime only) runs on
-/// machines without MLIR, such as the lent GPU.
-static void dumpKernel(const char *dir, const CompiledKernel &kernel,
-                       const std::vector<uint64_t> &bindingBytes, const std::string &source) {
-  std::string base = std::string(dir) + "/" + llvm::utohexstr(kernel.hash);
+/// machines without MLIR, such as the lent GPU; and its kernel module
+/// (<hash>.mlir, with its #kiln.target) and pass pipeline (<hash>.pipeline),
+/// from which kiln-opt makes the same SPIR-V again.
+static void dumpKernel(const CompilerOptions &options, const CompiledKernel &kernel,
+                       const std::vector<uint64_t> &bindingBytes, const std::string &module,
+                       const std::string &pipeline) {
+  std::string base = options.dumpSpirvDir + "/" + llvm::utohexstr(kernel.hash);
   std::ofstream spv(base + ".spv", std::ios::binary);
   spv.write(reinterpret_cast<const char *>(kernel.spirv.data()),
             static_cast<std::streamsize>(kernel.spirv.size() * 4));
@@ -92,114 +95,21 @@ static void dumpKernel(const char *dir, const CompiledKernel &kernel,
   manifest << "\n";
   // KILN_DUMP_LABEL="<name> <work> <unit>": what the replay reports a rate
   // of (a benchmark sets it around its first realize).
-  if (const char *label = std::getenv("KILN_DUMP_LABEL"); label && *label)
-    manifest << "label " << label << "\n";
-  std::ofstream(base + ".mlir") << source;
+  if (!options.dumpLabel.empty())
+    manifest << "label " << options.dumpLabel << "\n";
+  std::ofstream(base + ".mlir") << module;
+  std::ofstream(base + ".pipeline") << pipeline << "\n";
   if (!spv || !manifest)
-    llvm::errs() << "kiln: KILN_DUMP_SPIRV: cannot write to " << dir << "\n";
+    llvm::errs() << "kiln: KILN_DUMP_SPIRV: cannot write to " << options.dumpSpirvDir << "\n";
 }
 
-/// What a device (or a profile) reports, as codegen reads it.
-static DeviceLimits adapterLimits(const rt::AdapterInfo &adapter) {
-  DeviceLimits limits;
-  if (adapter.subgroupSize)
-    limits.subgroupSize = static_cast<int>(adapter.subgroupSize);
-  if (adapter.maxWorkgroupInvocations)
-    limits.maxWorkgroupInvocations = static_cast<int>(adapter.maxWorkgroupInvocations);
-  for (int i = 0; i < 3; ++i)
-    if (adapter.maxWorkgroupCount[i])
-      limits.maxWorkgroupCount[i] = adapter.maxWorkgroupCount[i];
-  if (adapter.maxSharedMemoryBytes)
-    limits.sharedMemoryBytes = adapter.maxSharedMemoryBytes;
-  limits.maxLoopIterations = static_cast<int64_t>(adapter.maxLoopIterations);
-  limits.computeUnits = static_cast<int>(adapter.computeUnits);
-  limits.cooperativeMatrix = adapter.cooperativeMatrixF16;
-  limits.cooperativeMatrixBF16 = adapter.cooperativeMatrixBF16;
-  return limits;
-}
-
-DeviceLimits kiln::limitsOf(const rt::AdapterInfo &adapter) {
-  DeviceLimits limits = adapterLimits(adapter);
-  // KILN_GPU_LIMITS="subgroup=32,invocations=1024,shared=49152,groups=..."
-  // compiles for another GPU than the one that runs the kernels: dumping
-  // kernels (KILN_DUMP_SPIRV) here to replay on the lent GPU. The results
-  // on this device are then meaningless.
-  if (const char *text = std::getenv("KILN_GPU_LIMITS"); text && *text) {
-    limits.maxLoopIterations = 0; // the target GPU's, not this driver's
-    limits.ptxArch = 0;           // unless it says ptx=90
-    limits.ptxSharedBytes = 0;
-    for (llvm::StringRef item : llvm::split(llvm::StringRef(text), ',')) {
-      auto [key, value] = item.split('=');
-      int64_t v = 0;
-      // A profile's name (TargetProfiles.h): its limits, then the items
-      // after it ("vulkan:nvidia-hopper,units=114").
-      if (!item.contains('=')) {
-        std::string name = item.str();
-        if (name.rfind("vulkan:", 0) == 0)
-          name = name.substr(7);
-        const TargetProfile *profile = findTargetProfile("vulkan", name);
-        if (!profile)
-          throw Error("KILN_GPU_LIMITS: '" + item.str() +
-                      "' is neither key=value nor a profile (vulkan:generic, "
-                      "vulkan:nvidia-hopper, vulkan:amd-rdna)");
-        limits = adapterLimits(profile->gpu);
-        limits.maxLoopIterations = 0;
-        continue;
-      }
-      if (key == "coop" && (value == "0" || value == "1")) {
-        limits.cooperativeMatrix = value == "1";
-        continue;
-      }
-      if (key == "coopbf16" && (value == "0" || value == "1")) {
-        limits.cooperativeMatrixBF16 = value == "1";
-        continue;
-      }
-      // ptx=90: the H200's CUDA side, with the 227 KB a CTA opts in to
-      // there unless ptxshared= says otherwise.
-      if (key == "ptx" && (value == "0" || value == "90")) {
-        limits.ptxArch = value == "90" ? 90 : 0;
-        if (limits.ptxArch && !limits.ptxSharedBytes)
-          limits.ptxSharedBytes = 232448;
-        continue;
-      }
-      if (value.trim().getAsInteger(10, v) || v <= 0)
-        throw Error("KILN_GPU_LIMITS: '" + item.str() + "' is not key=positive-integer");
-      if (key == "subgroup")
-        limits.subgroupSize = static_cast<int>(v);
-      else if (key == "invocations")
-        limits.maxWorkgroupInvocations = static_cast<int>(v);
-      else if (key == "shared")
-        limits.sharedMemoryBytes = v;
-      else if (key == "groups")
-        limits.maxWorkgroupCount[0] = v;
-      else if (key == "loops")
-        limits.maxLoopIterations = v;
-      else if (key == "units")
-        limits.computeUnits = static_cast<int>(v);
-      else if (key == "ptxshared")
-        limits.ptxSharedBytes = v;
-      else
-        throw Error("KILN_GPU_LIMITS: unknown key '" + key.str() +
-                    "' (a profile such as vulkan:nvidia-hopper, then subgroup, invocations, "
-                    "shared, groups, loops, units, coop=0|1, coopbf16=0|1, ptx=0|90, "
-                    "ptxshared)");
-    }
-  }
-  return limits;
-}
-
-uint64_t kiln::kernelCacheBudget() {
-  static const uint64_t budget = [] {
-    const char *text = std::getenv("KILN_KERNEL_CACHE_MB");
-    if (!text || !*text)
-      return uint64_t(512) << 20;
-    uint64_t mb = 0;
-    if (llvm::StringRef(text).trim().getAsInteger(10, mb) || mb == 0 || mb > (uint64_t(1) << 30))
-      throw Error(std::string("KILN_KERNEL_CACHE_MB=") + text +
-                  " is not a size: give a whole number of MiB (1 or more; default 512)");
-    return mb << 20;
-  }();
-  return budget;
+Target kiln::gpuTargetOf(const rt::AdapterInfo &adapter, const CompilerOptions &options) {
+  std::string error;
+  FailureOr<Target> target =
+      describeTarget(TargetApi::vulkan, adapter, options.gpuTargetEdits, error);
+  if (failed(target))
+    throw Error("KILN_GPU_LIMITS: " + error);
+  return *target;
 }
 
 namespace {
@@ -214,7 +124,7 @@ void releasePipelines(uint64_t hash) {
 } // namespace
 
 void kiln::trimKernelCaches(Session &session) {
-  uint64_t budget = kernelCacheBudget();
+  uint64_t budget = session.options.kernelCacheBytes;
   while (session.kernels.bytes() + session.cpuKernels.bytes() > budget &&
          session.kernels.size() + session.cpuKernels.size() > 1) {
     if (session.kernels.oldestUse() < session.cpuKernels.oldestUse())
@@ -271,7 +181,8 @@ wgmmaPtxFor(const std::optional<WgmmaGemmShape> &shape, const DeviceLimits &limi
 const CompiledKernel &kiln::compileKernel(Session &session, KernelOp kernel,
                                           const rt::AdapterInfo &adapter, rt::Device *device) {
   MLIRContext *ctx = kernel.getContext();
-  DeviceLimits limits = limitsOf(adapter);
+  Target target = gpuTargetOf(adapter, session.options);
+  DeviceLimits &limits = target.limits;
   // SPIR-V indices are 32-bit here (checked first: configuring such a
   // kernel fails less clearly): refuse any tensor of the kernel that
   // would overflow them, inputs, results and values computed inside alike
@@ -290,14 +201,14 @@ const CompiledKernel &kiln::compileKernel(Session &session, KernelOp kernel,
                        " elements is beyond the 2^31 elements a Vulkan kernel indexes; "
                        "split the work or run it on the CPU device");
   KernelConfig config =
-      configureKernel(session, kernel, &limits, deviceFingerprint(adapter), device);
+      configureKernel(session, kernel, &limits, deviceFingerprint(adapter, session.options),
+                      device);
   // Only a GEMM that could take PTX asks whether CUDA runs the GPU (which
   // starts CUDA's driver); KILN_GPU_LIMITS says it for another GPU.
   std::optional<WgmmaGemmShape> gemm;
   if (config.form == KernelConfig::Form::CoopGemm)
     gemm = matchWgmmaGemm(kernel);
-  const char *targetLimits = std::getenv("KILN_GPU_LIMITS");
-  if (gemm && adapter.cudaCandidate && !(targetLimits && *targetLimits)) {
+  if (gemm && adapter.cudaCandidate && session.options.gpuTargetEdits.empty()) {
     rt::CudaCapability capability = rt::cudaCapability(adapter);
     limits.ptxArch = static_cast<int>(capability.arch);
     limits.ptxSharedBytes = capability.sharedBytes;
@@ -319,11 +230,10 @@ const CompiledKernel &kiln::compileKernel(Session &session, KernelOp kernel,
     ++session.stats.kernel_cache_hits;
     return *hit;
   }
-  const char *dumpDir = std::getenv("KILN_DUMP_SPIRV");
-  bool dumping = dumpDir && *dumpDir;
+  bool dumping = !session.options.dumpSpirvDir.empty();
   rt::Store *store = dumping ? nullptr : rt::Store::process();
   std::string storeKey =
-      "spirv\n" + key + "\ndevice " + deviceFingerprint(adapter) + "\ncompiler " + compilerBuild();
+      "spirv\n" + key + "\ndevice " + deviceFingerprint(adapter, session.options) + "\ncompiler " + compilerBuild();
   if (store)
     if (std::optional<std::vector<uint8_t>> bytes = store->findKernel(storeKey))
       if (std::optional<CompiledKernel> loaded = decodeKernel(*bytes)) {
@@ -336,6 +246,12 @@ const CompiledKernel &kiln::compileKernel(Session &session, KernelOp kernel,
 
   KernelModule km = buildKernelModule(kernel, gpuLayoutFor(config), &limits);
   OwningOpRef<ModuleOp> &module = km.module;
+  // The module carries its target: the SPIR-V passes read it there, and a
+  // dump of it is lowered again by kiln-opt alone.
+  (*module)->setAttr(kTargetAttrName, target.toAttr(ctx));
+  std::string moduleText;
+  if (dumping)
+    llvm::raw_string_ostream(moduleText) << **module;
   func::FuncOp *fn = &km.fn;
   int64_t iterations = km.outerIterations;
   std::string diagnostics;
@@ -344,8 +260,6 @@ const CompiledKernel &kiln::compileKernel(Session &session, KernelOp kernel,
     return success();
   });
   SPIRVPipelineOptions options;
-  options.subgroupSize = limits.subgroupSize;
-  options.maxWorkgroupInvocations = limits.maxWorkgroupInvocations;
   // A bf16 GEMM on cooperative matrices is built on f16 fragments of its bits.
   if (config.form == KernelConfig::Form::CoopGemm)
     kernel.getBody().walk([&](Operation *op) {
@@ -375,7 +289,8 @@ const CompiledKernel &kiln::compileKernel(Session &session, KernelOp kernel,
     options.threads = *threads;
 
   std::string error;
-  FailureOr<SpirvKernel> lowered = lowerToSpirv(*module, *fn, options, error);
+  std::string pipeline;
+  FailureOr<SpirvKernel> lowered = lowerToSpirv(*module, *fn, options, error, &pipeline);
   if (failed(lowered))
     throw CompileError(error + ": " + diagnostics);
   CompiledKernel compiled;
@@ -397,7 +312,6 @@ const CompiledKernel &kiln::compileKernel(Session &session, KernelOp kernel,
     store->putKernel(storeKey, "spirv", bytes.data(), bytes.size());
   }
   if (dumping) {
-    const char *dir = dumpDir;
     std::vector<uint64_t> bindingBytes;
     for (uint32_t arg : compiled.bindingOrder) {
       auto memref = cast<MemRefType>(fn->getArgumentTypes()[arg]);
@@ -407,7 +321,7 @@ const CompiledKernel &kiln::compileKernel(Session &session, KernelOp kernel,
                                                   cast<VectorType>(element).getElementTypeBitWidth();
       bindingBytes.push_back(memref.getNumElements() * std::max<int64_t>(1, bits / 8));
     }
-    dumpKernel(dir, compiled, bindingBytes, km.text);
+    dumpKernel(session.options, compiled, bindingBytes, moduleText, pipeline);
   }
   return keepKernel(session, key, std::move(compiled), adapter);
 }

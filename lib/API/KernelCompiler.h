@@ -7,6 +7,7 @@
 
 #include "dialects/Kiln/KilnDialect.h"
 #include "kiln/Codegen/KernelToLinalg.h"
+#include "kiln/Compiler/Target.h"
 #include "kiln/runtime/Vulkan.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -27,8 +28,9 @@ struct KernelModule {
 KernelModule buildKernelModule(KernelOp kernel, KernelLayout layout,
                                const DeviceLimits *gpu = nullptr);
 
-/// The limits the kernel builders size GPU kernels by.
-DeviceLimits limitsOf(const rt::AdapterInfo &adapter);
+/// The target a Vulkan device's kernels are compiled for: its report, with
+/// `options.gpuTargetEdits` (KILN_GPU_LIMITS). Throws Error on bad edits.
+Target gpuTargetOf(const rt::AdapterInfo &adapter, const CompilerOptions &options);
 
 /// The SPIR-V of `kernel` for `adapter`'s limits, from the session cache or
 /// freshly lowered and validated; configured first (Tuning.h), tuned on

@@ -1,7 +1,7 @@
 //===- MslTarget.cpp - the metal target: MSL from Kiln's SPIR-V -----------===//
 
 #include "MslTarget.h"
-#include "TargetProfiles.h"
+#include "kiln/Compiler/Target.h"
 
 #include "kiln/Errors.h"
 
@@ -10,7 +10,7 @@
 using namespace kiln;
 
 const rt::AdapterInfo &kiln::metalProfile() {
-  return findTargetProfile("metal", "apple")->gpu;
+  return findTargetProfile(TargetApi::metal, "apple")->gpu;
 }
 
 namespace {

@@ -14,6 +14,7 @@
 #include "GraphBuilder.h"
 #include "GraphCache.h"
 #include "Session.h"
+#include "lib/Driver/Environment.h"
 
 #include "kiln/Codegen/Pipelines.h"
 #include "kiln/Transforms/Passes.h"
@@ -66,6 +67,12 @@ Session &kiln::session() {
   return *instance;
 }
 
+std::unique_lock<std::mutex> kiln::lockForCompile(Session &session) {
+  std::unique_lock<std::mutex> lock(session.mutex);
+  session.options = CompilerOptions::fromEnvironment();
+  return lock;
+}
+
 Stats kiln::stats() {
   Session &s = session();
   std::lock_guard<std::mutex> lock(s.mutex);
@@ -96,13 +103,7 @@ double secondsSince(Clock::time_point start) {
 
 /// KILN_POISON_OUTPUTS=1 (the tests set it): fill every kernel result with
 /// NaN before the kernel runs.
-bool poisonOutputs() {
-  static const bool poison = [] {
-    const char *env = std::getenv("KILN_POISON_OUTPUTS");
-    return env && std::string(env) == "1";
-  }();
-  return poison;
-}
+bool poisonOutputs() { return environment::poisonOutputs(); }
 
 } // namespace
 
@@ -135,7 +136,7 @@ std::vector<uint8_t> kiln::hostBytes(const Node &node) {
 
 Device kiln::placedDevice(const std::shared_ptr<Node> &root) {
   Session &s = session();
-  std::lock_guard<std::mutex> lock(s.mutex);
+  auto lock = lockForCompile(s);
   // Placement itself, on the graph the read would build: its answer cannot
   // differ from the realization's.
   GraphBuilder graph(&s.contextForGraph());
@@ -164,7 +165,7 @@ std::pair<const void *, Device> kiln::hostDataOf(const Node &node) {
 void kiln::realizeNodes(const std::vector<std::shared_ptr<Node>> &all,
                         const RealizeOptions &options, ProfileRequest *profile) {
   Session &s = session();
-  std::lock_guard<std::mutex> lock(s.mutex);
+  auto lock = lockForCompile(s);
   // Another thread may have realized some meanwhile.
   std::vector<std::shared_ptr<Node>> roots;
   llvm::DenseSet<Node *> seen;
@@ -209,13 +210,19 @@ std::vector<rt::ProgramInput> programInputs(const std::vector<Node *> &order,
   return inputs;
 }
 
+/// Programs by graph structure, guarded by the session's mutex.
+GraphCache &graphCache() {
+  static GraphCache *cache = new GraphCache();
+  return *cache;
+}
+
 /// The Program for `structure`: the cached one, else compiled (and cached).
 const CachedGraph &programFor(Session &s, const std::vector<std::shared_ptr<Node>> &roots,
                               const GraphStructure &structure, const RealizeOptions &options,
                               CachedGraph &uncached) {
   bool caching = graphCacheCapacity() > 0;
   if (caching)
-    if (const CachedGraph *cached = s.graphs.find(structure.key)) {
+    if (const CachedGraph *cached = graphCache().find(structure.key)) {
       ++s.stats.graph_cache_hits;
       return *cached;
     }
@@ -228,25 +235,19 @@ const CachedGraph &programFor(Session &s, const std::vector<std::shared_ptr<Node
     compiled.devices.push_back(&runtimeDevice(Device::parse(name)));
   ++s.stats.graphs_compiled;
   if (caching)
-    return s.graphs.insert(structure.key, std::move(compiled));
+    return graphCache().insert(structure.key, std::move(compiled));
   uncached = std::move(compiled);
   return uncached;
 }
 
 /// KILN_PROFILE=1: every realize is profiled, its table printed to stderr.
-bool profileEveryRealize() {
-  static const bool on = [] {
-    const char *env = std::getenv("KILN_PROFILE");
-    return env && *env && std::string(env) != "0";
-  }();
-  return on;
-}
+bool profileEveryRealize() { return environment::profileEveryRealize(); }
 
 /// KILN_PROFILE_TRACE=trace.json: every profiled realize, end to end, in one
 /// Chrome trace, rewritten after each (so a crash keeps what came before).
 void appendToTrace(const rt::Program &program, const rt::ProgramProfile &profile) {
-  static const char *path = std::getenv("KILN_PROFILE_TRACE");
-  if (!path || !*path)
+  static const std::string path = environment::profileTracePath();
+  if (path.empty())
     return;
   static std::string events;
   static double endMicroseconds = 0;
@@ -257,7 +258,7 @@ void appendToTrace(const rt::Program &program, const rt::ProgramProfile &profile
   out << "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n" << events << "\n]}\n";
   if (!out)
     std::fprintf(stderr, "kiln: cannot write the profile trace to %s (KILN_PROFILE_TRACE)\n",
-                 path);
+                 path.c_str());
 }
 
 void realizeLocked(Session &s, const std::vector<std::shared_ptr<Node>> &roots,

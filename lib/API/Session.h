@@ -9,8 +9,8 @@
 #ifndef KILN_LIB_API_SESSION_H
 #define KILN_LIB_API_SESSION_H
 
-#include "GraphCache.h"
 #include "KernelCache.h"
+#include "kiln/Compiler/Options.h"
 #include "kiln/Stats.h"
 
 #include "kiln/runtime/Cpu.h"
@@ -72,12 +72,13 @@ struct Session {
   /// words and JIT engines with their own LLVM contexts.
   mlir::MLIRContext &contextForGraph();
   static constexpr uint64_t kGraphsPerContext = 256;
-  /// Bounded together by kernelCacheBudget() (KernelCache.h).
+  /// What compiles are told besides their IR: the environment's, read by
+  /// the driver when it takes `mutex` (lockForCompile).
+  CompilerOptions options;
+  /// Bounded together by options.kernelCacheBytes.
   uint64_t cacheClock = 0;
   KernelCache<CompiledKernel> kernels{cacheClock};
   KernelCache<CompiledCpuKernel> cpuKernels{cacheClock};
-  /// Programs by graph structure (GraphCache.h).
-  GraphCache graphs;
   bool captureCpuIR = false;
   Stats stats;
 
@@ -87,9 +88,12 @@ private:
 };
 
 Session &session();
+/// Locks the session for a realization, compile or tuning run, with
+/// `options` read from the environment (lib/Driver/Environment.cpp).
+std::unique_lock<std::mutex> lockForCompile(Session &session);
 
 /// Evicts the least recently used kernels of either cache until both fit
-/// kernelCacheBudget() together; the most recent one always stays.
+/// options.kernelCacheBytes together; the most recent one always stays.
 void trimKernelCaches(Session &session);
 
 } // namespace kiln

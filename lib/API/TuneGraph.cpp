@@ -48,7 +48,7 @@ std::vector<TunedKernel> emitCandidates(Session &s, const std::vector<KernelOp> 
                                         const std::string &fingerprint, const std::string &dir,
                                         const std::string &only) {
   std::filesystem::create_directories(dir);
-  DeviceLimits limits = limitsOf(adapter);
+  DeviceLimits limits = gpuTargetOf(adapter, s.options).limits;
   llvm::json::Object index;
   std::vector<TunedKernel> listed;
   for (KernelOp kernel : kernels) {
@@ -157,7 +157,7 @@ TuneReport kiln::tune_graph(const std::string &text, const std::string &name,
   Device device = options.device.empty() ? Device::default_device() : Device::parse(options.device);
   rt::Device &target = runtimeDevice(device);
   Session &s = session();
-  std::lock_guard<std::mutex> lock(s.mutex);
+  auto lock = lockForCompile(s);
   MLIRContext &ctx = s.contextForGraph();
   std::string diagnostics;
   ScopedDiagnosticHandler handler(&ctx, diagnosticCollector(diagnostics));
@@ -165,8 +165,9 @@ TuneReport kiln::tune_graph(const std::string &text, const std::string &name,
   placeAndFuseFor(*module, device, name, diagnostics);
 
   rt::VulkanDevice *vulkan = target.replayDevice();
-  DeviceLimits limits = vulkan ? limitsOf(vulkan->adapter()) : DeviceLimits();
-  std::string fingerprint = vulkan ? deviceFingerprint(vulkan->adapter()) : cpuFingerprint();
+  DeviceLimits limits = vulkan ? gpuTargetOf(vulkan->adapter(), s.options).limits : DeviceLimits();
+  std::string fingerprint =
+      vulkan ? deviceFingerprint(vulkan->adapter(), s.options) : cpuFingerprint(s.options);
   rt::Store *store = rt::Store::process();
   TuneReport report;
   report.store_path = store ? store->path() : "";
@@ -221,7 +222,7 @@ TuneReport kiln::tune_graph(const std::string &text, const std::string &name,
       tuned.candidates = static_cast<int>(record->candidates);
     } else {
       TuneOptions tune;
-      tune.replay = TimingReplay::fromEnvironment();
+      tune.replay = TimingReplay::fromOptions(s.options);
       tune.record = options.record_path.empty() ? nullptr : &recorded;
       tune.only = options.only;
       if (options.budget_seconds > 0)

@@ -206,10 +206,12 @@ TuneResult kiln::tuneKernel(Session &session, KernelOp kernel, rt::Device &devic
                             const TuneOptions &options) {
   rt::VulkanDevice *vk = device.replayDevice();
   const rt::AdapterInfo *adapter = vk ? &vk->adapter() : nullptr;
-  DeviceLimits limits = adapter ? limitsOf(*adapter) : DeviceLimits();
+  DeviceLimits limits =
+      adapter ? gpuTargetOf(*adapter, session.options).limits : DeviceLimits();
   const DeviceLimits *gpu = adapter ? &limits : nullptr;
   std::string hash =
-      tuningKeyHash(tuningKey(kernel, adapter ? deviceFingerprint(*adapter) : cpuFingerprint()));
+      tuningKeyHash(tuningKey(kernel, adapter ? deviceFingerprint(*adapter, session.options)
+                                        : cpuFingerprint(session.options)));
   std::vector<KernelConfig> candidates = candidateKernelConfigs(kernel, gpu);
   // The default always runs (the reference); the others only if they hold
   // every word of options.only.

@@ -20,53 +20,43 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <map>
+#include <memory>
 #include <mutex>
 
 using namespace mlir;
 using namespace kiln;
 
-AutotuneMode kiln::autotuneMode() {
-  const char *text = std::getenv("KILN_AUTOTUNE");
-  if (!text || !*text || !std::strcmp(text, "cached"))
-    return AutotuneMode::Cached;
-  if (!std::strcmp(text, "off"))
-    return AutotuneMode::Off;
-  if (!std::strcmp(text, "on"))
-    return AutotuneMode::On;
-  throw Error(std::string("KILN_AUTOTUNE=") + text +
-              " is not a mode: use off (defaults only), cached (tuned configs from the cache, "
-              "the default) or on (also tune what the cache lacks, on first use)");
-}
-
 const char *kiln::compilerVersion() { return "kiln-0.5"; }
 
-std::string kiln::deviceFingerprint(const rt::AdapterInfo &adapter) {
+std::string kiln::deviceFingerprint(const rt::AdapterInfo &adapter,
+                                    const CompilerOptions &options) {
   std::string uuid;
   for (uint8_t byte : adapter.pipelineCacheUUID)
     uuid += llvm::hexdigit(byte >> 4, true), uuid += llvm::hexdigit(byte & 15, true);
   std::string fingerprint = "vulkan vendor=" + std::to_string(adapter.vendorId) +
                             " device=" + std::to_string(adapter.deviceId) +
                             " driver=" + std::to_string(adapter.driverVersion) + " cache=" + uuid;
-  // Compiling for another GPU's limits (limitsOf): its records and code are
-  // not this device's.
-  if (const char *limits = std::getenv("KILN_GPU_LIMITS"); limits && *limits)
-    fingerprint += std::string(" compiled-for ") + limits;
+  // Compiling for another GPU's limits (gpuTargetOf): its records and code
+  // are not this device's.
+  if (!options.gpuTargetEdits.empty())
+    fingerprint += " compiled-for " + options.gpuTargetEdits;
   return fingerprint;
 }
 
-std::string kiln::cpuFingerprint() {
-  static const std::string fingerprint = [] {
+std::string kiln::cpuFingerprint(const CompilerOptions &options) {
+  static const std::string host = [] {
     std::vector<std::string> enabled;
     for (const auto &feature : llvm::sys::getHostCPUFeatures())
       if (feature.second)
         enabled.push_back(feature.first().str());
     std::sort(enabled.begin(), enabled.end());
-    // Code for a forced level (KILN_CPU_ISA) is not this CPU's own.
-    std::string isa = cpuDeviceIsa() == "host" ? "" : " isa=" + cpuDeviceIsa();
     return "cpu model=" + llvm::sys::getHostCPUName().str() + " features=" +
-           llvm::join(enabled, ",") + isa;
+           llvm::join(enabled, ",");
   }();
-  return fingerprint;
+  // Code for a forced level (KILN_CPU_ISA) is not this CPU's own.
+  const std::string &isa = cpuDeviceIsa(options);
+  return isa == "host" ? host : host + " isa=" + isa;
 }
 
 std::string kiln::tuningKey(KernelOp kernel, const std::string &fingerprint) {
@@ -116,14 +106,17 @@ TimingReplay TimingReplay::load(const std::string &path) {
   return replay;
 }
 
-const TimingReplay *TimingReplay::fromEnvironment() {
-  static const std::optional<TimingReplay> replay = []() -> std::optional<TimingReplay> {
-    const char *path = std::getenv("KILN_AUTOTUNE_REPLAY");
-    if (!path || !*path)
-      return std::nullopt;
-    return load(path);
-  }();
-  return replay ? &*replay : nullptr;
+const TimingReplay *TimingReplay::fromOptions(const CompilerOptions &options) {
+  // Loaded once per path, for the process.
+  static std::mutex mutex;
+  static std::map<std::string, std::unique_ptr<TimingReplay>> loaded;
+  if (options.autotuneReplay.empty())
+    return nullptr;
+  std::lock_guard<std::mutex> lock(mutex);
+  std::unique_ptr<TimingReplay> &replay = loaded[options.autotuneReplay];
+  if (!replay)
+    replay = std::make_unique<TimingReplay>(load(options.autotuneReplay));
+  return replay.get();
 }
 
 void TimingReplay::save(const std::string &path) const {
@@ -151,7 +144,7 @@ KernelConfig kiln::configureKernel(Session &session, KernelOp kernel, const Devi
     diagnostics += diag.str() + "\n";
     return success();
   });
-  AutotuneMode mode = kernel.getConfigAttr() ? AutotuneMode::Off : autotuneMode();
+  AutotuneMode mode = kernel.getConfigAttr() ? AutotuneMode::Off : session.options.autotune;
   rt::Store *store = mode == AutotuneMode::Off ? nullptr : rt::Store::process();
   TunedConfigLookup lookup;
   std::string key;
@@ -175,7 +168,7 @@ KernelConfig kiln::configureKernel(Session &session, KernelOp kernel, const Devi
       ++session.stats.tuning_misses;
     if (!tuned && mode == AutotuneMode::On && device) {
       TuneOptions options;
-      options.replay = TimingReplay::fromEnvironment();
+      options.replay = TimingReplay::fromOptions(session.options);
       TuneResult result = tuneKernel(session, kernel, *device, options);
       rt::Store::TuningRecord record{result.best.str(), result.bestSeconds,
                                      result.defaultSeconds, result.candidates};

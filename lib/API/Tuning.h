@@ -44,9 +44,6 @@
 
 namespace kiln {
 
-enum class AutotuneMode { Off, Cached, On };
-/// KILN_AUTOTUNE; throws Error for a value other than off, cached, on.
-AutotuneMode autotuneMode();
 
 /// Bumped whenever the candidate lists or the config forms change: records
 /// of an older search space are misses.
@@ -54,10 +51,11 @@ constexpr int kSearchSpaceVersion = 5;
 /// Kiln's compiler version, in every cache key.
 const char *compilerVersion();
 
-/// "vulkan vendor=4318 device=8997 driver=... cache=<uuid>".
-std::string deviceFingerprint(const rt::AdapterInfo &adapter);
-/// "cpu model=<name> features=+avx2,+fma,...".
-std::string cpuFingerprint();
+/// "vulkan vendor=4318 device=8997 driver=... cache=<uuid>", and the
+/// target edits compiled for.
+std::string deviceFingerprint(const rt::AdapterInfo &adapter, const CompilerOptions &options);
+/// "cpu model=<name> features=+avx2,+fma,...", and the level compiled for.
+std::string cpuFingerprint(const CompilerOptions &options);
 
 /// The tuning key of `kernel` (its config left out) on a device.
 std::string tuningKey(KernelOp kernel, const std::string &fingerprint);
@@ -68,8 +66,9 @@ struct TimingReplay {
   std::map<std::string, std::map<std::string, double>> seconds;
   /// Reads `path`; throws Error naming the file and what is wrong.
   static TimingReplay load(const std::string &path);
-  /// KILN_AUTOTUNE_REPLAY's, loaded once; null when unset.
-  static const TimingReplay *fromEnvironment();
+  /// options.autotuneReplay's (KILN_AUTOTUNE_REPLAY), loaded once per
+  /// path; null when unset.
+  static const TimingReplay *fromOptions(const CompilerOptions &options);
   void save(const std::string &path) const;
 };
 std::string tuningKeyHash(const std::string &key);

@@ -2,6 +2,7 @@
 
 #include "kiln/Codegen/KernelConfigAttr.h"
 #include "kiln/Codegen/KernelToLinalg.h"
+#include "kiln/Compiler/Target.h"
 #include "kiln/Transforms/Passes.h"
 
 namespace kiln {
@@ -22,13 +23,13 @@ struct KernelToLinalgPass
     SmallVector<KernelOp> kernels;
     module.walk([&](KernelOp k) { kernels.push_back(k); });
     OpBuilder builder = OpBuilder::atBlockEnd(module.getBody());
-    DeviceLimits limits;
-    limits.subgroupSize = subgroupSize;
-    limits.maxWorkgroupInvocations = maxWorkgroupInvocations;
-    limits.sharedMemoryBytes = sharedMemoryBytes;
-    limits.maxLoopIterations = maxLoopIterations;
-    limits.cooperativeMatrix = cooperativeMatrix;
-    limits.cooperativeMatrixBF16 = cooperativeMatrixBF16;
+    // Each kernel is built for its nearest #kiln.target.
+    auto gpuLimitsOf = [](KernelOp kernel) -> std::optional<DeviceLimits> {
+      Target target = Target::fromAttr(getTarget(kernel));
+      if (!target.isGpu())
+        return std::nullopt;
+      return target.limits;
+    };
     std::optional<MatmulConfig> matmul;
     if (!matmulTiles.empty())
       matmul = MatmulConfig::fromSizes({matmulTiles.begin(), matmulTiles.end()});
@@ -48,7 +49,8 @@ struct KernelToLinalgPass
     for (KernelOp kernel : kernels) {
       if (kernel.getConfigAttr())
         continue;
-      KernelConfig config = defaultKernelConfig(kernel, gpu ? &limits : nullptr);
+      std::optional<DeviceLimits> limits = gpuLimitsOf(kernel);
+      KernelConfig config = defaultKernelConfig(kernel, limits ? &*limits : nullptr);
       if (matmul && config.form == KernelConfig::Form::Gemm)
         config.gemm = *matmul;
       if (cpuMatmul && config.form == KernelConfig::Form::CpuGemm)
@@ -66,12 +68,13 @@ struct KernelToLinalgPass
       std::string name =
           (graph ? graph.getName() + "_kernel" : Twine("kernel")).str() +
           std::to_string(i);
+      std::optional<DeviceLimits> limits = gpuLimitsOf(kernel);
       FailureOr<func::FuncOp> fn = buildKernelFunction(
           kernel, builder, name,
           coalesce                               ? KernelLayout::Coalesced
           : vector4 && supportsVector4(kernel) ? KernelLayout::Vector4
                                                  : KernelLayout::Flat,
-          gpu ? &limits : nullptr);
+          limits ? &*limits : nullptr);
       if (failed(fn))
         return signalPassFailure();
       kernel->setAttr("kernel", FlatSymbolRefAttr::get(fn->getSymNameAttr()));

@@ -1,6 +1,7 @@
 //===- MaterializeConfigsPass.cpp - the kiln-materialize-configs pass -----===//
 
 #include "kiln/Codegen/KernelConfigAttr.h"
+#include "kiln/Compiler/Target.h"
 #include "kiln/Transforms/Passes.h"
 
 namespace kiln {
@@ -17,16 +18,9 @@ struct MaterializeConfigsPass
   using KilnMaterializeConfigsBase::KilnMaterializeConfigsBase;
 
   void runOnOperation() override {
-    DeviceLimits limits;
-    limits.subgroupSize = subgroupSize;
-    limits.maxWorkgroupInvocations = maxWorkgroupInvocations;
-    limits.sharedMemoryBytes = sharedMemoryBytes;
-    limits.maxLoopIterations = maxLoopIterations;
-    limits.computeUnits = computeUnits;
-    limits.cooperativeMatrix = cooperativeMatrix;
-    limits.cooperativeMatrixBF16 = cooperativeMatrixBF16;
     WalkResult result = getOperation().walk([&](KernelOp kernel) {
-      return failed(materializeKernelConfig(kernel, gpu ? &limits : nullptr))
+      Target target = Target::fromAttr(getTarget(kernel));
+      return failed(materializeKernelConfig(kernel, target.isGpu() ? &target.limits : nullptr))
                  ? WalkResult::interrupt()
                  : WalkResult::advance();
     });

@@ -43,9 +43,7 @@ LogicalResult kiln::populateLinalgToSPIRVPipeline(
       "gpu-map-parallel-loops,convert-parallel-loops-to-gpu),"
       "canonicalize,gpu-launch-sink-index-computations,gpu-kernel-outlining,"
       "lower-affine,canonicalize,cse,"
-      "kiln-set-spirv-target{subgroup-size=" +
-      std::to_string(options.subgroupSize) + " max-workgroup-invocations=" +
-      std::to_string(options.maxWorkgroupInvocations) + "},"
+      "kiln-set-spirv-target,"
       "map-memref-spirv-storage-class{client-api=vulkan},"
       "convert-math-to-spirv,convert-gpu-to-spirv,"
       "spirv.module(kiln-spirv-vulkan-memory-model,spirv-lower-abi-attrs,spirv-update-vce" +

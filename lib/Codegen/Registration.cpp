@@ -24,11 +24,9 @@ void kiln::registerKilnPasses() {
         });
     mlir::PassPipelineRegistration<>(
         "kiln-linalg-to-spirv",
-        "kernel functions to spirv.module (lavapipe's limits: subgroup 8)",
+        "kernel functions to spirv.module, for the module's #kiln.target",
         [](mlir::OpPassManager &pm) {
-          SPIRVPipelineOptions options;
-          options.subgroupSize = 8;
-          (void)populateLinalgToSPIRVPipeline(pm, options);
+          (void)populateLinalgToSPIRVPipeline(pm, SPIRVPipelineOptions());
         });
     mlir::PassPipelineRegistration<>(
         "kiln-linalg-to-llvm", "kernel functions to the LLVM dialect for the host CPU",

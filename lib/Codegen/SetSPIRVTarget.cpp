@@ -1,5 +1,6 @@
 //===- SetSPIRVTarget.cpp - target env and entry-point ABI ----------------===//
 
+#include "kiln/Compiler/Target.h"
 #include "kiln/Transforms/Passes.h"
 
 #include "mlir/AsmParser/AsmParser.h"
@@ -12,6 +13,8 @@ namespace kiln {
 } // namespace kiln
 
 using namespace mlir;
+using kiln::Target;
+using kiln::TargetAttr;
 
 namespace {
 struct SetSPIRVTargetPass
@@ -21,6 +24,18 @@ struct SetSPIRVTargetPass
   void runOnOperation() override {
     ModuleOp module = getOperation();
     MLIRContext *ctx = &getContext();
+    TargetAttr targetAttr = kiln::getTarget(module);
+    if (!targetAttr || !targetAttr.isGpu()) {
+      module.emitError("kiln-set-spirv-target: the module has no GPU #kiln.target; attach one "
+                       "(kiln-attach-target=\"target=vulkan:generic\")");
+      return signalPassFailure();
+    }
+    Target target = Target::fromAttr(targetAttr);
+    // A target that assumes no subgroup size still declares one to MLIR's
+    // SPIR-V conversions, which only read it for subgroup ops its kernels
+    // then do not use.
+    int64_t subgroupSize = std::max(1, target.limits.subgroupSize);
+    int64_t maxWorkgroupInvocations = target.limits.maxWorkgroupInvocations;
     // Vulkan 1.1 + 8/16-bit storage: f16 and bool tensors live in buffers.
     // A module with cooperative matrices also declares them (16x16x16 f16
     // into f32, the one shape the coop_gemm form emits) and the Vulkan

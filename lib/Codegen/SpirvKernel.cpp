@@ -33,9 +33,17 @@ FailureOr<int> kiln::loopKernelThreads(func::FuncOp fn, int64_t iterations,
 
 FailureOr<SpirvKernel> kiln::lowerToSpirv(ModuleOp module, func::FuncOp fn,
                                           const SPIRVPipelineOptions &options,
-                                          std::string &error) {
+                                          std::string &error, std::string *pipeline) {
   PassManager pm(module.getContext(), ModuleOp::getOperationName());
-  if (failed(populateLinalgToSPIRVPipeline(pm, options)) || failed(pm.run(module))) {
+  if (failed(populateLinalgToSPIRVPipeline(pm, options))) {
+    error = "lowering a kernel to SPIR-V failed";
+    return failure();
+  }
+  if (pipeline) {
+    llvm::raw_string_ostream os(*pipeline);
+    pm.printAsTextualPipeline(os);
+  }
+  if (failed(pm.run(module))) {
     error = "lowering a kernel to SPIR-V failed";
     return failure();
   }

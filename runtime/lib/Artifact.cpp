@@ -948,7 +948,7 @@ StatusOr<ProgramProfile> Model::profile(const std::vector<ProgramInput> &inputs,
     std::lock_guard<std::mutex> lock(mutex_);
     for (const InputSource &source : program_->sources) {
       fixed.push_back(source.weight ? weights_[source.index] : nullptr);
-      bound.push_back(source.weight ? ProgramInput{weights_[source.index], nullptr}
+      bound.push_back(source.weight ? ProgramInput{weights_[source.index], nullptr, {}}
                                     : inputs.at(source.index));
     }
   }

@@ -12,7 +12,7 @@
 // --describe prints each target's program: steps, values, buffer plan.
 // --msl prints the metal target's kernels as MSL.
 // --ptx prints the kernels that carry PTX for a GPU CUDA runs (WgmmaGemm.h).
-// --target lists apis, each optionally with a profile (TargetProfiles.h):
+// --target lists apis, each optionally with a profile (kiln/Compiler/Target.h):
 // one program per entry, variants of one model. A plain `cpu` is portable
 // code: x86-64-v3, plus x86-64-v4 where this CPU has it.
 // --cpu-isa names the instruction set of the cpu target's code instead: host

@@ -17,12 +17,13 @@
 namespace kiln {
 
 /// What a GPU offers the kernel builders (VkPhysicalDeviceLimits and
-/// subgroup properties).
+/// subgroup properties): a Target's (kiln/Compiler/Target.h), where its
+/// values come from, a device's report or a profile's. Zero until then.
 struct DeviceLimits {
-  int subgroupSize = 32;
-  int maxWorkgroupInvocations = 128;
-  int64_t maxWorkgroupCount[3] = {65535, 65535, 65535};
-  int64_t sharedMemoryBytes = 16384;
+  int subgroupSize = 0;
+  int maxWorkgroupInvocations = 0;
+  int64_t maxWorkgroupCount[3] = {0, 0, 0};
+  int64_t sharedMemoryBytes = 0;
   /// Loop iterations one kernel invocation may run in all, 0 for no limit.
   /// Vulkan does not report it; llvmpipe stops every loop of an invocation
   /// after 65535 iterations in total (Mesa's LP_MAX_TGSI_LOOP_ITERATIONS),

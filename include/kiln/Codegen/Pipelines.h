@@ -32,9 +32,9 @@ struct FusionPipelineOptions {
 /// these passes: the JIT, compile(), kiln-compile and kiln-opt all use it.
 void populateFusionPipeline(mlir::OpPassManager &pm, const FusionPipelineOptions &options);
 
+/// The subgroup size and workgroup limits come from the module's
+/// #kiln.target (kiln-attach-target).
 struct SPIRVPipelineOptions {
-  int subgroupSize = 32;
-  int maxWorkgroupInvocations = 1024;
   /// Work items per workgroup, one element each (a loop kernel's config).
   int threads = 256;
   /// The module multiplies bf16 on cooperative matrices (coop_gemm builds

@@ -50,7 +50,8 @@ struct SpirvKernel {
 /// `error` says why (the pass diagnostics are the caller's).
 mlir::FailureOr<SpirvKernel> lowerToSpirv(mlir::ModuleOp module, mlir::func::FuncOp fn,
                                           const SPIRVPipelineOptions &options,
-                                          std::string &error);
+                                          std::string &error,
+                                          std::string *pipeline = nullptr);
 
 } // namespace kiln
 

@@ -112,34 +112,22 @@ def KilnKernelToLinalg : Pass<"kiln-kernel-to-linalg", "mlir::ModuleOp"> {
     broadcasting expressed as `floordiv`/`mod` indexing maps and the scalar
     body in arith/math. The kernel op gets `kernel = @<name>`. With
     `coalesce` (the CPU form) dimensions are only merged where every operand
-    broadcasts them alike, and broadcasts are projected maps.
+    broadcasts them alike, and broadcasts are projected maps. Kernels are
+    built for the nearest `#kiln.target` (kiln-attach-target): a GPU
+    target's workgroup-cooperative forms within its limits, the host CPU's
+    where there is none.
   }];
   let options = [
     Option<"coalesce", "coalesce", "bool", "false",
            "merge only dimensions that all operands treat alike (CPU layout)">,
     Option<"vector4", "vector4", "bool", "false",
            "vector<4xf32> accesses where supported (GPU layout)">,
-    Option<"gpu", "gpu", "bool", "false",
-           "build workgroup-cooperative kernels (row reductions, tiled matmul) as gpu.launch">,
-    Option<"subgroupSize", "subgroup-size", "int", "8",
-           "the GPU's subgroup size (with gpu)">,
-    Option<"maxWorkgroupInvocations", "max-workgroup-invocations", "int", "1024",
-           "the GPU's largest workgroup (with gpu)">,
-    Option<"sharedMemoryBytes", "shared-memory-bytes", "int", "32768",
-           "the GPU's workgroup memory (with gpu)">,
-    Option<"maxLoopIterations", "max-loop-iterations", "int64_t", "0",
-           "Loop iterations one GPU kernel invocation may run in all, 0 for no "
-           "limit (llvmpipe: 65535)">,
     ListOption<"matmulTiles", "matmul-tiles", "int",
                "GPU matmul/conv configuration instead of the default: tileM, tileN, tileK, threadM, threadN[, splitK[, stages]]">,
     Option<"rowWorkgroupSize", "row-workgroup-size", "int", "0",
            "GPU row kernels: a workgroup of this size per row (0: the default, -1: a work item per row)">,
     ListOption<"cpuMatmulBlock", "cpu-matmul-block", "int",
                "CPU matmul/conv configuration instead of the default: rows, lanes, vectors, panelColumns">,
-    Option<"cooperativeMatrixBF16", "cooperative-matrix-bf16", "bool", "false",
-           "the GPU's cooperative matrices take bf16 too (bf16 matmuls take coop_gemm)">,
-    Option<"cooperativeMatrix", "cooperative-matrix", "bool", "false",
-           "the GPU has 16x16x16 f16 cooperative matrices (f16 matmuls take coop_gemm)">,
   ];
   let dependentDialects = ["mlir::linalg::LinalgDialect", "mlir::memref::MemRefDialect",
                            "mlir::arith::ArithDialect", "mlir::math::MathDialect",
@@ -158,24 +146,33 @@ def KilnMaterializeConfigs : Pass<"kiln-materialize-configs", "mlir::ModuleOp"> 
     step with tuned configurations from the cache's store where it has
     them. Codegen (kiln-kernel-to-linalg) reads only this attribute, so any
     tuned kernel is rebuilt from its IR. A config already present is
-    checked against the kernel and the device.
+    checked against the kernel and the device. The device is the nearest
+    `#kiln.target`, the host CPU where there is none.
+  }];
+}
+
+def KilnAttachTarget : Pass<"kiln-attach-target", "mlir::ModuleOp"> {
+  let summary = "put a #kiln.target on the module: the target every later pass reads";
+  let description = [{
+    `target` is a profile, then edits of it, in KILN_GPU_LIMITS' grammar:
+
+    ```
+    kiln-opt --kiln-attach-target="target=vulkan:nvidia-hopper,units=114"
+    module attributes {kiln.target = #kiln.target<vulkan, "nvidia-hopper",
+        subgroup = 32, workgroup = 1024, shared = 49152, bindings = 31,
+        units = 114, groups = [65535, 65535, 65535],
+        features = [f16, int64, coop_f16]>} { ... }
+    ```
+
+    The JIT and kiln-compile attach the target they compile for the same
+    way (from the device's report or the profile), so their kernel modules
+    can be lowered again by kiln-opt from a dump.
   }];
   let options = [
-    Option<"gpu", "gpu", "bool", "false", "configure for a GPU (else the host CPU)">,
-    Option<"subgroupSize", "subgroup-size", "int", "8", "the GPU's subgroup size">,
-    Option<"maxWorkgroupInvocations", "max-workgroup-invocations", "int", "1024",
-           "the GPU's largest workgroup">,
-    Option<"sharedMemoryBytes", "shared-memory-bytes", "int", "32768",
-           "the GPU's workgroup memory">,
-    Option<"maxLoopIterations", "max-loop-iterations", "int64_t", "0",
-           "loop iterations one GPU kernel invocation may run in all, 0 for no limit">,
-    Option<"computeUnits", "compute-units", "int", "0",
-           "the GPU's compute units (SMs), 0 when unknown">,
-    Option<"cooperativeMatrixBF16", "cooperative-matrix-bf16", "bool", "false",
-           "the GPU's cooperative matrices take bf16 too (bf16 matmuls take coop_gemm)">,
-    Option<"cooperativeMatrix", "cooperative-matrix", "bool", "false",
-           "the GPU has 16x16x16 f16 cooperative matrices (f16 matmuls take coop_gemm)">,
+    Option<"target", "target", "std::string", "\"\"",
+           "vulkan:<profile>[,key=value...] or cpu[:<level>]">,
   ];
+  let dependentDialects = ["kiln::KilnDialect"];
 }
 
 def KilnApproximateMath : Pass<"kiln-approximate-math"> {
@@ -197,18 +194,13 @@ def KilnApproximateMath : Pass<"kiln-approximate-math"> {
 def KilnSetSPIRVTarget : Pass<"kiln-set-spirv-target", "mlir::ModuleOp"> {
   let summary = "attach the device's SPIR-V target env and each kernel's entry-point ABI";
   let description = [{
-    Sets `spirv.target_env` (Vulkan 1.1; the device's subgroup size and
-    workgroup limits; a fixed capability list, 8/16-bit storage and Float16
-    included, that the runtime enables where the device has them) on every gpu.module and
+    Sets `spirv.target_env` (Vulkan 1.1; the subgroup size and workgroup
+    limits of the module's `#kiln.target`, which it must have; a fixed
+    capability list, 8/16-bit storage and Float16 included, that the runtime
+    enables where the device has them) on every gpu.module and
     `spirv.entry_point_abi` with the launch's workgroup size on every kernel
     function. (The upstream setter is a test-only pass.)
   }];
-  let options = [
-    Option<"subgroupSize", "subgroup-size", "int", "32", "the device's subgroup size">,
-    Option<"maxWorkgroupInvocations", "max-workgroup-invocations", "int", "1024",
-           "the device's maxComputeWorkGroupInvocations">,
-  ];
-  let dependentDialects = ["mlir::spirv::SPIRVDialect"];
   let dependentDialects = ["mlir::spirv::SPIRVDialect", "mlir::gpu::GPUDialect"];
 }
 

@@ -1,6 +1,6 @@
-// RUN: kiln-opt %s -split-input-file --kiln-kernel-to-linalg="gpu=true" | FileCheck %s --check-prefix=GPU
-// RUN: kiln-opt %s -split-input-file --kiln-kernel-to-linalg="gpu=true max-loop-iterations=65535" | FileCheck %s --check-prefix=LLVMPIPE
-// RUN: kiln-opt %s -split-input-file --kiln-kernel-to-linalg="gpu=true max-loop-iterations=65535" --kiln-linalg-to-spirv | kiln-spirv-check | FileCheck %s --check-prefix=VALID
+// RUN: kiln-opt %s -split-input-file --kiln-attach-target="target=vulkan:lavapipe,loops=0" --kiln-kernel-to-linalg | FileCheck %s --check-prefix=GPU
+// RUN: kiln-opt %s -split-input-file --kiln-attach-target="target=vulkan:lavapipe,loops=65535" --kiln-kernel-to-linalg | FileCheck %s --check-prefix=LLVMPIPE
+// RUN: kiln-opt %s -split-input-file --kiln-attach-target="target=vulkan:lavapipe,loops=65535" --kiln-kernel-to-linalg --kiln-linalg-to-spirv | kiln-spirv-check | FileCheck %s --check-prefix=VALID
 // RUN: kiln-opt %s -split-input-file --kiln-kernel-to-linalg | FileCheck %s --check-prefix=CPU
 // argmax / argmin over long rows on a graphics device: a workgroup per result, each
 // work item the best (value, position) of its strided columns, then a tree

@@ -1,6 +1,6 @@
 // RUN: kiln-opt %s --kiln-kernel-to-linalg=coalesce=true | FileCheck %s --check-prefix=CPU
-// RUN: sed 's/"cpu:0"/"vulkan:0"/' %s | kiln-opt --kiln-kernel-to-linalg=gpu=true | FileCheck %s --check-prefix=GPU
-// RUN: sed 's/"cpu:0"/"vulkan:0"/' %s | kiln-opt --kiln-kernel-to-linalg=gpu=true --kiln-linalg-to-spirv | kiln-spirv-check | FileCheck %s --check-prefix=VALID
+// RUN: sed 's/"cpu:0"/"vulkan:0"/' %s | kiln-opt --kiln-attach-target="target=vulkan:lavapipe,loops=0" --kiln-kernel-to-linalg | FileCheck %s --check-prefix=GPU
+// RUN: sed 's/"cpu:0"/"vulkan:0"/' %s | kiln-opt --kiln-attach-target="target=vulkan:lavapipe,loops=0" --kiln-kernel-to-linalg --kiln-linalg-to-spirv | kiln-spirv-check | FileCheck %s --check-prefix=VALID
 // RUN: kiln-opt %s --kiln-kernel-to-linalg | FileCheck %s --check-prefix=UNTILED
 // A concat of 4 + 12 channels folded into the 3x3 convolution that reads
 // it: the concatenation is never written, each channel is gathered from

@@ -1,7 +1,7 @@
-// RUN: kiln-opt %s --kiln-materialize-configs="gpu=true subgroup-size=32 shared-memory-bytes=49152 compute-units=132 cooperative-matrix=true cooperative-matrix-bf16=true" | FileCheck %s --check-prefix=CONFIG
-// RUN: kiln-opt %s --kiln-materialize-configs="gpu=true subgroup-size=32 shared-memory-bytes=49152 compute-units=132 cooperative-matrix=true" | FileCheck %s --check-prefix=NOBF16
-// RUN: kiln-opt %s --kiln-kernel-to-linalg="gpu=true subgroup-size=32 shared-memory-bytes=49152 cooperative-matrix=true cooperative-matrix-bf16=true" | FileCheck %s
-// RUN: kiln-opt %s --kiln-kernel-to-linalg="gpu=true subgroup-size=32 shared-memory-bytes=49152 cooperative-matrix=true cooperative-matrix-bf16=true" --kiln-linalg-to-spirv | kiln-opt --pass-pipeline='builtin.module(spirv.module(kiln-spirv-bf16-matrices))' | FileCheck %s --check-prefix=SPIRV
+// RUN: kiln-opt %s --kiln-attach-target="target=vulkan:lavapipe,loops=0,subgroup=32,shared=49152,units=132,coop=1,coopbf16=1" --kiln-materialize-configs | FileCheck %s --check-prefix=CONFIG
+// RUN: kiln-opt %s --kiln-attach-target="target=vulkan:lavapipe,loops=0,subgroup=32,shared=49152,units=132,coop=1" --kiln-materialize-configs | FileCheck %s --check-prefix=NOBF16
+// RUN: kiln-opt %s --kiln-attach-target="target=vulkan:lavapipe,loops=0,subgroup=32,shared=49152,coop=1,coopbf16=1" --kiln-kernel-to-linalg | FileCheck %s
+// RUN: kiln-opt %s --kiln-attach-target="target=vulkan:lavapipe,loops=0,subgroup=32,shared=49152,coop=1,coopbf16=1" --kiln-kernel-to-linalg --kiln-linalg-to-spirv | kiln-opt --pass-pipeline='builtin.module(spirv.module(kiln-spirv-bf16-matrices))' | FileCheck %s --check-prefix=SPIRV
 // bf16 on cooperative matrices (VK_KHR_shader_bfloat16): the coop_gemm
 // form where the device multiplies bf16, the tiled form where it does not.
 // The GPU dialect has no bf16 fragments, so the kernel is built on f16

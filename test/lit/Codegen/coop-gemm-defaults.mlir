@@ -1,4 +1,4 @@
-// RUN: kiln-opt %s --split-input-file --kiln-materialize-configs="gpu=true subgroup-size=32 shared-memory-bytes=49152 compute-units=132 cooperative-matrix=true" | FileCheck %s
+// RUN: kiln-opt %s --split-input-file --kiln-attach-target="target=vulkan:lavapipe,loops=0,subgroup=32,shared=49152,units=132,coop=1" --kiln-materialize-configs | FileCheck %s
 // The cooperative-matrix form's default tiles (CoopMatrixConfig::defaultFor)
 // on a GPU of 132 compute units (the H200): the largest of 128 x 128, 128 x
 // 64, 64 x 128, 64 x 64 x 64 and 32 x 32 x 64 whose workgroups fill every

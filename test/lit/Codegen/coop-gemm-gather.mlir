@@ -1,5 +1,5 @@
-// RUN: kiln-opt %s --split-input-file --kiln-kernel-to-linalg="gpu=true subgroup-size=32 shared-memory-bytes=49152 cooperative-matrix=true" | FileCheck %s
-// RUN: kiln-opt %s --split-input-file --kiln-kernel-to-linalg="gpu=true subgroup-size=32 shared-memory-bytes=49152 cooperative-matrix=true" --kiln-linalg-to-spirv | kiln-spirv-check | FileCheck %s --check-prefix=SPIRV
+// RUN: kiln-opt %s --split-input-file --kiln-attach-target="target=vulkan:lavapipe,loops=0,subgroup=32,shared=49152,coop=1" --kiln-kernel-to-linalg | FileCheck %s
+// RUN: kiln-opt %s --split-input-file --kiln-attach-target="target=vulkan:lavapipe,loops=0,subgroup=32,shared=49152,coop=1" --kiln-kernel-to-linalg --kiln-linalg-to-spirv | kiln-spirv-check | FileCheck %s --check-prefix=SPIRV
 // The convolution's gather in the coop_gemm form (CoopMatrixGemm.cpp) in
 // the shapes coop-gemm.mlir does not have (its conv: the table and 16-byte
 // groups of k): the table element by element, no table, and rows of 8

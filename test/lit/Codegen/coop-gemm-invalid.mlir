@@ -1,4 +1,4 @@
-// RUN: kiln-opt %s --split-input-file --verify-diagnostics --kiln-materialize-configs="gpu=true subgroup-size=32 shared-memory-bytes=49152 cooperative-matrix=true"
+// RUN: kiln-opt %s --split-input-file --verify-diagnostics --kiln-attach-target="target=vulkan:lavapipe,loops=0,subgroup=32,shared=49152,coop=1" --kiln-materialize-configs
 // A coop_gemm config the kernel or the device cannot take says why.
 
 func.func @share(%a: tensor<64x64xf16>, %b: tensor<64x64xf16>) -> tensor<64x64xf16> {

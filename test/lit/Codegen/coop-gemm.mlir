@@ -1,7 +1,7 @@
-// RUN: kiln-opt %s --split-input-file --kiln-materialize-configs="gpu=true subgroup-size=32 shared-memory-bytes=49152 compute-units=132 cooperative-matrix=true" | FileCheck %s --check-prefix=CONFIG
-// RUN: kiln-opt %s --split-input-file --kiln-materialize-configs="gpu=true subgroup-size=32 shared-memory-bytes=49152 compute-units=132" | FileCheck %s --check-prefix=NOCOOP
-// RUN: kiln-opt %s --split-input-file --kiln-kernel-to-linalg="gpu=true subgroup-size=32 shared-memory-bytes=49152 cooperative-matrix=true" | FileCheck %s
-// RUN: kiln-opt %s --split-input-file --kiln-kernel-to-linalg="gpu=true subgroup-size=32 shared-memory-bytes=49152 cooperative-matrix=true" --kiln-linalg-to-spirv | kiln-spirv-check | FileCheck %s --check-prefix=SPIRV
+// RUN: kiln-opt %s --split-input-file --kiln-attach-target="target=vulkan:lavapipe,loops=0,subgroup=32,shared=49152,units=132,coop=1" --kiln-materialize-configs | FileCheck %s --check-prefix=CONFIG
+// RUN: kiln-opt %s --split-input-file --kiln-attach-target="target=vulkan:lavapipe,loops=0,subgroup=32,shared=49152,units=132" --kiln-materialize-configs | FileCheck %s --check-prefix=NOCOOP
+// RUN: kiln-opt %s --split-input-file --kiln-attach-target="target=vulkan:lavapipe,loops=0,subgroup=32,shared=49152,coop=1" --kiln-kernel-to-linalg | FileCheck %s
+// RUN: kiln-opt %s --split-input-file --kiln-attach-target="target=vulkan:lavapipe,loops=0,subgroup=32,shared=49152,coop=1" --kiln-kernel-to-linalg --kiln-linalg-to-spirv | kiln-spirv-check | FileCheck %s --check-prefix=SPIRV
 // The cooperative-matrix form (CoopMatrixGemm.cpp): a matmul of two f16
 // operands, on a GPU with 16x16x16 f16 cooperative matrices, is built from
 // gpu.subgroup_mma_* ops; f32 matmuls and GPUs without them keep the tiled

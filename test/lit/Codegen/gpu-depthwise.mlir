@@ -1,5 +1,5 @@
-// RUN: kiln-opt %s --kiln-kernel-to-linalg="gpu=true" | FileCheck %s
-// RUN: kiln-opt %s --kiln-kernel-to-linalg="gpu=true" --kiln-linalg-to-spirv | FileCheck %s --check-prefix=SPIRV
+// RUN: kiln-opt %s --kiln-attach-target="target=vulkan:lavapipe,loops=0" --kiln-kernel-to-linalg | FileCheck %s
+// RUN: kiln-opt %s --kiln-attach-target="target=vulkan:lavapipe,loops=0" --kiln-kernel-to-linalg --kiln-linalg-to-spirv | FileCheck %s --check-prefix=SPIRV
 // A depthwise 3x3 conv (stride 1, padding 1) + bias + ReLU on a GPU: one
 // parallel loop over work items of 4 adjacent outputs of a row (16 planes x
 // 10 rows x 3 blocks of a 10-wide row, the last block half outside it).

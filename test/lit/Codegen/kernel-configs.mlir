@@ -1,7 +1,7 @@
-// RUN: kiln-opt %s --kiln-kernel-to-linalg="gpu=true matmul-tiles=32,32,8,4,4" | FileCheck %s --check-prefix=TILES
+// RUN: kiln-opt %s --kiln-attach-target="target=vulkan:lavapipe,loops=0" --kiln-kernel-to-linalg=matmul-tiles=32,32,8,4,4 | FileCheck %s --check-prefix=TILES
 // RUN: kiln-opt %s --kiln-kernel-to-linalg="coalesce=true cpu-matmul-block=4,8,1,16" | FileCheck %s --check-prefix=CPU
-// RUN: not kiln-opt %s --kiln-kernel-to-linalg="gpu=true matmul-tiles=64,64,16,4,4 max-workgroup-invocations=128" 2>&1 | FileCheck %s --check-prefix=TOOBIG
-// RUN: not kiln-opt %s --kiln-kernel-to-linalg="gpu=true matmul-tiles=64,64,16,3,4" 2>&1 | FileCheck %s --check-prefix=UNEVEN
+// RUN: not kiln-opt %s --kiln-attach-target="target=vulkan:lavapipe,loops=0,invocations=128" --kiln-kernel-to-linalg=matmul-tiles=64,64,16,4,4 2>&1 | FileCheck %s --check-prefix=TOOBIG
+// RUN: not kiln-opt %s --kiln-attach-target="target=vulkan:lavapipe,loops=0" --kiln-kernel-to-linalg=matmul-tiles=64,64,16,3,4 2>&1 | FileCheck %s --check-prefix=UNEVEN
 // Each kernel builder takes one configuration object; the defaults come
 // from the device's limits, and another configuration (an autotuner's) is
 // checked against them with the reason it does not fit.

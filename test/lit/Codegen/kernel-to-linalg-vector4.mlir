@@ -1,5 +1,5 @@
 // RUN: kiln-opt %s -split-input-file --kiln-kernel-to-linalg=vector4=true | FileCheck %s
-// RUN: kiln-opt %s -split-input-file --kiln-kernel-to-linalg=vector4=true --kiln-linalg-to-spirv | kiln-spirv-check | FileCheck %s --check-prefix=VALID
+// RUN: kiln-opt %s -split-input-file --kiln-kernel-to-linalg=vector4=true --kiln-attach-target=target=vulkan:lavapipe --kiln-linalg-to-spirv | kiln-spirv-check | FileCheck %s --check-prefix=VALID
 // The GPU layout: groups of 4 elements with 16-byte accesses; an operand
 // broadcast along the innermost dimension is one scalar per group, splatted.
 

@@ -1,4 +1,4 @@
-// RUN: kiln-opt %s --kiln-graph-pipeline --kiln-kernel-to-linalg --kiln-linalg-to-spirv > %t
+// RUN: kiln-opt %s --kiln-graph-pipeline --kiln-kernel-to-linalg --kiln-attach-target=target=vulkan:lavapipe --kiln-linalg-to-spirv > %t
 // RUN: FileCheck %s < %t
 // RUN: kiln-spirv-check %t | FileCheck %s --check-prefix=VALID
 // The whole chain from a graph to SPIR-V; every generated module validates.

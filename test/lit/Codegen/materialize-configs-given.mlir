@@ -1,4 +1,4 @@
-// RUN: kiln-opt %s --kiln-materialize-configs="gpu=true" | FileCheck %s --check-prefix=GPU
+// RUN: kiln-opt %s --kiln-attach-target="target=vulkan:lavapipe,loops=0" --kiln-materialize-configs | FileCheck %s --check-prefix=GPU
 // A config already present is kept as written.
 // GPU-LABEL: func.func @given
 // GPU: config {form = "loop", vector_width = 1 : i64, workgroup_size = 64 : i64}

@@ -1,4 +1,4 @@
-// RUN: kiln-opt %s --split-input-file --verify-diagnostics --kiln-materialize-configs="gpu=true subgroup-size=32 max-workgroup-invocations=512 shared-memory-bytes=49152"
+// RUN: kiln-opt %s --split-input-file --verify-diagnostics --kiln-attach-target="target=vulkan:lavapipe,loops=0,subgroup=32,invocations=512,shared=49152" --kiln-materialize-configs
 // A config that the kernel or the device cannot take names what is wrong.
 
 func.func @form(%a: tensor<64x32xf32>) -> tensor<64x32xf32> {

@@ -1,4 +1,4 @@
-// RUN: kiln-opt %s --split-input-file --kiln-materialize-configs="gpu=true subgroup-size=32 max-workgroup-invocations=1024 shared-memory-bytes=49152 compute-units=132" | FileCheck %s --check-prefix=GPU
+// RUN: kiln-opt %s --split-input-file --kiln-attach-target="target=vulkan:lavapipe,loops=0,subgroup=32,invocations=1024,shared=49152,units=132" --kiln-materialize-configs | FileCheck %s --check-prefix=GPU
 // RUN: kiln-opt %s --split-input-file --kiln-materialize-configs | FileCheck %s --check-prefix=CPU
 // Every kernel gets the form it is built in and that form's knobs; codegen
 // reads only this attribute.

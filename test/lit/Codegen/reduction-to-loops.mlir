@@ -1,5 +1,5 @@
 // RUN: kiln-opt %s --kiln-kernel-to-linalg | FileCheck %s
-// RUN: kiln-opt %s --kiln-kernel-to-linalg --kiln-linalg-to-spirv | kiln-spirv-check | FileCheck %s --check-prefix=VALID
+// RUN: kiln-opt %s --kiln-kernel-to-linalg --kiln-attach-target=target=vulkan:lavapipe --kiln-linalg-to-spirv | kiln-spirv-check | FileCheck %s --check-prefix=VALID
 // RUN: kiln-opt %s --kiln-kernel-to-linalg --kiln-linalg-to-llvm | FileCheck %s --check-prefix=LLVM
 // CHECK: #[[IDX:.*]] = affine_map<(d0, d1) -> (d0 + d1 * 4 + (d0 floordiv 4) * 16)>
 // A reduction kernel: a parallel loop over results around a loop over the

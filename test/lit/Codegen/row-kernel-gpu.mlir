@@ -1,9 +1,9 @@
-// RUN: kiln-opt %s --kiln-kernel-to-linalg=gpu=true | FileCheck %s
-// RUN: kiln-opt %s --kiln-kernel-to-linalg=gpu=true --kiln-linalg-to-spirv | kiln-spirv-check | FileCheck %s --check-prefix=VALID
+// RUN: kiln-opt %s --kiln-attach-target="target=vulkan:lavapipe,loops=0" --kiln-kernel-to-linalg | FileCheck %s
+// RUN: kiln-opt %s --kiln-attach-target="target=vulkan:lavapipe,loops=0" --kiln-kernel-to-linalg --kiln-linalg-to-spirv | kiln-spirv-check | FileCheck %s --check-prefix=VALID
 // RUN: kiln-opt %s --kiln-kernel-to-linalg | FileCheck %s --check-prefix=LOOPS
-// RUN: kiln-opt %s --kiln-kernel-to-linalg="gpu=true row-workgroup-size=-1" | FileCheck %s --check-prefix=ITEMS
-// RUN: kiln-opt %s --kiln-kernel-to-linalg="gpu=true row-workgroup-size=64" | FileCheck %s --check-prefix=WIDE
-// RUN: not kiln-opt %s --kiln-kernel-to-linalg="gpu=true row-workgroup-size=12" 2>&1 | FileCheck %s --check-prefix=BAD
+// RUN: kiln-opt %s --kiln-attach-target="target=vulkan:lavapipe,loops=0" --kiln-kernel-to-linalg=row-workgroup-size=-1 | FileCheck %s --check-prefix=ITEMS
+// RUN: kiln-opt %s --kiln-attach-target="target=vulkan:lavapipe,loops=0" --kiln-kernel-to-linalg=row-workgroup-size=64 | FileCheck %s --check-prefix=WIDE
+// RUN: not kiln-opt %s --kiln-attach-target="target=vulkan:lavapipe,loops=0" --kiln-kernel-to-linalg=row-workgroup-size=12 2>&1 | FileCheck %s --check-prefix=BAD
 // softmax as one row kernel. On a GPU (subgroup 8): a workgroup of 16 per
 // 100-wide row (about 8 columns per work item). The row is 25 groups of 4
 // columns, so the input and output buffers are declared as 16-byte vectors
@@ -63,7 +63,7 @@ func.func @softmax(%x: tensor<3x100xf32>) -> tensor<3x100xf32> {
 // Many rows a subgroup covers (1027 rows of 24): 8 rows per workgroup, a
 // subgroup each (129 workgroups of 64 work items, the last partly empty:
 // each subgroup checks its row), 6 groups of 4 columns per row, no barrier.
-// RUN: kiln-opt %s --kiln-kernel-to-linalg=gpu=true | FileCheck %s --check-prefix=ROWS
+// RUN: kiln-opt %s --kiln-attach-target="target=vulkan:lavapipe,loops=0" --kiln-kernel-to-linalg | FileCheck %s --check-prefix=ROWS
 // ROWS-LABEL: func.func @narrow_rows_kernel{{[0-9]+}}(
 // ROWS-SAME: memref<6162xvector<4xf32>>
 // ROWS: gpu.launch blocks({{.*}}) in ({{.*}} = %c129{{.*}}, {{.*}} = %c1{{.*}}, {{.*}} = %c1{{.*}}) threads({{.*}}) in ({{.*}} = %c64

@@ -1,6 +1,6 @@
 // RUN: kiln-opt %s -split-input-file --kiln-kernel-to-linalg | FileCheck %s --check-prefix=CPU
-// RUN: kiln-opt %s -split-input-file --kiln-kernel-to-linalg="gpu=true max-loop-iterations=65535" | FileCheck %s --check-prefix=LLVMPIPE
-// RUN: kiln-opt %s -split-input-file --kiln-kernel-to-linalg="gpu=true max-loop-iterations=65535" --kiln-linalg-to-spirv | kiln-spirv-check | FileCheck %s --check-prefix=VALID
+// RUN: kiln-opt %s -split-input-file --kiln-attach-target="target=vulkan:lavapipe,loops=65535" --kiln-kernel-to-linalg | FileCheck %s --check-prefix=LLVMPIPE
+// RUN: kiln-opt %s -split-input-file --kiln-attach-target="target=vulkan:lavapipe,loops=65535" --kiln-kernel-to-linalg --kiln-linalg-to-spirv | kiln-spirv-check | FileCheck %s --check-prefix=VALID
 // Long rows: a cascade of loops of at most 4096 (CPU) or 256 (GPU) trips,
 // each level starting from the identity and folded into the level above,
 // so 2^32 ones sum to 2^32 in f32 and no loop outruns llvmpipe's budget.

@@ -1,4 +1,4 @@
-// RUN: kiln-opt %s --kiln-kernel-to-linalg="gpu=true max-loop-iterations=65535" | FileCheck %s
+// RUN: kiln-opt %s --kiln-attach-target="target=vulkan:lavapipe,loops=65535" --kiln-kernel-to-linalg | FileCheck %s
 // A column reduction whose work item per column would need 65535 column
 // trips plus the cascade's outer trips (past llvmpipe's budget) takes a
 // workgroup per column instead of failing.

@@ -1,4 +1,4 @@
-// RUN: kiln-opt %s --kiln-kernel-to-linalg="gpu=true max-loop-iterations=65535 row-workgroup-size=-1" -verify-diagnostics
+// RUN: kiln-opt %s --kiln-attach-target="target=vulkan:lavapipe,loops=65535" --kiln-kernel-to-linalg=row-workgroup-size=-1 -verify-diagnostics
 // A device that stops loops after 65535 iterations (llvmpipe) must never
 // drop elements: a work item per row over 2^20 columns is refused, and the
 // message says what to do.

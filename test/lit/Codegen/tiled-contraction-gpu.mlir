@@ -1,5 +1,5 @@
-// RUN: kiln-opt %s --kiln-kernel-to-linalg=gpu=true | FileCheck %s
-// RUN: kiln-opt %s --kiln-kernel-to-linalg=gpu=true --kiln-linalg-to-spirv | kiln-spirv-check | FileCheck %s --check-prefix=VALID
+// RUN: kiln-opt %s --kiln-attach-target="target=vulkan:lavapipe,loops=0" --kiln-kernel-to-linalg | FileCheck %s
+// RUN: kiln-opt %s --kiln-attach-target="target=vulkan:lavapipe,loops=0" --kiln-kernel-to-linalg --kiln-linalg-to-spirv | kiln-spirv-check | FileCheck %s --check-prefix=VALID
 // matmul and conv2d on a GPU: shared-memory tiles (k-major), a k loop
 // carrying each work item's register block, barriers around the compute,
 // the next slice's global reads issued before the current one's FMAs, and

@@ -1,5 +1,5 @@
-// RUN: kiln-opt %s --kiln-kernel-to-linalg=gpu=true | FileCheck %s
-// RUN: kiln-opt %s --kiln-kernel-to-linalg=gpu=true --kiln-linalg-to-spirv | kiln-spirv-check | FileCheck %s --check-prefix=VALID
+// RUN: kiln-opt %s --kiln-attach-target="target=vulkan:lavapipe,loops=0" --kiln-kernel-to-linalg | FileCheck %s
+// RUN: kiln-opt %s --kiln-attach-target="target=vulkan:lavapipe,loops=0" --kiln-kernel-to-linalg --kiln-linalg-to-spirv | kiln-spirv-check | FileCheck %s --check-prefix=VALID
 // k split over groups of work items (MatmulConfig::splitK): four groups of
 // 32 work items, each with its own tiles, taking every fourth slice of 8;
 // 70 = 9 slices, so a group's last slice past the end stages zeros. Groups

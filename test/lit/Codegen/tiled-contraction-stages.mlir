@@ -1,6 +1,6 @@
-// RUN: kiln-opt %s --kiln-kernel-to-linalg=gpu=true | FileCheck %s
-// RUN: kiln-opt %s --kiln-kernel-to-linalg=gpu=true --kiln-linalg-to-spirv | kiln-spirv-check | FileCheck %s --check-prefix=VALID
-// RUN: sed "s/stages = 2/stages = 3/" %s | not kiln-opt --kiln-kernel-to-linalg=gpu=true 2>&1 | FileCheck %s --check-prefix=THREE
+// RUN: kiln-opt %s --kiln-attach-target="target=vulkan:lavapipe,loops=0" --kiln-kernel-to-linalg | FileCheck %s
+// RUN: kiln-opt %s --kiln-attach-target="target=vulkan:lavapipe,loops=0" --kiln-kernel-to-linalg --kiln-linalg-to-spirv | kiln-spirv-check | FileCheck %s --check-prefix=VALID
+// RUN: sed "s/stages = 2/stages = 3/" %s | not kiln-opt --kiln-attach-target="target=vulkan:lavapipe,loops=0" --kiln-kernel-to-linalg 2>&1 | FileCheck %s --check-prefix=THREE
 // Double-buffered tiles (MatmulConfig::stages = 2): slice 0 is staged
 // before the k loop and slice 1 fetched into registers; each iteration
 // stores slice kt + 1 into the buffer kt's FMAs do not read ((kt + 1) mod

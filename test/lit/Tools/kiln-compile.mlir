@@ -40,4 +40,4 @@ func.func @graph() -> tensor<4x8xf32> {
 // V3: cpu code: x86-64-v3, {{[0-9]+}} bytes, needs sse3 ssse3 sse4.1 sse4.2 popcnt avx avx2 fma f16c bmi bmi2 lzcnt movbe{{$}}
 // ISA: unknown CPU ISA level 'pentium': use one of host, x86-64, x86-64-v2, x86-64-v3, x86-64-v4
 
-// METAL: unknown target 'opencl': use vulkan, cpu or metal
+// METAL: unknown target 'opencl': use vulkan, cpu, metal or cuda

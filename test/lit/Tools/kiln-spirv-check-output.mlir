@@ -1,7 +1,7 @@
 // RUN: rm -f %t.spv %t2.spv
-// RUN: sed '/^\/\/ -----/,$d' %s | kiln-opt --kiln-linalg-to-spirv | kiln-spirv-check --output %t.spv | FileCheck %s
+// RUN: sed '/^\/\/ -----/,$d' %s | kiln-opt --kiln-attach-target=target=vulkan:lavapipe --kiln-linalg-to-spirv | kiln-spirv-check --output %t.spv | FileCheck %s
 // RUN: od -A n -t x4 -N 4 %t.spv | FileCheck %s --check-prefix=MAGIC
-// RUN: kiln-opt %s --kiln-linalg-to-spirv > %t.two.mlir
+// RUN: kiln-opt %s --kiln-attach-target=target=vulkan:lavapipe --kiln-linalg-to-spirv > %t.two.mlir
 // RUN: not kiln-spirv-check %t.two.mlir --output %t2.spv 2>&1 | FileCheck %s --check-prefix=TWO
 // RUN: not test -e %t2.spv
 // kiln-spirv-check --output writes the words of the one spirv.module it read

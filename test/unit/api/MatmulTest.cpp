@@ -4,6 +4,7 @@
 
 #include "TestUtil.h"
 #include "kiln/Codegen/KernelConfig.h"
+#include "kiln/Compiler/Target.h"
 
 #include <random>
 
@@ -289,14 +290,20 @@ TEST_P(MatmulOnEveryDevice, LinearWithoutBias) {
 }
 
 namespace {
+kiln::DeviceLimits hopperLimits() {
+  const kiln::TargetProfile *hopper =
+      kiln::findTargetProfile(kiln::TargetApi::vulkan, "nvidia-hopper");
+  std::string error;
+  return (*kiln::describeTarget(kiln::TargetApi::vulkan, hopper->gpu, "", error)).limits;
+}
+
 /// Where the device reports its compute units, GEMM tiles shrink until each
 /// unit has two workgroups (the H200, 132 SMs: a 128x512 result took 61 us
 /// as 8 workgroups of 64x128); unknown units keep the large tiles.
 TEST(MatmulConfigChoice, ShrinksTilesUntilEveryComputeUnitHasWork) {
-  kiln::DeviceLimits h200;
-  h200.subgroupSize = 32;
-  h200.maxWorkgroupInvocations = 1024;
-  h200.sharedMemoryBytes = 49152;
+  // The Hopper profile's limits, its compute units unknown at first.
+  kiln::DeviceLimits h200 = hopperLimits();
+  h200.computeUnits = 0;
   kiln::MatmulConfig big = kiln::MatmulConfig::defaultFor(h200, 4096, 4096, 4096);
   EXPECT_EQ(big.tileM, 64);
   EXPECT_EQ(big.tileN, 128);
@@ -317,10 +324,9 @@ TEST(MatmulConfigChoice, ShrinksTilesUntilEveryComputeUnitHasWork) {
 /// SM at most, four k slices per group at least, within the device's
 /// shared memory; a grid that fills the GPU is not split.
 TEST(MatmulConfigChoice, SplitsKWhereTheGridLeavesTheGpuShortOfWarps) {
-  kiln::DeviceLimits h200;
-  h200.subgroupSize = 32;
-  h200.maxWorkgroupInvocations = 1024;
-  h200.sharedMemoryBytes = 49152;
+  // The Hopper profile's limits, its compute units unknown at first.
+  kiln::DeviceLimits h200 = hopperLimits();
+  h200.computeUnits = 0;
   EXPECT_EQ(kiln::MatmulConfig::defaultFor(h200, 128, 512, 512).splitK, 1) << "units unknown";
   h200.computeUnits = 132;
   EXPECT_EQ(kiln::MatmulConfig::defaultFor(h200, 4096, 4096, 4096).splitK, 1);

@@ -74,7 +74,7 @@ rt::AdapterInfo h200Like() {
 
 TEST(TuningKeys, EveryComponentChangesTheKey) {
   std::lock_guard<std::mutex> lock(session().mutex);
-  std::string base = deviceFingerprint(h200Like());
+  std::string base = deviceFingerprint(h200Like(), CompilerOptions());
   auto key = [](const std::string &text, const std::string &fingerprint) {
     mlir::OwningOpRef<mlir::ModuleOp> module = parseKernel(text);
     return tuningKey(kernelIn(*module), fingerprint);
@@ -85,12 +85,12 @@ TEST(TuningKeys, EveryComponentChangesTheKey) {
       {"k", key(matmulKernel(64, 33, 48), base)},
       {"n", key(matmulKernel(64, 32, 49), base)},
       {"dtype", key(matmulKernel(64, 32, 48, "f16"), base)},
-      {"cpu", key(matmulKernel(64, 32, 48), cpuFingerprint())},
+      {"cpu", key(matmulKernel(64, 32, 48), cpuFingerprint(CompilerOptions()))},
   };
   auto field = [&](const char *name, auto change) {
     rt::AdapterInfo adapter = h200Like();
     change(adapter);
-    keys.push_back({name, key(matmulKernel(64, 32, 48), deviceFingerprint(adapter))});
+    keys.push_back({name, key(matmulKernel(64, 32, 48), deviceFingerprint(adapter, CompilerOptions()))});
   };
   field("vendor", [](rt::AdapterInfo &a) { a.vendorId = 0x1002; });
   field("device", [](rt::AdapterInfo &a) { a.deviceId = 0x2336; });
@@ -113,7 +113,7 @@ TEST(TuningKeys, EveryComponentChangesTheKey) {
 
 TEST(TuningKeys, ConfigsChangeTheKernelButNotItsTuningKey) {
   std::lock_guard<std::mutex> lock(session().mutex);
-  std::string fp = deviceFingerprint(h200Like());
+  std::string fp = deviceFingerprint(h200Like(), CompilerOptions());
   std::vector<std::string> configs = {
       "config {form = \"gemm\", tile = array<i64: 64, 64, 16>, thread = array<i64: 4, 4>}",
       "config {form = \"gemm\", tile = array<i64: 32, 64, 16>, thread = array<i64: 4, 4>}",
@@ -143,14 +143,14 @@ TEST(TuningKeys, ConfigsChangeTheKernelButNotItsTuningKey) {
 TuneResult tuneOn(const std::string &text, rt::Device &device, const TuneOptions &options,
                   std::vector<KernelConfig> &candidates, std::string &hash) {
   Session &s = session();
-  std::lock_guard<std::mutex> lock(s.mutex);
+  auto lock = lockForCompile(s);
   mlir::OwningOpRef<mlir::ModuleOp> module = parseKernel(text);
   KernelOp kernel = kernelIn(*module);
   rt::VulkanDevice *vulkan = device.replayDevice();
-  DeviceLimits limits = vulkan ? limitsOf(vulkan->adapter()) : DeviceLimits();
+  DeviceLimits limits = vulkan ? gpuTargetOf(vulkan->adapter(), s.options).limits : DeviceLimits();
   candidates = candidateKernelConfigs(kernel, vulkan ? &limits : nullptr);
-  hash = tuningKeyHash(
-      tuningKey(kernel, vulkan ? deviceFingerprint(vulkan->adapter()) : cpuFingerprint()));
+  hash = tuningKeyHash(tuningKey(kernel, vulkan ? deviceFingerprint(vulkan->adapter(), s.options)
+                                              : cpuFingerprint(s.options)));
   return tuneKernel(s, kernel, device, options);
 }
 
@@ -313,7 +313,8 @@ std::vector<std::pair<std::string, bool>> halfMatmulForms(std::vector<KernelConf
     if (d.api() != "vulkan")
       continue;
     rt::Device *device = runtimeDeviceNamed(d.name());
-    DeviceLimits limits = limitsOf(device->replayDevice()->adapter());
+    DeviceLimits limits =
+        gpuTargetOf(device->replayDevice()->adapter(), CompilerOptions::fromEnvironment()).limits;
     std::lock_guard<std::mutex> lock(session().mutex);
     mlir::OwningOpRef<mlir::ModuleOp> module =
         parseKernel(matmulKernel(64, 96, 128, "f16", d.name()));
