@@ -2,24 +2,28 @@
 
 #include "dialects/Kiln/KilnDialect.h"
 
+#include "kiln/runtime/DeviceName.h"
+
 #include "mlir/IR/DialectImplementation.h"
 
 using namespace mlir;
 using namespace kiln;
 
 FailureOr<DeviceAttr> kiln::parseDeviceName(MLIRContext *ctx, StringRef name) {
-  auto [api, ordinalText] = name.split(':');
-  if (api != "vulkan" && api != "cpu" && api != "metal")
+  std::optional<rt::DeviceName> parsed = rt::parseDeviceName(std::string_view(name));
+  if (!parsed)
     return failure();
-  int64_t ordinal = 0;
-  if (!ordinalText.empty() &&
-      (ordinalText.getAsInteger(10, ordinal) || ordinal < 0))
-    return failure();
-  return DeviceAttr::get(ctx, api, ordinal, "", "");
+  return DeviceAttr::get(ctx, rt::deviceApiName(parsed->api), parsed->ordinal.value_or(0), "",
+                         "");
 }
 
 std::string DeviceAttr::getName() const {
   return (getApi() + ":" + Twine(getOrdinal())).str();
+}
+
+TargetApi DeviceAttr::kind() const {
+  // Parsed when the attribute was made: one of the APIs.
+  return symbolizeTargetApi(getApi()).value_or(TargetApi::cpu);
 }
 
 bool DeviceAttr::isSameDevice(DeviceAttr other) const {

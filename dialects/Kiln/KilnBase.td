@@ -50,6 +50,8 @@ def Kiln_DeviceAttr : AttrDef<Kiln_Dialect, "Device"> {
     std::string getName() const;
     /// Same execution context and ordinal: the only notion of identity.
     bool isSameDevice(DeviceAttr other) const;
+    /// The API, typed (parseDeviceName admits only these).
+    TargetApi kind() const;
   }];
 }
 

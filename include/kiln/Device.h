@@ -15,6 +15,9 @@
 
 namespace kiln {
 
+/// What runs a device's kernels.
+enum class DeviceKind { cpu, vulkan, metal };
+
 class Device {
 public:
   /// KILN_DEVICE if set, else set_default_device's, else a discrete or
@@ -33,7 +36,9 @@ public:
 
   /// "vulkan:0".
   std::string name() const;
+  /// "vulkan", "cpu".
   const std::string &api() const { return api_; }
+  DeviceKind kind() const { return kind_; }
   int index() const { return index_; }
   /// How the handle was written ("default", "vulkan", "vulkan:0").
   const std::string &written() const { return written_; }
@@ -46,13 +51,13 @@ public:
 
   /// Same execution API and logical device: the spelling does not matter.
   bool operator==(const Device &other) const {
-    return api_ == other.api_ && index_ == other.index_;
+    return kind_ == other.kind_ && index_ == other.index_;
   }
   bool operator!=(const Device &other) const { return !(*this == other); }
 
 private:
-  Device(std::string api, int index, std::string written)
-      : api_(std::move(api)), index_(index), written_(std::move(written)) {}
+  Device(DeviceKind kind, int index, std::string written);
+  DeviceKind kind_;
   std::string api_;
   int index_;
   std::string written_;

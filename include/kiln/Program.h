@@ -51,8 +51,11 @@ struct CompileOptions {
   /// input1, ... and output0, ...
   std::vector<std::string> input_names, output_names;
   /// The cpu target's instruction set: "host" (the CPU device's: the JIT's
-  /// code, bit for bit; this CPU's, unless KILN_CPU_ISA names a level), "x86-64-v2", "x86-64-v3" or "x86-64-v4". Code for a level this
-  /// CPU lacks is written but cannot run here.
+  /// code, bit for bit; this CPU's, unless KILN_CPU_ISA names a level),
+  /// "x86-64-v2", "x86-64-v3" or "x86-64-v4", or "portable" (kiln-compile's
+  /// default: x86-64-v3, plus x86-64-v4 beside it where this CPU has
+  /// AVX-512; the runtime runs the highest its CPU has). Code for a level
+  /// this CPU lacks is written but cannot run here.
   std::string cpu_isa = "host";
 };
 

@@ -3,7 +3,16 @@
 #include "kiln/Codegen/Pipelines.h"
 #include "kiln/Transforms/Passes.h"
 
-#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Arith/Transforms/Passes.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/Math/Transforms/Passes.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Dialect/SCF/Transforms/Passes.h"
+#include "mlir/Dialect/SPIRV/IR/SPIRVOps.h"
+#include "mlir/Dialect/SPIRV/Transforms/Passes.h"
+#include "mlir/Transforms/Passes.h"
 
 using namespace mlir;
 
@@ -30,43 +39,73 @@ void kiln::populateFusionPipeline(OpPassManager &pm, const FusionPipelineOptions
 
 LogicalResult kiln::populateLinalgToSPIRVPipeline(
     OpPassManager &pm, const SPIRVPipelineOptions &options) {
-  std::string threads = std::to_string(options.threads);
   // Erf polynomials before math-to-spirv; bf16 buffers as bits once the
   // linalg ops are loops (SPIR-V has no bf16); tiling gives (workgroups,
   // threads); math must be converted before gpu-to-spirv, which leaves the
   // spirv.module beside the gpu.module.
-  std::string text =
-      "kiln-approximate-math,"
-      "func.func(convert-linalg-to-parallel-loops,kiln-emulate-bf16-storage,"
-      "scf-parallel-loop-tiling{parallel-loop-tile-sizes=" + threads +
-      " no-min-max-bounds=true},"
-      "gpu-map-parallel-loops,convert-parallel-loops-to-gpu),"
-      "canonicalize,gpu-launch-sink-index-computations,gpu-kernel-outlining,"
-      "lower-affine,canonicalize,cse,"
-      "kiln-set-spirv-target,"
-      "map-memref-spirv-storage-class{client-api=vulkan},"
-      "convert-math-to-spirv,convert-gpu-to-spirv,"
-      "spirv.module(kiln-spirv-vulkan-memory-model,spirv-lower-abi-attrs,spirv-update-vce" +
-      std::string(options.bf16Matrices ? ",kiln-spirv-bf16-matrices)" : ")");
-  return parsePassPipeline(text, pm, llvm::errs());
+  pm.addPass(createKilnApproximateMath());
+  OpPassManager &fn = pm.nest<func::FuncOp>();
+  fn.addPass(createConvertLinalgToParallelLoopsPass());
+  fn.addPass(createKilnEmulateBF16Storage());
+  fn.addPass(createParallelLoopTilingPass({options.threads}, /*noMinMaxBounds=*/true));
+  fn.addPass(createGpuMapParallelLoopsPass());
+  fn.addPass(createConvertParallelLoopToGpuPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createGpuLaunchSinkIndexComputationsPass());
+  pm.addPass(createGpuKernelOutliningPass());
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  // The module's #kiln.target becomes spirv.target_env (and entry-point
+  // ABIs) before anything converts to SPIR-V.
+  pm.addPass(createKilnSetSPIRVTarget());
+  pm.addPass(createMapMemRefStorageClassPass());
+  pm.addPass(createConvertMathToSPIRVPass());
+  pm.addPass(createConvertGPUToSPIRVPass());
+  OpPassManager &spirvModule = pm.nest<spirv::ModuleOp>();
+  // The Vulkan memory model before update-vce, which then declares it.
+  spirvModule.addPass(createKilnSpirvVulkanMemoryModel());
+  spirvModule.addPass(spirv::createSPIRVLowerABIAttributesPass());
+  spirvModule.addPass(spirv::createSPIRVUpdateVCEPass());
+  if (options.bf16Matrices)
+    spirvModule.addPass(createKilnSpirvBF16Matrices());
+  return success();
 }
 
 LogicalResult kiln::populateLinalgToLLVMPipeline(OpPassManager &pm) {
   // Math first (polynomials in arith), then loops; the range arguments need
   // the loop that convert-linalg-to-loops makes; bare pointers give the
   // runtime a calling convention without memref descriptors.
-  std::string text =
-      "kiln-approximate-math{all=true},"
-      "func.func(convert-linalg-to-loops),kiln-cpu-range-args,"
-      // bf16 arithmetic and math (batch norm's sqrt) in f32, and its casts
-      // as integer bit operations: no libcall (__truncsfbf2) on a CPU
-      // without AVX-512 BF16.
-      "math-extend-to-supported-types{extra-types=f16 target-type=f32},"
-      "arith-emulate-unsupported-floats{source-types=bf16 target-type=f32},"
-      "kiln-cpu-expand-arith,"
-      "lower-affine,canonicalize,convert-scf-to-cf,convert-math-to-llvm,convert-vector-to-llvm,"
-      "convert-arith-to-llvm,expand-strided-metadata,finalize-memref-to-llvm,"
-      "convert-func-to-llvm{use-bare-ptr-memref-call-conv=true},"
-      "convert-cf-to-llvm,convert-index-to-llvm,reconcile-unrealized-casts";
-  return parsePassPipeline(text, pm, llvm::errs());
+  KilnApproximateMathOptions approximate;
+  approximate.all = true;
+  pm.addPass(createKilnApproximateMath(approximate));
+  pm.nest<func::FuncOp>().addPass(createConvertLinalgToLoopsPass());
+  pm.addPass(createKilnCpuRangeArgs());
+  // bf16 arithmetic and math (batch norm's sqrt) in f32, and its casts as
+  // integer bit operations: no libcall (__truncsfbf2) on a CPU without
+  // AVX-512 BF16.
+  math::MathExtendToSupportedTypesOptions extend;
+  extend.extraTypeStrs = {"f16"};
+  extend.targetTypeStr = "f32";
+  pm.addPass(math::createMathExtendToSupportedTypes(extend));
+  arith::ArithEmulateUnsupportedFloatsOptions emulate;
+  emulate.sourceTypeStrs = {"bf16"};
+  emulate.targetTypeStr = "f32";
+  pm.addPass(arith::createArithEmulateUnsupportedFloats(emulate));
+  pm.addPass(createKilnCpuExpandArith());
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createSCFToControlFlowPass());
+  pm.addPass(createConvertMathToLLVMPass());
+  pm.addPass(createConvertVectorToLLVMPass());
+  pm.addPass(createArithToLLVMConversionPass());
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+  ConvertFuncToLLVMPassOptions func;
+  func.useBarePtrCallConv = true;
+  pm.addPass(createConvertFuncToLLVMPass(func));
+  pm.addPass(createConvertControlFlowToLLVMPass());
+  pm.addPass(createConvertIndexToLLVMPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+  return success();
 }

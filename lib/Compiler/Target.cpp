@@ -275,8 +275,9 @@ FailureOr<Target> kiln::parseTarget(llvm::StringRef text, std::string &error) {
               "' of target cpu: the profiles are " + profileNames(*api);
       return failure();
     }
+    // "cpu" alone names no profile (the caller's default); "cpu:host" does.
     Target target;
-    target.profile = profile->name == "host" ? "" : profile->name;
+    target.profile = profileName.empty() ? "" : profile->name;
     target.cpuIsa = profile->cpuIsa;
     return target;
   }

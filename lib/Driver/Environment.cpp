@@ -1,6 +1,6 @@
 //===- Environment.cpp - the KILN_* variables, read in one place ----------===//
 
-#include "Environment.h"
+#include "lib/Driver/Environment.h"
 
 #include "kiln/Compiler/Options.h"
 #include "kiln/Errors.h"

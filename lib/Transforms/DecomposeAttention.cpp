@@ -132,7 +132,7 @@ struct DecomposeAttentionPass
       // The CPU kernel keeps a row of q, and of the output per query, in
       // unrolled vector code: head sizes past 256 take the decomposition.
       auto size = [](Value v) { return cast<RankedTensorType>(v.getType()).getShape().back(); };
-      if (all || device.getApi() != "cpu" || size(op.getQuery()) > kMaxFusedHead ||
+      if (all || device.kind() != TargetApi::cpu || size(op.getQuery()) > kMaxFusedHead ||
           size(op.getValue()) > kMaxFusedHead)
         found.push_back(op);
     });

@@ -120,7 +120,7 @@ int commonUserGroup(Operation *op, const DenseMap<Operation *, int> &groupOf,
 Value uniformChainAnchor(const Group &group, ArrayRef<Operation *> ops) {
   constexpr size_t kLongChain = 16;
   if (ops.size() < kLongChain || group.row || group.contraction || group.reduction ||
-      !group.device.getName().starts_with("cpu"))
+      group.device.kind() != TargetApi::cpu)
     return Value(); // (GPU kernels are not loop-vectorized)
   Value anchor;
   for (Operation *op : ops)

@@ -224,7 +224,7 @@ void Placer::placeForward(Operation &op,
 size_t Placer::keepIndex(ArrayRef<OperandPlacement> operands) {
   auto rank = [&](const OperandPlacement &o) {
     return std::make_pair(sourcesOn.lookup({o.device.getApi(), o.device.getOrdinal()}),
-                          o.device.getApi() != "cpu");
+                          o.device.kind() != TargetApi::cpu);
   };
   size_t keep = 0;
   for (size_t i = 1; i < operands.size(); ++i)

@@ -1,6 +1,7 @@
 //===- Artifact.cpp - the .kiln file: write, load in layers, run ----------===//
 
 #include "kiln/runtime/Artifact.h"
+#include "kiln/runtime/DeviceName.h"
 
 #include "kiln/runtime/Vulkan.h"
 
@@ -818,7 +819,8 @@ StatusOr<std::unique_ptr<Model>> Model::create(std::shared_ptr<const Artifact> a
     model->weightsElsewhere_.resize(artifact->weights.size());
     return model;
   }
-  std::string portable = device.api() == "cpu" ? "cpu:x86-64-v2" : device.api() + ":generic";
+  std::string portable = parseDeviceApi(device.api()) == DeviceApi::cpu ? "cpu:x86-64-v2"
+                                                                         : device.api() + ":generic";
   return Status::unavailable("none of the model's variants for " + device.api() + " runs on " +
                              device.name() + ":" + reasons +
                              "\ncompile it for this device (--target " + device.api() +

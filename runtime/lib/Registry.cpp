@@ -1,6 +1,7 @@
 //===- Registry.cpp - the devices of the process, by name -----------------===//
 
 #include "kiln/runtime/Registry.h"
+#include "kiln/runtime/DeviceName.h"
 
 #include "kiln/runtime/Cpu.h"
 #include "kiln/runtime/Vulkan.h"
@@ -17,17 +18,13 @@ std::vector<std::string> kiln::rt::deviceNames() {
 }
 
 StatusOr<Device *> kiln::rt::findDevice(const std::string &name) {
-  if (name == "cpu" || name == "cpu:0")
-    return static_cast<Device *>(&CpuDevice::get());
-  size_t ordinal = 0;
-  if (name == "vulkan") {
-    ordinal = 0;
-  } else if (name.rfind("vulkan:", 0) == 0 && name.size() > 7 && name.size() < 12 &&
-             name.find_first_not_of("0123456789", 7) == std::string::npos) {
-    ordinal = std::stoul(name.substr(7));
-  } else {
+  std::optional<DeviceName> parsed = parseDeviceName(name);
+  if (!parsed || parsed->api == DeviceApi::metal ||
+      (parsed->api == DeviceApi::cpu && parsed->ordinal.value_or(0) != 0))
     return Status::invalidArgument("unknown device '" + name + "': use cpu:0 or vulkan:N");
-  }
+  if (parsed->api == DeviceApi::cpu)
+    return static_cast<Device *>(&CpuDevice::get());
+  size_t ordinal = static_cast<size_t>(parsed->ordinal.value_or(0));
   StatusOr<VulkanContext *> context = VulkanContext::get();
   if (!context.isOk())
     return Status::unavailable("no Vulkan here (" + context.status().message() +

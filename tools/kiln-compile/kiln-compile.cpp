@@ -32,17 +32,6 @@
 #include <sstream>
 
 namespace {
-/// AVX-512 as x86-64-v4 defines it (F, BW, CD, DQ, VL).
-bool hostHasX86_64_v4() {
-#if defined(__x86_64__)
-  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-         __builtin_cpu_supports("avx512cd") && __builtin_cpu_supports("avx512dq") &&
-         __builtin_cpu_supports("avx512vl");
-#else
-  return false;
-#endif
-}
-
 int usage(const char *why) {
   std::fprintf(stderr,
                "kiln-compile: %s\n"
@@ -109,22 +98,10 @@ int main(int argc, char **argv) {
   }
   if (input.empty())
     return usage("no graph file");
-  // A plain cpu target is portable code: x86-64-v3 (AVX2, FMA), and beside
-  // it the host's level where that is higher (x86-64-v4 with AVX-512); the
-  // runtime runs the highest its CPU has. --cpu-isa, or cpu:host, names one.
-  if (!cpuIsaGiven) {
-    std::vector<std::string> expanded;
-    for (const std::string &target : options.targets) {
-      if (target != "cpu") {
-        expanded.push_back(target);
-        continue;
-      }
-      if (hostHasX86_64_v4())
-        expanded.push_back("cpu:x86-64-v4");
-      expanded.push_back("cpu:x86-64-v3");
-    }
-    options.targets = expanded;
-  }
+  // A plain cpu target is portable code (CompileOptions::cpu_isa):
+  // --cpu-isa, or cpu:host, names one level instead.
+  if (!cpuIsaGiven)
+    options.cpu_isa = "portable";
   bool onnx = input.size() > 5 && input.compare(input.size() - 5, 5, ".onnx") == 0;
   if (!onnx && !shapes.empty())
     return usage("--input-shape is for .onnx models");

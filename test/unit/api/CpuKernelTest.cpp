@@ -4,7 +4,7 @@
 
 #include "TestUtil.h"
 
-#include "../../../lib/API/Session.h"
+#include "lib/Driver/ProcessSession.h"
 
 #include <functional>
 #include <regex>

@@ -3,7 +3,7 @@
 
 #include "TestUtil.h"
 
-#include "../../../lib/API/Graph.h"
+#include "lib/Frontend/Graph.h"
 
 using namespace kiln;
 

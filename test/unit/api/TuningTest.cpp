@@ -3,10 +3,10 @@
 
 #include "TestUtil.h"
 
-#include "../../../lib/API/KernelCompiler.h"
-#include "../../../lib/API/KernelStore.h"
-#include "../../../lib/API/Session.h"
-#include "../../../lib/API/Tuning.h"
+#include "lib/Target/SPIRV/KernelCompiler.h"
+#include "lib/Compiler/KernelStore.h"
+#include "lib/Driver/ProcessSession.h"
+#include "lib/Tune/Tuner.h"
 
 #include "kiln/Codegen/KernelConfigAttr.h"
 #include "kiln/runtime/PipelineCacheBlob.h"

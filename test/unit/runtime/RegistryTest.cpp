@@ -3,6 +3,7 @@
 // executable runs only on the device that prepared it.
 
 #include "kiln/runtime/Cpu.h"
+#include "kiln/runtime/DeviceName.h"
 #include "kiln/runtime/Program.h"
 #include "kiln/runtime/Registry.h"
 #include "kiln/runtime/Vulkan.h"
@@ -10,9 +11,47 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <optional>
+#include <vector>
 
 namespace kiln::rt::test {
 namespace {
+
+/// The one grammar of device names: an API and an optional ordinal of up
+/// to six digits, nothing else; what exists is the caller's to say.
+TEST(DeviceNames, OneGrammar) {
+  struct Case {
+    const char *text;
+    std::optional<DeviceApi> api;
+    std::optional<int> ordinal;
+  };
+  for (const Case &c : std::vector<Case>{{"cpu", DeviceApi::cpu, std::nullopt},
+                                         {"cpu:0", DeviceApi::cpu, 0},
+                                         {"vulkan", DeviceApi::vulkan, std::nullopt},
+                                         {"vulkan:12", DeviceApi::vulkan, 12},
+                                         {"metal:0", DeviceApi::metal, 0},
+                                         {"vulkan:123456", DeviceApi::vulkan, 123456},
+                                         {"vulkan:1234567", std::nullopt, std::nullopt},
+                                         {"vulkan:", std::nullopt, std::nullopt},
+                                         {"vulkan:-1", std::nullopt, std::nullopt},
+                                         {"vulkan:1x", std::nullopt, std::nullopt},
+                                         {"Vulkan", std::nullopt, std::nullopt},
+                                         {"cuda:0", std::nullopt, std::nullopt},
+                                         {"", std::nullopt, std::nullopt}}) {
+    std::optional<DeviceName> name = parseDeviceName(c.text);
+    ASSERT_EQ(name.has_value(), c.api.has_value()) << c.text;
+    if (!name)
+      continue;
+    EXPECT_EQ(name->api, *c.api) << c.text;
+    EXPECT_EQ(name->ordinal, c.ordinal) << c.text;
+  }
+  EXPECT_EQ(parseDeviceName("vulkan")->str(), "vulkan:0");
+  EXPECT_EQ(parseDeviceName("metal:3")->str(), "metal:3");
+  // The registry reads names with it: what it cannot run is an error.
+  EXPECT_FALSE(findDevice("metal:0").isOk());
+  EXPECT_FALSE(findDevice("cpu:1").isOk());
+  EXPECT_FALSE(findDevice("vulkan:1x").isOk());
+}
 
 TEST(Registry, NamesDevices) {
   StatusOr<Device *> cpu = findDevice("cpu:0");
