@@ -16,7 +16,8 @@
 #   build/bin/kiln-run):  scripts/aot-gpu-bench.sh half [DIR under .dev]
 #   checks and times them next to PyTorch's f16 blocks (eager, compiled);
 #   `half-tuned` here compiles them with tuning records (tune-gpu.sh
-#   dump-half) into .dev/aot-half-tuned.
+#   dump-half) into .dev/aot-half-tuned; `half-ab A B` there times two
+#   builds of them (.dev/A, .dev/B) in alternating rounds.
 # Here, after scripts/tune-gpu.sh run/import:  scripts/aot-gpu-bench.sh tuned
 #   compiles the blocks again with the tuning records into .dev/aot-tuned.
 set -euo pipefail
@@ -93,6 +94,28 @@ half-tuned)
     build/bin/kiln-bench-aot-blocks .dev/aot-half-tuned --half on
   rm -f .dev/aot-half-tuned/{transformer,resnet_block}.kiln .dev/aot-half-tuned/*.mlir \
     .dev/aot-half-tuned/*_y_jit.npy
+  ;;
+half-ab)
+  # Two builds of the f16 blocks (.dev/A and .dev/B, as half-dump writes
+  # them), rounds alternating in one session, the same inputs (A's).
+  install_vulkan_loader
+  export XDG_CACHE_HOME=/tmp/kiln-cache
+  a=${2:?half-ab A B} b=${3:?half-ab A B}
+  for round in 1 2 3; do
+    for bt in 1 32; do
+      for m in transformer resnet_block; do
+        p=${m%_block}
+        [ -f .dev/$a/${m}_f16_b$bt.kiln ] || continue
+        for dir in $a $b; do
+          echo "round $round ${m}_f16_b$bt $dir: $(build/bin/kiln-run .dev/$dir/${m}_f16_b$bt.kiln \
+            --device vulkan:0 --input x=.dev/$a/${p}_f16_x_b$bt.npy \
+            --output y=/tmp/${p}_$dir.npy --benchmark 300 | tail -n 1)"
+        done
+        cmp /tmp/${p}_$a.npy /tmp/${p}_$b.npy >/dev/null && echo "${m}_f16_b$bt: same output bytes" ||
+          echo "${m}_f16_b$bt: outputs differ"
+      done
+    done
+  done
   ;;
 half)
   install_vulkan_loader
@@ -174,7 +197,7 @@ startup)
   done
   ;;
 *)
-  echo "usage: scripts/aot-gpu-bench.sh dump|tuned|run|ab [A B]|startup|half-dump|half-tuned|half [DIR]" >&2
+  echo "usage: scripts/aot-gpu-bench.sh dump|tuned|run|ab [A B]|startup|half-dump|half-tuned|half [DIR]|half-ab A B" >&2
   exit 2
   ;;
 esac

@@ -135,6 +135,10 @@ Program compile(const std::vector<Tensor> &outputs, const std::vector<Tensor> &i
 Program compile_graph(const std::string &mlir, const std::string &name,
                       const CompileOptions &options = {});
 
+/// The named targets CompileOptions::targets takes besides a bare api, one
+/// line each: "vulkan:nvidia-hopper  NVIDIA H100/H200: subgroup 32, ...".
+std::vector<std::string> target_profiles();
+
 /// The recorded graph that computes `outputs`, as kiln graph dialect text
 /// (what compile_graph and kiln-compile read): every tensor it starts from
 /// is a kiln.input, numbered in the order the graph first uses them (the

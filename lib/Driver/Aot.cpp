@@ -537,6 +537,16 @@ Program kiln::compile_graph(const std::string &text, const std::string &name,
   return Program(std::move(artifact), std::move(devices), /*mustRun=*/false);
 }
 
+std::vector<std::string> kiln::target_profiles() {
+  std::vector<std::string> lines;
+  for (const TargetProfile &profile : targetProfiles()) {
+    std::string name = targetApiName(profile.api).str() + ":" + profile.name;
+    lines.push_back(name + std::string(name.size() < 22 ? 22 - name.size() : 1, ' ') +
+                    profile.about);
+  }
+  return lines;
+}
+
 std::string kiln::export_graph(const std::vector<Tensor> &outputs) {
   std::vector<std::shared_ptr<Node>> roots;
   for (const Tensor &t : outputs) {

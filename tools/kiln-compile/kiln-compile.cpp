@@ -32,6 +32,19 @@
 #include <sstream>
 
 namespace {
+int help() {
+  std::printf("kiln-compile: compiles a kiln graph (.mlir) or an ONNX model to a .kiln file\n"
+              "usage: kiln-compile graph.mlir|model.onnx [-o model.kiln] [--target LIST]\n"
+              "         [--cpu-isa host|x86-64-v2|x86-64-v3|x86-64-v4]\n"
+              "         [--input-shape NAME=1x3x224x224]... [--describe] [--msl] [--ptx]\n"
+              "--target takes apis (vulkan: the Vulkan device here; cpu: x86-64-v3, plus\n"
+              "x86-64-v4 where this CPU has AVX-512; metal) or these profiles, comma-separated;\n"
+              "several of one api are variants, and a runtime runs the one its device fits:\n");
+  for (const std::string &line : kiln::target_profiles())
+    std::printf("  %s\n", line.c_str());
+  return 0;
+}
+
 int usage(const char *why) {
   std::fprintf(stderr,
                "kiln-compile: %s\n"
@@ -51,6 +64,8 @@ int main(int argc, char **argv) {
   std::map<std::string, kiln::Shape> shapes;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
+    if (arg == "--help" || arg == "-h")
+      return help();
     if (arg == "--input-shape") {
       if (i + 1 >= argc)
         return usage("--input-shape needs NAME=DxDx...");

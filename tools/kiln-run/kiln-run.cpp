@@ -39,14 +39,22 @@
 using namespace kiln::rt;
 
 namespace {
+const char *kUsage =
+    "usage: kiln-run model.kiln [--device cpu:0|vulkan:N[,vulkan:M...]] --input NAME=FILE.npy ...\n"
+    "                [--output NAME=FILE.npy ...] [--benchmark N [--micro-batches M]]\n"
+    "                [--profile N] [--describe]\n"
+    "                [--trace trace.json] [--stats]\n";
+
+int help() {
+  std::printf("kiln-run: runs a .kiln file with the Kiln runtime alone (no compiler)\n%s"
+              "--describe prints the program (the variant chosen for the device, what each\n"
+              "kernel assumes); --benchmark N times N runs; --profile N times each dispatch.\n",
+              kUsage);
+  return 0;
+}
+
 int usage(const char *why) {
-  std::fprintf(stderr,
-               "kiln-run: %s\n"
-               "usage: kiln-run model.kiln [--device cpu:0|vulkan:N[,vulkan:M...]] --input NAME=FILE.npy ...\n"
-               "                [--output NAME=FILE.npy ...] [--benchmark N [--micro-batches M]]\n"
-               "                [--profile N] [--describe]\n"
-               "                [--trace trace.json] [--stats]\n",
-               why);
+  std::fprintf(stderr, "kiln-run: %s\n%s", why, kUsage);
   return 2;
 }
 
@@ -94,6 +102,8 @@ int main(int argc, char **argv) {
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     auto value = [&]() -> const char * { return i + 1 < argc ? argv[++i] : nullptr; };
+    if (arg == "--help" || arg == "-h")
+      return help();
     if (arg == "--device") {
       const char *v = value();
       if (!v)

@@ -4,6 +4,7 @@
 // RUN: not kiln-run %t.flipped.kiln --describe 2>&1 | FileCheck %s --check-prefix=FLIPPED
 // RUN: head -c 1000 %t.kiln > %t.cut.kiln
 // RUN: not kiln-run %t.cut.kiln --describe 2>&1 | FileCheck %s --check-prefix=CUT
+// RUN: kiln-run --help | FileCheck %s --check-prefix=HELP
 // A .kiln damaged anywhere is refused by kiln-run before it reads anything
 // but the seal: one byte flipped, or the file cut short.
 
@@ -17,3 +18,5 @@ func.func @graph() -> tensor<4x8xf32> {
 // GOOD: cpu code:
 // FLIPPED: kiln-run: {{.*}}flipped.kiln: the file is damaged: its SHA-256 is {{[0-9a-f]+}}, not the one it was sealed with: compile the model again
 // CUT: kiln-run: {{.*}}cut.kiln: the file is truncated, damaged, or older than format 0.4 (its SHA-256 seal is missing from the end)
+// HELP: kiln-run: runs a .kiln file with the Kiln runtime alone
+// HELP: usage: kiln-run model.kiln
