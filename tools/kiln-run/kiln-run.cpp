@@ -81,6 +81,14 @@ size_t indexOf(const std::vector<Signature> &list, const std::string &name, size
   return list.size();
 }
 
+/// "a, b, c", or "none": what a wrong name is told to pick from.
+std::string namesOf(const std::vector<Signature> &list) {
+  std::string names;
+  for (const Signature &s : list)
+    names += (names.empty() ? "" : ", ") + s.name;
+  return names.empty() ? "none" : names;
+}
+
 std::pair<std::string, std::string> splitNamed(const std::string &arg) {
   size_t eq = arg.find('=');
   if (eq == std::string::npos)
@@ -187,17 +195,21 @@ int main(int argc, char **argv) {
 
   // Inputs by name (or in order when unnamed), each checked against the
   // signature.
+  // Output names are checked before anything runs, so a typo costs no run.
+  for (size_t k = 0; k < outputArgs.size(); ++k) {
+    auto [name, path] = outputArgs[k];
+    if (indexOf(artifact->outputs, name, k) >= artifact->outputs.size())
+      return fail("the model has no output '" + (name.empty() ? path : name) +
+                  "'; its outputs are: " + namesOf(artifact->outputs));
+  }
   std::vector<NpyArray> arrays(artifact->inputs.size());
   std::vector<bool> given(artifact->inputs.size(), false);
   for (size_t k = 0; k < inputArgs.size(); ++k) {
     auto [name, path] = inputArgs[k];
     size_t index = indexOf(artifact->inputs, name, k);
     if (index >= artifact->inputs.size()) {
-      std::string names;
-      for (const Signature &s : artifact->inputs)
-        names += (names.empty() ? "" : ", ") + s.name;
       return fail("the model has no input '" + (name.empty() ? path : name) +
-                  "'; its inputs are: " + (names.empty() ? "none" : names));
+                  "'; its inputs are: " + namesOf(artifact->inputs));
     }
     if (given[index])
       return fail("input '" + artifact->inputs[index].name +
@@ -329,9 +341,7 @@ int main(int argc, char **argv) {
   }
   for (size_t k = 0; k < outputArgs.size(); ++k) {
     auto [name, path] = outputArgs[k];
-    size_t index = indexOf(artifact->outputs, name, k);
-    if (index >= artifact->outputs.size())
-      return fail("the model has no output '" + (name.empty() ? path : name) + "'");
+    size_t index = indexOf(artifact->outputs, name, k); // checked before the run
     NpyArray array;
     array.type = artifact->outputs[index].type;
     array.data.resize(array.type.bytes());

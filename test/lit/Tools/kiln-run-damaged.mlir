@@ -5,6 +5,7 @@
 // RUN: head -c 1000 %t.kiln > %t.cut.kiln
 // RUN: not kiln-run %t.cut.kiln --describe 2>&1 | FileCheck %s --check-prefix=CUT
 // RUN: kiln-run --help | FileCheck %s --check-prefix=HELP
+// RUN: not kiln-run %t.kiln --device cpu:0 --output y=%t.y.npy 2>&1 | FileCheck %s --check-prefix=NAME
 // A .kiln damaged anywhere is refused by kiln-run before it reads anything
 // but the seal: one byte flipped, or the file cut short.
 
@@ -20,3 +21,4 @@ func.func @graph() -> tensor<4x8xf32> {
 // CUT: kiln-run: {{.*}}cut.kiln: the file is truncated, damaged, or older than format 0.4 (its SHA-256 seal is missing from the end)
 // HELP: kiln-run: runs a .kiln file with the Kiln runtime alone
 // HELP: usage: kiln-run model.kiln
+// NAME: kiln-run: the model has no output 'y'; its outputs are: output0
