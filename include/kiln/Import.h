@@ -8,7 +8,7 @@
 // inputs become example inputs of the given shapes, its initializers
 // weights (tensors the program stores), its outputs the recorded results.
 // Shape-only subgraphs (Shape -> Gather -> Concat -> Reshape) are folded
-// while importing. ONNX opsets 11 to 17 of the default domain.
+// while importing. ONNX opsets 11 to 28 (ONNX 1.23) of the default domain.
 // kiln-compile model.onnx --input-shape x=1x3x224x224 does this and
 // compiles. Docs: docs/onnx.md.
 //

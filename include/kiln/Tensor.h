@@ -60,6 +60,10 @@ public:
   static Tensor from(std::vector<float> data, Shape shape, Loc loc = Loc::current());
   static Tensor from(std::vector<float> data, Shape shape, const Device &device,
                      Loc loc = Loc::current());
+  /// Host data stored as `dtype`: f16 and bf16 round each value to it (an
+  /// f16 model's weights), boolean keeps "not zero", i32 takes integers
+  /// only (an error names the first value that is not one).
+  static Tensor from(std::vector<float> data, Shape shape, DType dtype, Loc loc = Loc::current());
   /// Integer host data (a std::vector<int32_t>): an i32 tensor, every
   /// value kept exactly (indices). A braced list of numbers stays f32.
   template <typename T>

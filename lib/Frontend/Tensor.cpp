@@ -290,6 +290,35 @@ Tensor Tensor::from(std::vector<float> data, Shape shape, Loc loc) {
 Tensor Tensor::from(std::vector<float> data, Shape shape, const Device &device, Loc loc) {
   return input(std::move(data), std::move(shape), device, loc);
 }
+Tensor Tensor::from(std::vector<float> data, Shape shape, DType dtype, Loc loc) {
+  switch (dtype) {
+  case DType::f32:
+    return input(std::move(data), std::move(shape), std::nullopt, loc);
+  case DType::i32: {
+    std::vector<int32_t> ints(data.size());
+    for (size_t i = 0; i < data.size(); ++i) {
+      if (!(data[i] == std::trunc(data[i]) && std::fabs(data[i]) < 2147483648.0f))
+        throw Error(sitePrefix(loc) + "Tensor::from: value " + std::to_string(data[i]) +
+                    " at element " + std::to_string(i) + " is not an i32");
+      ints[i] = int32_t(data[i]);
+    }
+    return intInput(std::move(ints), std::move(shape), std::nullopt, loc);
+  }
+  case DType::f16:
+  case DType::bf16:
+    for (float &v : data) // held as the values the 16 bits store
+      v = halfBitsToFloat(halfBitsOf(v, dtype), dtype);
+    break;
+  case DType::boolean:
+    for (float &v : data)
+      v = v != 0.0f ? 1.0f : 0.0f;
+    break;
+  }
+  auto node = hostInput(data.size(), std::move(shape), std::nullopt, loc);
+  node->dtype = dtype;
+  node->host = std::make_shared<const std::vector<float>>(std::move(data));
+  return made(node);
+}
 Tensor Tensor::fromInts(std::vector<int32_t> data, Shape shape, const Device *device, Loc loc) {
   return intInput(std::move(data), std::move(shape),
                   device ? std::optional<Device>(*device) : std::nullopt, loc);

@@ -4,6 +4,7 @@
 
 #include "FileIO.h"
 
+#include <cstdint>
 #include <cstring>
 
 using namespace kiln::rt;
@@ -144,24 +145,43 @@ StatusOr<NpyArray> kiln::rt::parseNpy(const uint8_t *bytes, size_t size, const s
       !field(header, "shape", shapeText))
     return bad(what, "the header lacks 'descr', 'fortran_order' or 'shape': " + header);
   NpyArray array;
-  if (!elementOf(descr, array.type.element))
+  // int64 (NumPy's and PyTorch's default integers: token ids) is read as
+  // the int32 Kiln computes integers in, each value checked to fit.
+  bool wide = descr == "'<i8'" || descr == "\"<i8\"";
+  if (wide)
+    array.type.element = ElementType::i32;
+  else if (!elementOf(descr, array.type.element))
     return bad(what, "dtype " + descr +
                          " is not supported: save it as float32 ('<f4'), float16 ('<f2'), "
-                         "int32 ('<i4'), bool ('|b1') or bfloat16 as its uint16 bits ('<u2'), "
-                         "little-endian");
+                         "int32 ('<i4'), int64 ('<i8'), bool ('|b1') or bfloat16 as its "
+                         "uint16 bits ('<u2'), little-endian");
   if (order != "False")
     return bad(what, "the array is in Fortran order: save it in C order "
                      "(numpy.ascontiguousarray)");
   std::string problem;
   if (!parseShape(shapeText, array.type.shape, problem))
     return bad(what, problem);
-  uint64_t dataBytes = array.type.bytes();
+  uint64_t dataBytes = array.type.bytes() * (wide ? 2 : 1);
   size_t dataAt = headerAt + headerSize;
   if (size - dataAt != dataBytes)
-    return bad(what, "shape " + shapeText + " of " + elementTypeName(array.type.element) +
+    return bad(what, "shape " + shapeText + " of " +
+                         (wide ? std::string("int64") : elementTypeName(array.type.element)) +
                          " needs " + std::to_string(dataBytes) + " bytes of data, the file has " +
                          std::to_string(size - dataAt));
-  array.data.assign(bytes + dataAt, bytes + size);
+  if (!wide) {
+    array.data.assign(bytes + dataAt, bytes + size);
+    return array;
+  }
+  array.data.resize(size_t(dataBytes / 2));
+  for (size_t i = 0; i < array.data.size() / 4; ++i) {
+    int64_t v;
+    std::memcpy(&v, bytes + dataAt + 8 * i, 8);
+    if (v < INT32_MIN || v > INT32_MAX)
+      return bad(what, "int64 element " + std::to_string(i) + " holds " + std::to_string(v) +
+                           ", outside the int32 that Kiln computes integers in");
+    int32_t narrow = int32_t(v);
+    std::memcpy(&array.data[4 * i], &narrow, 4);
+  }
   return array;
 }
 

@@ -6,7 +6,7 @@
 //   kiln-compile model.onnx -o model.kiln [--input-shape x=1x3x224x224]...
 //
 // The graph is a func.func of kiln ops whose inputs are kiln.input ops (what
-// kiln-opt reads), or an ONNX model (opsets 11 to 17, docs/onnx.md) whose
+// kiln-opt reads), or an ONNX model (opsets 11 to 28, docs/onnx.md) whose
 // inputs keep their names; it goes through the pipeline every realize uses.
 // --input-shape fixes an ONNX input's symbolic dimensions.
 // --describe prints each target's program: steps, values, buffer plan.
@@ -29,6 +29,7 @@
 #include <optional>
 #include <fstream>
 #include <iterator>
+#include <filesystem>
 #include <sstream>
 
 namespace {
@@ -152,8 +153,16 @@ int main(int argc, char **argv) {
       std::printf("%s", program.msl().c_str());
     if (ptx)
       std::printf("%s", program.ptx().c_str());
-    if (!output.empty())
+    if (output.empty() && !describe && !msl && !ptx) {
+      // As a compiler does: model.onnx -> model.kiln beside it.
+      std::filesystem::path path(input);
+      output = path.replace_extension(".kiln").string();
+    }
+    if (!output.empty()) {
       program.save(output);
+      if (!describe && !msl && !ptx)
+        std::printf("wrote %s\n", output.c_str());
+    }
   } catch (const kiln::Error &e) {
     std::fprintf(stderr, "kiln-compile: %s\n", e.what());
     return 1;

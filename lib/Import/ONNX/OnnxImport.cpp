@@ -9,6 +9,8 @@
 
 #include "OnnxImporter.h"
 #include "kiln/Import.h"
+#include "lib/Frontend/GraphCache.h"
+#include "lib/Frontend/OpRecording.h"
 
 #include <google/protobuf/io/coded_stream.h>
 
@@ -60,8 +62,10 @@ Tensor NodeContext::tensor(size_t i) const {
   const Value &v = input(i);
   // An f32 scalar known at import (Clip's bounds, an Add's constant) is a
   // scalar of the graph, which a CPU program compiles as a literal.
-  if (v.constant && v.tensor && v.tensor->dtype() == DType::f32 && v.shape.empty())
-    return Tensor::scalar(v.tensor->to_vector<float>()[0]);
+  if (v.constant && v.tensor && v.shape.empty() && v.tensor->dtype() != DType::i32 &&
+      v.tensor->dtype() != DType::boolean)
+    return detail::scalarLike(v.tensor->to_vector<float>()[0], *v.tensor,
+                              std::source_location::current());
   if (v.tensor)
     return *v.tensor;
   std::vector<float> data(v.ints->begin(), v.ints->end());
@@ -213,15 +217,39 @@ std::string readExternalData(const onnx::TensorProto &proto, const std::string &
 }
 } // namespace
 
+namespace {
+/// Bytes per element of ONNX data type `type` as stored (0: not one Kiln
+/// reads).
+int64_t elementBytesOf(int type) {
+  switch (type) {
+  case onnx::TensorProto::DOUBLE:
+  case onnx::TensorProto::INT64:
+    return 8;
+  case onnx::TensorProto::FLOAT:
+  case onnx::TensorProto::INT32:
+    return 4;
+  case onnx::TensorProto::FLOAT16:
+  case onnx::TensorProto::BFLOAT16:
+  case onnx::TensorProto::INT16:
+  case onnx::TensorProto::UINT16:
+    return 2;
+  case onnx::TensorProto::BOOL:
+  case onnx::TensorProto::INT8:
+  case onnx::TensorProto::UINT8:
+    return 1;
+  default:
+    return 0;
+  }
+}
+} // namespace
+
 Value onnx_import::valueOfTensorProto(const onnx::TensorProto &proto, const std::string &what,
                                       const std::string &modelDir) {
   Shape shape(proto.dims().begin(), proto.dims().end());
   int64_t n = checkedElements(shape, what);
   if (proto.data_location() == onnx::TensorProto::EXTERNAL) {
     // Checked against the shape before reading: no huge read for a bad size.
-    int64_t bytesPer = proto.data_type() == onnx::TensorProto::DOUBLE ||
-                               proto.data_type() == onnx::TensorProto::INT64 ? 8
-                       : proto.data_type() == onnx::TensorProto::BOOL ? 1 : 4;
+    int64_t bytesPer = elementBytesOf(proto.data_type());
     for (const onnx::StringStringEntryProto &entry : proto.external_data())
       if (entry.key() == "length" && entry.value() != std::to_string(n * bytesPer))
         throw Error(what + ": external data of length " + entry.value() + " for shape " +
@@ -271,17 +299,57 @@ Value onnx_import::valueOfTensorProto(const onnx::TensorProto &proto, const std:
     }
     return Value::ofInts(std::move(data), shape);
   }
+  case onnx::TensorProto::FLOAT16:
+  case onnx::TensorProto::BFLOAT16: {
+    // (int32_data holds one element's bits per entry.)
+    sizeCheck(raw ? proto.raw_data().size() : size_t(proto.int32_data_size()) * 2, 2);
+    DType dtype = proto.data_type() == onnx::TensorProto::FLOAT16 ? DType::f16 : DType::bf16;
+    std::vector<float> data(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) {
+      uint16_t bits = 0;
+      if (raw)
+        std::memcpy(&bits, proto.raw_data().data() + i * 2, 2);
+      else
+        bits = uint16_t(proto.int32_data(int(i)));
+      data[size_t(i)] = halfBitsToFloat(bits, dtype);
+    }
+    return Value::ofConstant(Tensor::from(std::move(data), shape, dtype));
+  }
   case onnx::TensorProto::INT32:
+  case onnx::TensorProto::INT16:
+  case onnx::TensorProto::INT8:
+  case onnx::TensorProto::UINT16:
+  case onnx::TensorProto::UINT8:
   case onnx::TensorProto::BOOL: {
-    size_t bytes = proto.data_type() == onnx::TensorProto::BOOL ? 1 : 4;
+    int type = proto.data_type();
+    size_t bytes = type == onnx::TensorProto::INT32                                   ? 4
+                   : type == onnx::TensorProto::INT16 || type == onnx::TensorProto::UINT16 ? 2
+                                                                                     : 1;
     // (int32_data holds one element per entry whatever the type's width.)
     sizeCheck(raw ? proto.raw_data().size() : size_t(proto.int32_data_size()) * bytes, bytes);
     std::vector<int64_t> data(static_cast<size_t>(n));
     if (raw) {
       for (int64_t i = 0; i < n; ++i) {
-        int32_t v = 0;
-        std::memcpy(&v, proto.raw_data().data() + i * bytes, bytes);
-        data[size_t(i)] = bytes == 1 ? (v & 0xff) != 0 : v;
+        const char *at = proto.raw_data().data() + i * int64_t(bytes);
+        int64_t v = 0;
+        if (type == onnx::TensorProto::INT32) {
+          int32_t x;
+          std::memcpy(&x, at, 4);
+          v = x;
+        } else if (type == onnx::TensorProto::INT16) {
+          int16_t x;
+          std::memcpy(&x, at, 2);
+          v = x;
+        } else if (type == onnx::TensorProto::UINT16) {
+          uint16_t x;
+          std::memcpy(&x, at, 2);
+          v = x;
+        } else if (type == onnx::TensorProto::INT8) {
+          v = int8_t(*at);
+        } else {
+          v = uint8_t(*at);
+        }
+        data[size_t(i)] = type == onnx::TensorProto::BOOL ? v != 0 : v;
       }
     } else {
       std::copy(proto.int32_data().begin(), proto.int32_data().end(), data.begin());
@@ -290,7 +358,8 @@ Value onnx_import::valueOfTensorProto(const onnx::TensorProto &proto, const std:
   }
   default:
     throw Error(what + ": data type " + std::to_string(proto.data_type()) +
-                " is not supported (float, double, int64, int32 and bool are)");
+                " is not supported (float, float16, bfloat16, double, int64, int32, int16, "
+                "int8, uint16, uint8 and bool are)");
   }
 }
 
@@ -308,10 +377,6 @@ Shape inputShape(const onnx::ValueInfoProto &info, const std::map<std::string, S
     throw Error(model + ": input '" + name + "' is not a tensor (sequences and maps are not "
                                                "supported)");
   const onnx::TypeProto::Tensor &type = info.type().tensor_type();
-  int elem = type.elem_type();
-  if (elem != onnx::TensorProto::FLOAT)
-    throw Error(model + ": input '" + name + "' has element type " + std::to_string(elem) +
-                "; Kiln imports float inputs only");
   if (!type.has_shape()) {
     if (it == given.end())
       throw Error(model + ": input '" + name + "' has no shape in the model; give it with "
@@ -353,6 +418,60 @@ Shape inputShape(const onnx::ValueInfoProto &info, const std::map<std::string, S
   return want;
 }
 
+/// Every node whose operator the importer does not convert, in one error:
+/// a user sees all that the model needs at once, not one per attempt.
+void requireConvertible(const onnx::GraphProto &graph, int64_t opset, const std::string &name) {
+  const std::map<std::string, Converter> &table = converters();
+  std::string list;
+  int count = 0;
+  for (int index = 0; index < graph.node_size(); ++index) {
+    const onnx::NodeProto &node = graph.node(index);
+    std::string why;
+    int64_t version = operatorVersion(node.op_type(), opset);
+    if (!node.domain().empty() && node.domain() != "ai.onnx")
+      why = "domain '" + node.domain() + "', which Kiln does not import";
+    else if (!version)
+      why = "not an operator of opset " + std::to_string(opset);
+    else if (!table.count(node.op_type()))
+      why = node.op_type() + "-" + std::to_string(version) + " is not converted";
+    else
+      continue;
+    ++count;
+    if (count <= 50)
+      list += "\n  " + NodeContext(node, index, opset, {}).where() + ": " + why;
+  }
+  if (count > 50)
+    list += "\n  and " + std::to_string(count - 50) + " more";
+  if (count)
+    throw Error(name + ": " + std::to_string(count) + (count == 1 ? " node uses" : " nodes use") +
+                " an operator that Kiln's importer does not convert (opset " +
+                std::to_string(opset) + "):" + list +
+                "\nsee docs/onnx.md for the operators it takes");
+}
+
+/// The dtype graph input `info` is computed in: float, float16 and
+/// bfloat16 as themselves, int64 and int32 as i32 (Kiln's integers; a value
+/// outside i32 is refused where the input is given), bool as bool.
+DType inputDType(const onnx::ValueInfoProto &info, const std::string &model) {
+  switch (info.type().tensor_type().elem_type()) {
+  case onnx::TensorProto::FLOAT:
+    return DType::f32;
+  case onnx::TensorProto::FLOAT16:
+    return DType::f16;
+  case onnx::TensorProto::BFLOAT16:
+    return DType::bf16;
+  case onnx::TensorProto::INT64:
+  case onnx::TensorProto::INT32:
+    return DType::i32;
+  case onnx::TensorProto::BOOL:
+    return DType::boolean;
+  default:
+    throw Error(model + ": input '" + info.name() + "' has ONNX data type " +
+                std::to_string(info.type().tensor_type().elem_type()) +
+                "; Kiln takes float, float16, bfloat16, int64, int32 and bool inputs");
+  }
+}
+
 OnnxModel importModel(const onnx::ModelProto &model, const std::string &name,
                       const std::map<std::string, Shape> &givenShapes, const std::string &dir) {
   OnnxModel out;
@@ -362,11 +481,14 @@ OnnxModel importModel(const onnx::ModelProto &model, const std::string &name,
   if (out.opset == 0)
     throw Error(name + ": the model imports no opset of the default ONNX domain; is it an ONNX "
                        "model?");
-  if (out.opset < 11 || out.opset > 17)
-    throw Error(name + ": opset " + std::to_string(out.opset) +
-                " is outside the 11 to 17 that Kiln imports; convert it with "
-                "onnx.version_converter.convert_version(model, 17)");
+  if (out.opset < kOldestOpset || out.opset > kNewestOpset)
+    throw Error(name + ": opset " + std::to_string(out.opset) + " is outside the " +
+                std::to_string(kOldestOpset) + " to " + std::to_string(kNewestOpset) +
+                " (ONNX 1.23's newest) that Kiln imports; convert it with "
+                "onnx.version_converter.convert_version(model, " +
+                std::to_string(out.opset < kOldestOpset ? kOldestOpset : kNewestOpset) + ")");
   const onnx::GraphProto &graph = model.graph();
+  requireConvertible(graph, out.opset, name);
   std::map<std::string, Value> values;
   for (const onnx::TensorProto &init : graph.initializer()) {
     // Labelled by its name: a compiled program lists the weight by it.
@@ -383,13 +505,14 @@ OnnxModel importModel(const onnx::ModelProto &model, const std::string &name,
     if (values.count(info.name()))
       continue; // an initializer listed as an input (older exporters)
     Shape shape = inputShape(info, givenShapes, name);
+    DType dtype = inputDType(info, name);
     int64_t elements = checkedElements(shape, name + ": input '" + info.name() + "'");
     exampleElements += elements;
     if (exampleElements > kMaxExampleElements)
       throw Error(name + ": input '" + info.name() + "' of shape " + shapeText(shape) +
                   " takes the model's inputs past 2^28 elements (1 GiB), more than Kiln "
                   "compiles for; check its dimensions or give smaller ones with --input-shape");
-    Tensor x = Tensor::from(std::vector<float>(static_cast<size_t>(elements), 0.0f), shape);
+    Tensor x = Tensor::from(std::vector<float>(static_cast<size_t>(elements), 0.0f), shape, dtype);
     values[info.name()] = Value::of(x);
     out.inputs.push_back(x);
     out.input_names.push_back(info.name());
@@ -418,13 +541,7 @@ OnnxModel importModel(const onnx::ModelProto &model, const std::string &name,
       inputs.push_back(&it->second);
     }
     NodeContext ctx(node, index, out.opset, std::move(inputs));
-    if (!node.domain().empty() && node.domain() != "ai.onnx")
-      ctx.fail("operators of domain '" + node.domain() + "' are not supported",
-               "Kiln imports the default ONNX domain");
-    auto converter = table.find(node.op_type());
-    if (converter == table.end())
-      ctx.fail("the operator is not supported by Kiln's importer",
-               "see docs/onnx.md for the operators it takes");
+    auto converter = table.find(node.op_type()); // (requireConvertible checked it)
     std::vector<Value> results;
     // Profiles and listings name the node's ops by the node.
     OpLabel label(node.name().empty() ? node.op_type() + " " + std::to_string(index)

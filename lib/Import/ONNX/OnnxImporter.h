@@ -22,6 +22,14 @@
 
 namespace kiln::onnx_import {
 
+/// The opsets of the default domain Kiln imports: 11 to ONNX 1.23's newest.
+constexpr int64_t kOldestOpset = 11, kNewestOpset = 28;
+
+/// The version of operator `op` that opset `opset` means (the newest whose
+/// since_version is at most `opset`), or 0 where `op` is no operator of
+/// that opset (OnnxVersions.cpp: ONNX 1.23's table).
+int64_t operatorVersion(const std::string &op, int64_t opset);
+
 struct Value {
   std::optional<Tensor> tensor;
   /// Integers known at import time, row-major, of shape `shape`.
@@ -55,11 +63,15 @@ class NodeContext {
 public:
   NodeContext(const onnx::NodeProto &node, int index, int64_t opset,
               std::vector<const Value *> inputs)
-      : node(node), index(index), opset(opset), inputs(std::move(inputs)) {}
+      : node(node), index(index), opset(opset),
+        version(operatorVersion(node.op_type(), opset)), inputs(std::move(inputs)) {}
 
   const onnx::NodeProto &node;
   int index;
   int64_t opset;
+  /// The version of the node's operator that `opset` means (Softmax-13,
+  /// ReduceMean-18): what a converter reads its inputs and attributes by.
+  int64_t version;
 
   size_t numInputs() const { return inputs.size(); }
   /// Input i is present (an empty name marks an omitted optional input).

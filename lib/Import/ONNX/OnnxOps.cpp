@@ -1,7 +1,9 @@
 //===- OnnxOps.cpp - ONNX operators as Tensor API calls -------------------===//
 //
 // One converter per supported operator of the default domain, opsets 11 to
-// 17 (attributes that moved to inputs in opset 13 are read from either).
+// 28: each reads its node by the operator's version that the opset means
+// (ctx.version: ReduceMean-18 takes its axes as an input, ReduceMean-13 as
+// an attribute).
 // Integer values known at import (shapes, axes) are folded here instead of
 // becoming kernels. What a converter cannot express exactly is an error
 // naming the attribute, never an approximation.
@@ -12,6 +14,7 @@
 #include "kiln/Import.h"
 
 #include "dialects/Kiln/WindowRules.h"
+#include "lib/Frontend/OpRecording.h"
 
 #include <array>
 #include <cmath>
@@ -534,8 +537,32 @@ Values concatOp(const NodeContext &ctx) {
   return one(concat(parts, axis));
 }
 
+/// Gather with indices the model computes or takes as an input (token ids
+/// into an embedding): index_select along `axis` of the flattened indices,
+/// negative ones counting from the end (exact in f32 below 2^24).
+Values gatherAtRunTime(const NodeContext &ctx) {
+  Tensor data = ctx.tensor(0), indices = ctx.tensor(1);
+  const Shape &shape = data.shape();
+  int64_t axis = normalizeAxis(ctx, ctx.attrInt("axis", 0), int64_t(shape.size()));
+  int64_t size = shape[size_t(axis)];
+  if (indices.dtype() != DType::i32)
+    ctx.fail("indices of type " + std::string(dtype_name(indices.dtype())) + "; ONNX's are integers");
+  if (size >= (int64_t(1) << 24))
+    ctx.fail("an axis of " + std::to_string(size) + " entries; Kiln gathers at run time from axes "
+             "below 2^24");
+  Tensor f = indices.to(DType::f32).reshape({indices.numel()});
+  Tensor flat = where(lt(f, Tensor::scalar(0.0f)), f + Tensor::scalar(float(size)), f).to(DType::i32);
+  Shape out(shape.begin(), shape.begin() + axis);
+  out.insert(out.end(), indices.shape().begin(), indices.shape().end());
+  out.insert(out.end(), shape.begin() + axis + 1, shape.end());
+  Tensor y = index_select(data, axis, flat);
+  return one(y.shape() == out ? y : y.reshape(out));
+}
+
 Values gather(const NodeContext &ctx) {
   const Value &data = ctx.input(0);
+  if (!ctx.input(1).ints)
+    return gatherAtRunTime(ctx);
   const std::vector<int64_t> &indices = ctx.ints(1);
   const Shape &indexShape = ctx.input(1).shape;
   int64_t rank = int64_t(data.shape.size());
@@ -610,21 +637,52 @@ Values constantOfShape(const NodeContext &ctx) {
   return {Value::ofConstant(Tensor::full(shape, one.at(0)))};
 }
 
+/// The dtype Kiln computes ONNX data type `type` in, if any: int64 and
+/// the narrower integers as i32 (Kiln's integers).
+std::optional<DType> dtypeOf(int64_t type) {
+  switch (type) {
+  case onnx::TensorProto::FLOAT:
+    return DType::f32;
+  case onnx::TensorProto::FLOAT16:
+    return DType::f16;
+  case onnx::TensorProto::BFLOAT16:
+    return DType::bf16;
+  case onnx::TensorProto::INT64:
+  case onnx::TensorProto::INT32:
+  case onnx::TensorProto::INT16:
+  case onnx::TensorProto::INT8:
+  case onnx::TensorProto::UINT16:
+  case onnx::TensorProto::UINT8:
+    return DType::i32;
+  case onnx::TensorProto::BOOL:
+    return DType::boolean;
+  default:
+    return std::nullopt;
+  }
+}
+
 Values cast(const NodeContext &ctx) {
   const Value &x = ctx.input(0);
   int64_t to = ctx.attrInt("to", 0);
+  std::optional<DType> dtype = dtypeOf(to);
+  if (!dtype)
+    ctx.fail("a cast to ONNX data type " + std::to_string(to) + ", which Kiln does not compute",
+             "Kiln computes float, float16, bfloat16, integers (as int32) and bool");
   if (x.ints) {
-    if (to == onnx::TensorProto::INT64 || to == onnx::TensorProto::INT32)
+    // Integers known at import stay folded, or become constants.
+    if (*dtype == DType::i32)
       return {x};
-    if (to == onnx::TensorProto::FLOAT)
-      return one(ctx.tensor(0));
-  } else if (to == onnx::TensorProto::FLOAT) {
-    return one(x.tensor->dtype() == DType::f32 ? *x.tensor : x.tensor->to(DType::f32));
-  } else if (to == onnx::TensorProto::FLOAT16) {
-    return one(x.tensor->to(DType::f16));
+    if (*dtype == DType::boolean) {
+      std::vector<int64_t> flags(x.ints->size());
+      for (size_t i = 0; i < flags.size(); ++i)
+        flags[i] = (*x.ints)[i] != 0;
+      return {Value::ofInts(std::move(flags), x.shape)};
+    }
+    return {Value::ofConstant(
+        Tensor::from(std::vector<float>(x.ints->begin(), x.ints->end()), x.shape, *dtype))};
   }
-  ctx.fail("a cast to data type " + std::to_string(to) + " of a value computed at run time is "
-                                                         "not supported");
+  Tensor t = *x.tensor;
+  return one(t.dtype() == *dtype ? t : t.to(*dtype));
 }
 
 Values slice(const NodeContext &ctx) {
@@ -682,11 +740,24 @@ Values slice(const NodeContext &ctx) {
 
 Values padOp(const NodeContext &ctx) {
   std::string mode = ctx.attrString("mode", "constant");
-  if (mode != "constant" && mode != "edge" && mode != "reflect")
-    ctx.fail("pad mode '" + mode + "' is not one of constant, edge, reflect");
+  if (mode != "constant" && mode != "edge" && mode != "reflect" && mode != "wrap")
+    ctx.fail("pad mode '" + mode + "' is not one of constant, edge, reflect, wrap");
   Tensor x = ctx.tensor(0);
   std::vector<int64_t> pads = ctx.has(1) ? ctx.ints(1) : ctx.attrInts("pads").value_or(std::vector<int64_t>{});
   size_t rank = x.shape().size();
+  if (ctx.has(3)) {
+    // Pad-18: the pads of the axes named, the others none.
+    std::vector<int64_t> axes = normalized(ctx, ctx.ints(3), int64_t(rank));
+    if (pads.size() != 2 * axes.size())
+      ctx.fail("'pads' has " + std::to_string(pads.size()) + " values for " +
+               std::to_string(axes.size()) + " axes");
+    std::vector<int64_t> all(2 * rank, 0);
+    for (size_t i = 0; i < axes.size(); ++i) {
+      all[size_t(axes[i])] = pads[i];
+      all[rank + size_t(axes[i])] = pads[axes.size() + i];
+    }
+    pads = std::move(all);
+  }
   if (pads.size() != 2 * rank)
     ctx.fail("'pads' has " + std::to_string(pads.size()) + " values for a rank-" +
              std::to_string(rank) + " input");
@@ -709,6 +780,8 @@ Values padOp(const NodeContext &ctx) {
         int64_t j = i;
         if (mode == "edge")
           j = std::clamp<int64_t>(i, 0, n - 1);
+        else if (mode == "wrap") // (Pad-19)
+          j = ((i % n) + n) % n;
         else if (i < 0)
           j = -i;
         else if (i >= n)
@@ -736,7 +809,7 @@ Values softmaxOp(const NodeContext &ctx, bool log) {
   Tensor x = ctx.tensor(0);
   int64_t rank = int64_t(x.shape().size());
   auto apply = [&](const Tensor &t, int64_t axis) { return log ? log_softmax(t, axis) : softmax(t, axis); };
-  if (ctx.opset >= 13)
+  if (ctx.version >= 13)
     return one(apply(x, normalizeAxis(ctx, ctx.attrInt("axis", -1), rank)));
   // Before opset 13: over the flattened dimensions from `axis` on.
   int64_t axis = normalizeAxis(ctx, ctx.attrInt("axis", 1), rank);
@@ -746,14 +819,16 @@ Values softmaxOp(const NodeContext &ctx, bool log) {
   return one(apply(flat, 1).reshape(x.shape()));
 }
 
+/// A reduction whose axes became an input in version `axesInputSince`
+/// (ReduceSum-13, the others 18).
 Converter reduce(Tensor (*fn)(const Tensor &, std::vector<int64_t>, bool, std::source_location),
-                 bool axesInputFrom13) {
-  return [fn, axesInputFrom13](const NodeContext &ctx) -> Values {
+                 int64_t axesInputSince) {
+  return [fn, axesInputSince](const NodeContext &ctx) -> Values {
     Tensor x = ctx.tensor(0);
     bool keep = ctx.attrInt("keepdims", 1) != 0;
     std::optional<std::vector<int64_t>> axes =
-        axesInputFrom13 && ctx.opset >= 13 ? (ctx.has(1) ? std::optional(ctx.ints(1)) : std::nullopt)
-                                           : ctx.attrInts("axes");
+        ctx.version >= axesInputSince ? (ctx.has(1) ? std::optional(ctx.ints(1)) : std::nullopt)
+                                      : ctx.attrInts("axes");
     if (!axes || axes->empty()) {
       if (ctx.attrInt("noop_with_empty_axes", 0))
         return one(x);
@@ -767,7 +842,7 @@ Converter reduce(Tensor (*fn)(const Tensor &, std::vector<int64_t>, bool, std::s
 
 Values clip(const NodeContext &ctx) {
   Tensor y = ctx.tensor(0);
-  if (ctx.opset < 11) {
+  if (ctx.version < 11) {
     y = maximum(y, Tensor::scalar(ctx.attrFloat("min", -std::numeric_limits<float>::infinity())));
     return one(minimum(y, Tensor::scalar(ctx.attrFloat("max", std::numeric_limits<float>::infinity()))));
   }
@@ -825,7 +900,18 @@ Values split(const NodeContext &ctx) {
   int64_t axis = normalizeAxis(ctx, ctx.attrInt("axis", 0), rank);
   int64_t size = x.shape()[size_t(axis)], parts = ctx.node.output_size();
   std::vector<int64_t> sizes = ctx.has(1) ? ctx.ints(1) : ctx.attrInts("split").value_or(std::vector<int64_t>{});
-  if (sizes.empty()) {
+  if (int64_t n = ctx.attrInt("num_outputs", 0); sizes.empty() && n) {
+    // Split-18: n parts of ceil(size / n), the last one what is left.
+    if (n != parts || n > size)
+      ctx.fail("num_outputs = " + std::to_string(n) + " for " + std::to_string(parts) +
+               " outputs and an axis of " + std::to_string(size));
+    int64_t chunk = (size + n - 1) / n;
+    for (int64_t at = 0; at < size; at += chunk)
+      sizes.push_back(std::min(chunk, size - at));
+    if (int64_t(sizes.size()) != n)
+      ctx.fail("an axis of " + std::to_string(size) + " does not split into " +
+               std::to_string(n) + " parts of " + std::to_string(chunk));
+  } else if (sizes.empty()) {
     if (size % parts)
       ctx.fail(std::to_string(size) + " does not split into " + std::to_string(parts) + " equal parts");
     sizes.assign(size_t(parts), size / parts);
@@ -879,6 +965,19 @@ int64_t integerPower(int64_t a, int64_t b) {
   return int64_t(result);
 }
 
+/// Gelu-20: the exact (erf) form, or the tanh approximation.
+Values geluOp(const NodeContext &ctx) {
+  Tensor x = ctx.tensor(0);
+  std::string approximate = ctx.attrString("approximate", "none");
+  if (approximate == "none")
+    return one(kiln::gelu(x));
+  if (approximate != "tanh")
+    ctx.fail("approximate '" + approximate + "' is not one of none, tanh");
+  auto c = [&](float v) { return detail::scalarLike(v, x, std::source_location::current()); };
+  Tensor inner = c(0.7978845608028654f) * (x + c(0.044715f) * x * x * x);
+  return one(c(0.5f) * x * (c(1.0f) + kiln::tanh(inner)));
+}
+
 Values passThrough(const NodeContext &ctx) {
   for (int i = 1; i < ctx.node.output_size(); ++i)
     if (!ctx.node.output(i).empty())
@@ -915,6 +1014,7 @@ const std::map<std::string, Converter> &onnx_import::converters() {
       {"Flatten", flatten},
       {"Gather", gather},
       {"Gemm", gemm},
+      {"GreaterOrEqual", binary(ge, nullptr)},
       {"GlobalAveragePool", [](const NodeContext &c) { return one(global_avg_pool2d(c.tensor(0))); }},
       {"GlobalMaxPool", [](const NodeContext &c) { return one(amax(c.tensor(0), {2, 3}, true)); }},
       {"Greater", binary(gt, nullptr)},
@@ -927,6 +1027,7 @@ const std::map<std::string, Converter> &onnx_import::converters() {
          Tensor x = c.tensor(0);
          return one(x * *hardSigmoid(x, 1.0f / 6.0f, 0.5f)[0].tensor);
        }},
+      {"Gelu", geluOp},
       {"Identity", passThrough},
       {"LayerNormalization", layerNorm},
       {"LeakyRelu",
@@ -936,6 +1037,7 @@ const std::map<std::string, Converter> &onnx_import::converters() {
          return one(where(gt(x, Tensor::scalar(0.0f)), x, scaled));
        }},
       {"Less", binary(lt, nullptr)},
+      {"LessOrEqual", binary(le, nullptr)},
       {"Log", unary(log)},
       {"LogSoftmax", [](const NodeContext &c) { return softmaxOp(c, true); }},
       {"MatMul", matMul},
@@ -967,10 +1069,10 @@ const std::map<std::string, Converter> &onnx_import::converters() {
          return one((p + half).to(DType::i32));
        }},
       {"Reciprocal", [](const NodeContext &c) { return one(Tensor::scalar(1.0f) / c.tensor(0)); }},
-      {"ReduceMax", reduce(amax, false)},
-      {"ReduceMean", reduce(mean, false)},
-      {"ReduceMin", reduce(amin, false)},
-      {"ReduceSum", reduce(sum, true)},
+      {"ReduceMax", reduce(amax, 18)},
+      {"ReduceMean", reduce(mean, 18)},
+      {"ReduceMin", reduce(amin, 18)},
+      {"ReduceSum", reduce(sum, 13)},
       {"Relu", unary(relu)},
       {"Reshape", reshape},
       {"Resize", resize},

@@ -11,7 +11,9 @@
 
 #include "kiln/NetworkOps.h"
 
+#include <algorithm>
 #include <cmath>
+#include <numeric>
 
 using namespace kiln;
 using namespace kiln::onnx_import;
@@ -33,8 +35,15 @@ double sourceCoordinate(const NodeContext &ctx, const std::string &mode, int64_t
     return double(o) / scale;
   if (mode == "tf_half_pixel_for_nn")
     return (double(o) + 0.5) / scale;
+  if (mode == "half_pixel_symmetric") {
+    // (Resize-19) half_pixel about the input's centre, for an output whose
+    // length was rounded down from in x scale.
+    double adjustment = std::floor(out) / out, centre = double(in) / 2;
+    return centre * (1 - adjustment) + (double(o) + 0.5) / scale - 0.5;
+  }
   ctx.fail("coordinate_transformation_mode '" + mode + "' is not supported",
-           "use half_pixel, pytorch_half_pixel, align_corners or asymmetric");
+           "use half_pixel, half_pixel_symmetric, pytorch_half_pixel, align_corners or "
+           "asymmetric");
 }
 
 int64_t nearestIndex(const NodeContext &ctx, const std::string &rule, double x, int64_t in) {
@@ -65,37 +74,68 @@ std::vector<Value> onnx_import::resize(const NodeContext &ctx) {
   if (transform == "tf_crop_and_resize")
     ctx.fail("coordinate_transformation_mode 'tf_crop_and_resize' is not supported",
              "crop with Slice first, then resize");
-  // Opset 11+: X, roi, scales, sizes (opset 10's X, scales is outside 11-17).
+  // Opset 11+: X, roi, scales, sizes (opset 10's X, scales is before the
+  // opsets Kiln imports). Resize-18 adds `axes` (scales and sizes name only
+  // those axes), `keep_aspect_ratio_policy` and `antialias`.
+  std::vector<int64_t> axes(rank);
+  std::iota(axes.begin(), axes.end(), 0);
+  if (std::optional<std::vector<int64_t>> given = ctx.attrInts("axes")) {
+    axes = *given;
+    for (int64_t &a : axes)
+      a = normalizeAxis(ctx, a, int64_t(rank));
+  }
   std::vector<double> scales(rank, 1.0);
   Shape out = shape;
   bool bySizes = ctx.has(3) && ctx.input(3).shape != Shape{0} && !ctx.ints(3).empty();
   if (bySizes) {
     const std::vector<int64_t> &sizes = ctx.ints(3);
-    if (sizes.size() != rank)
-      ctx.fail("'sizes' has " + std::to_string(sizes.size()) + " values for a rank-" +
-               std::to_string(rank) + " input");
-    for (size_t d = 0; d < rank; ++d) {
-      if (sizes[d] < 1)
+    if (sizes.size() != axes.size())
+      ctx.fail("'sizes' has " + std::to_string(sizes.size()) + " values for " +
+               std::to_string(axes.size()) + " axes");
+    std::string policy = ctx.attrString("keep_aspect_ratio_policy", "stretch");
+    if (policy != "stretch" && policy != "not_larger" && policy != "not_smaller")
+      ctx.fail("keep_aspect_ratio_policy '" + policy + "' is not one of stretch, not_larger, "
+                                                       "not_smaller");
+    // One scale for every named axis under the two aspect-keeping policies.
+    double kept = policy == "not_larger" ? INFINITY : 0.0;
+    for (size_t i = 0; i < axes.size(); ++i) {
+      if (sizes[i] < 1)
         ctx.fail("'sizes' must be positive");
-      out[d] = sizes[d];
-      scales[d] = double(sizes[d]) / double(shape[d]);
+      double s = double(sizes[i]) / double(shape[size_t(axes[i])]);
+      kept = policy == "not_larger" ? std::min(kept, s) : std::max(kept, s);
+    }
+    for (size_t i = 0; i < axes.size(); ++i) {
+      size_t d = size_t(axes[i]);
+      if (policy == "stretch") {
+        out[d] = sizes[i];
+        scales[d] = double(sizes[i]) / double(shape[d]);
+      } else {
+        out[d] = std::max<int64_t>(1, int64_t(std::floor(kept * double(shape[d]) + 0.5)));
+        scales[d] = kept;
+      }
     }
   } else {
     if (!ctx.has(2))
       ctx.fail("neither 'scales' nor 'sizes' is given");
     std::vector<float> given = ctx.constantFloats(2);
-    if (given.size() != rank)
-      ctx.fail("'scales' has " + std::to_string(given.size()) + " values for a rank-" +
-               std::to_string(rank) + " input");
-    for (size_t d = 0; d < rank; ++d) {
-      if (!(given[d] > 0.0f))
+    if (given.size() != axes.size())
+      ctx.fail("'scales' has " + std::to_string(given.size()) + " values for " +
+               std::to_string(axes.size()) + " axes");
+    for (size_t i = 0; i < axes.size(); ++i) {
+      size_t d = size_t(axes[i]);
+      if (!(given[i] > 0.0f))
         ctx.fail("'scales' must be positive");
-      scales[d] = given[d];
-      out[d] = int64_t(std::floor(double(shape[d]) * given[d]));
+      scales[d] = given[i];
+      out[d] = int64_t(std::floor(double(shape[d]) * given[i]));
       if (out[d] < 1)
         ctx.fail("'scales' leaves dimension " + std::to_string(d) + " empty");
     }
   }
+  if (ctx.attrInt("antialias", 0))
+    for (size_t d = 0; d < rank; ++d)
+      if (scales[d] < 1.0)
+        ctx.fail("antialias = 1 while downsampling is not supported",
+                 "export without antialias (antialias=False in torch's interpolate)");
   std::string rule = ctx.attrString("nearest_mode", "round_prefer_floor");
   for (size_t d = 0; d < rank; ++d) {
     if (out[d] == shape[d] && scales[d] == 1.0)

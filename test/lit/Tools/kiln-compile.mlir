@@ -5,6 +5,9 @@
 // RUN: kiln-compile %s --target cpu --cpu-isa x86-64-v3 --describe | FileCheck %s --check-prefix=V3
 // RUN: not kiln-compile %s --target cpu --cpu-isa pentium 2>&1 | FileCheck %s --check-prefix=ISA
 // RUN: not kiln-compile %s --target opencl 2>&1 | FileCheck %s --check-prefix=METAL
+// RUN: rm -rf %t && mkdir %t && cp %s %t/graph.mlir
+// RUN: kiln-compile %t/graph.mlir --target cpu | FileCheck %s --check-prefix=WROTE
+// RUN: kiln-run %t/graph.kiln --device cpu:0 --describe | FileCheck %s --check-prefix=RAN
 // kiln-compile: a graph through the pipeline every realize uses, to a
 // Program. Committed inputs move to the target's device; the two matmuls
 // are separate kernels, the relu fused into the first; the first result is
@@ -41,3 +44,6 @@ func.func @graph() -> tensor<4x8xf32> {
 // ISA: unknown CPU ISA level 'pentium': use one of host, x86-64, x86-64-v2, x86-64-v3, x86-64-v4
 
 // METAL: unknown target 'opencl': use vulkan, cpu, metal or cuda
+// Without -o, the .kiln goes beside the model, as a compiler's output does.
+// WROTE: wrote {{.*}}graph.kiln
+// RAN: cpu code:

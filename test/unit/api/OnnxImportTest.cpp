@@ -3,6 +3,7 @@
 // Tensor API; exact small cases for padding rules; folding of shape
 // subgraphs; and every malformed-model error naming the node and the fix.
 
+#include "OnnxModelBuilder.h"
 #include "TestUtil.h"
 #include "kiln/Import.h"
 #include "kiln/Profile.h"
@@ -15,97 +16,9 @@
 
 using namespace kiln;
 using kiln::test::messageOf;
+using kiln::test::ModelBuilder;
 
 namespace {
-/// A model under construction: one graph, the default domain at `opset`.
-class ModelBuilder {
-public:
-  explicit ModelBuilder(int opset = 13) {
-    model_.set_ir_version(8);
-    onnx::OperatorSetIdProto *set = model_.add_opset_import();
-    set->set_domain("");
-    set->set_version(opset);
-    graph_ = model_.mutable_graph();
-    graph_->set_name("test");
-  }
-  /// A float input; a negative dimension is symbolic ("batch").
-  void input(const std::string &name, const Shape &dims) {
-    onnx::ValueInfoProto *info = graph_->add_input();
-    info->set_name(name);
-    onnx::TypeProto::Tensor *type = info->mutable_type()->mutable_tensor_type();
-    type->set_elem_type(onnx::TensorProto::FLOAT);
-    for (int64_t d : dims) {
-      onnx::TensorShapeProto::Dimension *dim = type->mutable_shape()->add_dim();
-      if (d < 0)
-        dim->set_dim_param("batch");
-      else
-        dim->set_dim_value(d);
-    }
-  }
-  void output(const std::string &name) { graph_->add_output()->set_name(name); }
-  onnx::TensorProto *weights(const std::string &name, const Shape &dims,
-                             const std::vector<float> &data) {
-    onnx::TensorProto *t = graph_->add_initializer();
-    t->set_name(name);
-    t->set_data_type(onnx::TensorProto::FLOAT);
-    for (int64_t d : dims)
-      t->add_dims(d);
-    t->set_raw_data(std::string(reinterpret_cast<const char *>(data.data()), data.size() * 4));
-    return t;
-  }
-  void ints(const std::string &name, const Shape &dims, const std::vector<int64_t> &data) {
-    onnx::TensorProto *t = graph_->add_initializer();
-    t->set_name(name);
-    t->set_data_type(onnx::TensorProto::INT64);
-    for (int64_t d : dims)
-      t->add_dims(d);
-    for (int64_t v : data)
-      t->add_int64_data(v);
-  }
-  onnx::NodeProto *node(const std::string &op, const std::vector<std::string> &inputs,
-                        const std::vector<std::string> &outputs, const std::string &name = "") {
-    onnx::NodeProto *n = graph_->add_node();
-    n->set_op_type(op);
-    n->set_name(name);
-    for (const std::string &i : inputs)
-      n->add_input(i);
-    for (const std::string &o : outputs)
-      n->add_output(o);
-    return n;
-  }
-  static void attr(onnx::NodeProto *n, const std::string &name, int64_t v) {
-    onnx::AttributeProto *a = n->add_attribute();
-    a->set_name(name);
-    a->set_type(onnx::AttributeProto::INT);
-    a->set_i(v);
-  }
-  static void attr(onnx::NodeProto *n, const std::string &name, float v) {
-    onnx::AttributeProto *a = n->add_attribute();
-    a->set_name(name);
-    a->set_type(onnx::AttributeProto::FLOAT);
-    a->set_f(v);
-  }
-  static void attr(onnx::NodeProto *n, const std::string &name, const std::string &v) {
-    onnx::AttributeProto *a = n->add_attribute();
-    a->set_name(name);
-    a->set_type(onnx::AttributeProto::STRING);
-    a->set_s(v);
-  }
-  static void attr(onnx::NodeProto *n, const std::string &name, const std::vector<int64_t> &v) {
-    onnx::AttributeProto *a = n->add_attribute();
-    a->set_name(name);
-    a->set_type(onnx::AttributeProto::INTS);
-    for (int64_t x : v)
-      a->add_ints(x);
-  }
-  std::string bytes() const { return model_.SerializeAsString(); }
-  onnx::ModelProto &model() { return model_; }
-
-private:
-  onnx::ModelProto model_;
-  onnx::GraphProto *graph_;
-};
-
 std::vector<float> randomData(size_t n, std::mt19937 &rng, float lo = -1, float hi = 1) {
   std::uniform_real_distribution<float> dist(lo, hi);
   std::vector<float> v(n);
@@ -141,7 +54,7 @@ TEST_P(OnnxOnEveryDevice, CnnMatchesTheTensorApi) {
   std::vector<float> gamma = randomData(8, rng, 0.5f, 1.5f), beta = randomData(8, rng);
   std::vector<float> w2 = randomData(8 * 4 * 3 * 3, rng);
   std::vector<float> fw = randomData(5 * 8, rng), fb = randomData(5, rng);
-  ModelBuilder mb;
+  ModelBuilder mb(14); // (HardSwish is an operator of opset 14 on)
   mb.input("x", {2, 3, 11, 10});
   mb.weights("w1", {8, 3, 3, 3}, w1);
   mb.weights("b1", {8}, b1);
@@ -438,10 +351,22 @@ TEST(OnnxImport, ErrorsNameTheNodeAndTheFix) {
     ModelBuilder mb;
     mb.input("x", {2, 2});
     mb.node("Relu", {"x"}, {"r"});
-    mb.node("Einsum", {"r"}, {"y"}, "einsum1");
+    mb.node("Einsum", {"r"}, {"e"}, "einsum1");
+    mb.node("Gelu", {"e"}, {"g"}, "gelu2"); // an operator of opset 20 on, not 13
+    mb.node("FusedMatMul", {"g"}, {"f"}, "fused3")->set_domain("com.microsoft");
+    mb.node("Relu", {"f"}, {"y"});
     mb.output("y");
+    // Every node the importer does not convert, in one error.
     std::string msg = messageOf([&] { import_onnx_bytes(mb.bytes(), "m.onnx"); });
-    EXPECT_NE(msg.find("m.onnx: node 'einsum1' (Einsum, node 1): the operator is not supported"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("m.onnx: 3 nodes use an operator that Kiln's importer does not convert "
+                       "(opset 13):"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("node 'einsum1' (Einsum, node 1): Einsum-12 is not converted"),
+              std::string::npos) << msg;
+    EXPECT_NE(msg.find("node 'gelu2' (Gelu, node 2): not an operator of opset 13"),
+              std::string::npos) << msg;
+    EXPECT_NE(msg.find("node 'fused3' (FusedMatMul, node 3): domain 'com.microsoft'"),
+              std::string::npos) << msg;
+    EXPECT_NE(msg.find("see docs/onnx.md"), std::string::npos) << msg;
   }
   {
     ModelBuilder mb;
@@ -483,7 +408,17 @@ TEST(OnnxImport, ErrorsNameTheNodeAndTheFix) {
     mb.node("Relu", {"x"}, {"y"});
     mb.output("y");
     std::string msg = messageOf([&] { import_onnx_bytes(mb.bytes(), "m.onnx"); });
-    EXPECT_NE(msg.find("opset 9 is outside the 11 to 17"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("opset 9 is outside the 11 to 28"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("convert_version(model, 11)"), std::string::npos) << msg;
+  }
+  {
+    ModelBuilder mb(29);
+    mb.input("x", {4});
+    mb.node("Relu", {"x"}, {"y"});
+    mb.output("y");
+    std::string msg = messageOf([&] { import_onnx_bytes(mb.bytes(), "m.onnx"); });
+    EXPECT_NE(msg.find("opset 29 is outside the 11 to 28 (ONNX 1.23's newest)"), std::string::npos)
+        << msg;
   }
   {
     // A shape computed at run time where import needs it.

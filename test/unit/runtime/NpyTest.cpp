@@ -123,3 +123,30 @@ TEST(Npy, MalformedFilesAreClearErrors) {
   EXPECT_FALSE(readNpy("/nonexistent/x.npy").isOk());
 }
 } // namespace
+
+// int64 (NumPy's default integers, PyTorch's token ids) is read as int32,
+// every value checked to fit.
+TEST(Npy, Int64IsReadAsInt32WhereItFits) {
+  std::vector<uint8_t> bytes =
+      fileWithHeader("{'descr': '<i8', 'fortran_order': False, 'shape': (3,), }", 0);
+  for (int64_t v : {int64_t(7), int64_t(-2), int64_t(INT32_MAX)})
+    bytes.insert(bytes.end(), reinterpret_cast<uint8_t *>(&v), reinterpret_cast<uint8_t *>(&v) + 8);
+  StatusOr<NpyArray> parsed = parseNpy(bytes.data(), bytes.size(), "ids.npy");
+  ASSERT_TRUE(parsed.isOk()) << parsed.status().message();
+  EXPECT_EQ(parsed->type.element, ElementType::i32);
+  EXPECT_EQ(parsed->type.shape, std::vector<int64_t>{3});
+  int32_t values[3];
+  ASSERT_EQ(parsed->data.size(), sizeof values);
+  std::memcpy(values, parsed->data.data(), sizeof values);
+  EXPECT_EQ(values[0], 7);
+  EXPECT_EQ(values[1], -2);
+  EXPECT_EQ(values[2], INT32_MAX);
+
+  int64_t big = int64_t(1) << 40;
+  std::memcpy(&bytes[bytes.size() - 8], &big, 8);
+  EXPECT_EQ(errorOf(bytes), "x.npy: int64 element 2 holds 1099511627776, outside the int32 "
+                            "that Kiln computes integers in");
+  bytes.pop_back();
+  EXPECT_NE(errorOf(bytes).find("shape (3,) of int64 needs 24 bytes of data, the file has 23"),
+            std::string::npos) << errorOf(bytes);
+}

@@ -1,0 +1,133 @@
+// ONNX as exporters write it today: the operator versions of opsets 18 to
+// 28 (reduction axes and Pad axes as inputs, Split's num_outputs, Pad's
+// wrap mode, Gelu), token ids (int64 inputs into a Gather), and f16 models
+// (f16 initializers, casts between precisions), each imported, compiled and
+// run on every device against values worked out here.
+
+#include "OnnxModelBuilder.h"
+#include "TestUtil.h"
+#include "kiln/Import.h"
+
+#include <cmath>
+
+using namespace kiln;
+using kiln::test::ModelBuilder;
+
+namespace {
+class OnnxOpsets : public kiln::test::OnEveryDevice {};
+
+/// Imports `bytes`, compiles it for `device` and runs it on `inputs`.
+std::vector<Tensor> importAndRun(const std::string &bytes, const std::vector<Tensor> &inputs,
+                                 const Device &device) {
+  OnnxModel m = import_onnx_bytes(bytes, "model.onnx");
+  CompileOptions options;
+  options.targets = {device.api() == "cpu" ? "cpu" : "vulkan"};
+  return compile(m.outputs, m.inputs, options).run(inputs);
+}
+
+// ReduceMean-18 takes its axes as an input; Split-18 splits into
+// num_outputs parts of ceil(size / n); Pad-18 pads the axes it names, and
+// Pad-19 wraps around.
+TEST_P(OnnxOpsets, Opset18InputsAndAttributes) {
+  ModelBuilder mb(18);
+  mb.input("x", {2, 5});
+  mb.ints("axes", {1}, {1});
+  mb.node("ReduceMean", {"x", "axes"}, {"m"});
+  onnx::NodeProto *split = mb.node("Split", {"x"}, {"a", "b", "c"});
+  ModelBuilder::attr(split, "axis", int64_t(1));
+  ModelBuilder::attr(split, "num_outputs", int64_t(3));
+  mb.ints("pads", {2}, {1, 2});
+  mb.ints("padAxes", {1}, {1});
+  mb.node("Pad", {"c", "pads", "", "padAxes"}, {"p"});
+  onnx::NodeProto *wrap = mb.node("Pad", {"x", "pads", "", "padAxes"}, {"w"});
+  ModelBuilder::attr(wrap, "mode", std::string("wrap"));
+  for (const char *out : {"m", "a", "c", "p", "w"})
+    mb.output(out);
+  mb.model().mutable_opset_import(0)->set_version(19);
+
+  std::vector<float> xs = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9};
+  std::vector<Tensor> y =
+      importAndRun(mb.bytes(), {Tensor::from(xs, {2, 5}, *device)}, *device);
+  ASSERT_EQ(y.size(), 5u);
+  EXPECT_EQ(y[0].shape(), (Shape{2, 1}));
+  EXPECT_EQ(y[0].to_vector<float>(), (std::vector<float>{2, 7}));
+  EXPECT_EQ(y[1].shape(), (Shape{2, 2})); // ceil(5 / 3) = 2, 2, then 1
+  EXPECT_EQ(y[1].to_vector<float>(), (std::vector<float>{0, 1, 5, 6}));
+  EXPECT_EQ(y[2].shape(), (Shape{2, 1}));
+  EXPECT_EQ(y[2].to_vector<float>(), (std::vector<float>{4, 9}));
+  EXPECT_EQ(y[3].to_vector<float>(), (std::vector<float>{0, 4, 0, 0, 0, 9, 0, 0}));
+  EXPECT_EQ(y[4].shape(), (Shape{2, 8}));
+  EXPECT_EQ(y[4].to_vector<float>(),
+            (std::vector<float>{4, 0, 1, 2, 3, 4, 0, 1, 9, 5, 6, 7, 8, 9, 5, 6}));
+}
+
+// Gelu is an operator of opset 20 on, exact (erf) or tanh.
+TEST_P(OnnxOpsets, Gelu20) {
+  ModelBuilder mb(20);
+  mb.input("x", {6});
+  mb.node("Gelu", {"x"}, {"exact"});
+  ModelBuilder::attr(mb.node("Gelu", {"x"}, {"tanh"}), "approximate", std::string("tanh"));
+  mb.output("exact");
+  mb.output("tanh");
+  std::vector<float> xs = {-3, -1, -0.25f, 0, 0.5f, 2};
+  std::vector<Tensor> y = importAndRun(mb.bytes(), {Tensor::from(xs, {6}, *device)}, *device);
+  std::vector<float> exact = y[0].to_vector<float>(), tanhForm = y[1].to_vector<float>();
+  for (size_t i = 0; i < xs.size(); ++i) {
+    double x = xs[i];
+    EXPECT_NEAR(exact[i], 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))), 2e-6) << x;
+    double inner = std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x);
+    EXPECT_NEAR(tanhForm[i], 0.5 * x * (1 + std::tanh(inner)), 2e-6) << x;
+  }
+}
+
+// Token ids as PyTorch exports them: an int64 input into a Gather of an
+// embedding table (negative ids count from the end, as ONNX says).
+TEST_P(OnnxOpsets, Int64TokenIdsGatherAnEmbedding) {
+  ModelBuilder mb(20);
+  mb.input("ids", {1, 4}, onnx::TensorProto::INT64);
+  std::vector<float> table(10 * 3);
+  for (size_t i = 0; i < table.size(); ++i)
+    table[i] = float(i) * 0.5f;
+  mb.weights("table", {10, 3}, table);
+  mb.node("Gather", {"table", "ids"}, {"y"});
+  mb.output("y");
+  OnnxModel m = import_onnx_bytes(mb.bytes(), "model.onnx");
+  ASSERT_EQ(m.inputs.size(), 1u);
+  EXPECT_EQ(m.inputs[0].dtype(), DType::i32); // int64 is computed as int32
+  std::vector<Tensor> y = importAndRun(
+      mb.bytes(), {Tensor::from(std::vector<int32_t>{3, 0, 9, -1}, {1, 4}, *device)}, *device);
+  EXPECT_EQ(y[0].shape(), (Shape{1, 4, 3}));
+  std::vector<float> want;
+  for (int row : {3, 0, 9, 9})
+    for (int c = 0; c < 3; ++c)
+      want.push_back(table[size_t(row * 3 + c)]);
+  EXPECT_EQ(y[0].to_vector<float>(), want);
+}
+
+// An f16 model: f16 weights, an f32 input cast to f16 and the result cast
+// back; the f16 product is rounded to f16 as PyTorch's is.
+TEST_P(OnnxOpsets, HalfPrecisionWeightsAndCasts) {
+  ModelBuilder mb(20);
+  mb.input("x", {4});
+  onnx::TensorProto *w = mb.model().mutable_graph()->add_initializer();
+  w->set_name("w");
+  w->set_data_type(onnx::TensorProto::FLOAT16);
+  w->add_dims(4);
+  // 1.5, -2, 0.1 (0x2E66 rounds it), 1000
+  for (uint16_t bits : {uint16_t(0x3E00), uint16_t(0xC000), uint16_t(0x2E66), uint16_t(0x63D0)})
+    w->add_int32_data(bits);
+  ModelBuilder::attr(mb.node("Cast", {"x"}, {"xh"}), "to", int64_t(onnx::TensorProto::FLOAT16));
+  mb.node("Mul", {"xh", "w"}, {"p"});
+  ModelBuilder::attr(mb.node("Cast", {"p"}, {"y"}), "to", int64_t(onnx::TensorProto::FLOAT));
+  mb.output("y");
+  std::vector<Tensor> y = importAndRun(
+      mb.bytes(), {Tensor::from(std::vector<float>{2, 0.5f, 3, 1.001f}, {4}, *device)}, *device);
+  ASSERT_EQ(y[0].dtype(), DType::f32);
+  // 0.1 in f16 is 0.0999755859375; 3 x that rounds to f16's 0.2998046875.
+  // 1.001 in f16 is 1.0009765625; x 1000 = 1000.9765625 rounds to 1001.
+  EXPECT_EQ(y[0].to_vector<float>(), (std::vector<float>{3, -1, 0.2998046875f, 1001}));
+}
+
+} // namespace
+
+KILN_ON_EVERY_DEVICE(OnnxOpsets);
