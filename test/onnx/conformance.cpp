@@ -9,8 +9,9 @@
 // compiled for each device (default: every device of the machine), run on
 // its inputs and compared with its outputs (|got - want| <= 1e-5 + 1e-3
 // |want|, ONNX's backend-test tolerance; booleans and integers exactly).
-// Non-float inputs (shapes, axes, indices, conditions) and Resize's scales
-// are given to the importer as constants: Kiln specializes them at import. The table counts
+// Non-float inputs (shapes, axes, indices, conditions), Resize's scales and
+// Range's bounds are given to the importer as constants: Kiln specializes
+// them at import. The table counts
 // single-operator cases per operator, and the function-expanded cases
 // (several operators) in a row of their own. With --known-failures (one
 // case name per line, '#' comments) it exits 1 when a case outside the list
@@ -209,10 +210,14 @@ std::string runCase(const fs::path &dir, onnx::ModelProto model,
   // Inputs in order; non-float ones become constants of the model, and so
   // do Resize's roi and scales (they decide shapes, which Kiln specializes).
   std::set<std::string> shapeInputs;
-  for (const onnx::NodeProto &node : model.graph().node())
+  for (const onnx::NodeProto &node : model.graph().node()) {
     if (node.op_type() == "Resize")
       for (int i = 1; i < std::min(node.input_size(), 3); ++i)
         shapeInputs.insert(node.input(i));
+    if (node.op_type() == "Range") // its values decide its shape
+      for (const std::string &input : node.input())
+        shapeInputs.insert(input);
+  }
   std::map<std::string, kiln::Shape> shapes;
   std::vector<std::pair<std::string, onnx::TensorProto>> floats;
   int index = 0;

@@ -103,11 +103,23 @@ private:
 
 /// Converts one node: its outputs, in order.
 using Converter = std::function<std::vector<Value>(const NodeContext &)>;
+using ConverterTable = std::map<std::string, Converter>;
+
+/// A converter's one result.
+inline std::vector<Value> single(Tensor t) { return {Value::of(std::move(t))}; }
+
+/// The converters of each file, added to the table: activations, logic and
+/// variadic sums (OnnxElementwise.cpp); reductions, arg-reductions, CumSum
+/// and Hardmax (OnnxReductions.cpp); Range, EyeLike, Trilu, Tile and Size
+/// (OnnxConstruct.cpp).
+void addElementwiseConverters(ConverterTable &table);
+void addReductionConverters(ConverterTable &table);
+void addConstructConverters(ConverterTable &table);
 /// Resize (nearest and linear) and Not (OnnxResize.cpp).
 std::vector<Value> resize(const NodeContext &ctx);
 std::vector<Value> logicalNot(const NodeContext &ctx);
 /// The supported operators of the default domain.
-const std::map<std::string, Converter> &converters();
+const ConverterTable &converters();
 
 /// An initializer or Constant tensor: f32 data as a tensor, integers as
 /// integers. `what` names it in errors. Data stored outside the model

@@ -36,8 +36,20 @@ int64_t product(const Shape &s, size_t from = 0, size_t to = SIZE_MAX) {
 
 Values one(Tensor t) { return {Value::of(std::move(t))}; }
 
-Converter unary(Tensor (*fn)(const Tensor &, std::source_location)) {
-  return [fn](const NodeContext &ctx) { return one(fn(ctx.tensor(0), std::source_location::current())); };
+/// Elementwise on one input; integers known at import fold through `fold`
+/// where there is one (Neg and Abs of shape arithmetic).
+Converter unary(Tensor (*fn)(const Tensor &, std::source_location),
+                int64_t (*fold)(int64_t) = nullptr) {
+  return [fn, fold](const NodeContext &ctx) -> Values {
+    const Value &x = ctx.input(0);
+    if (fold && x.ints) {
+      std::vector<int64_t> out(x.ints->size());
+      for (size_t i = 0; i < out.size(); ++i)
+        out[i] = fold((*x.ints)[i]);
+      return {Value::ofInts(std::move(out), x.shape)};
+    }
+    return one(fn(ctx.tensor(0), std::source_location::current()));
+  };
 }
 
 /// Elementwise on two inputs; on integers known at import (shape
@@ -819,27 +831,6 @@ Values softmaxOp(const NodeContext &ctx, bool log) {
   return one(apply(flat, 1).reshape(x.shape()));
 }
 
-/// A reduction whose axes became an input in version `axesInputSince`
-/// (ReduceSum-13, the others 18).
-Converter reduce(Tensor (*fn)(const Tensor &, std::vector<int64_t>, bool, std::source_location),
-                 int64_t axesInputSince) {
-  return [fn, axesInputSince](const NodeContext &ctx) -> Values {
-    Tensor x = ctx.tensor(0);
-    bool keep = ctx.attrInt("keepdims", 1) != 0;
-    std::optional<std::vector<int64_t>> axes =
-        ctx.version >= axesInputSince ? (ctx.has(1) ? std::optional(ctx.ints(1)) : std::nullopt)
-                                      : ctx.attrInts("axes");
-    if (!axes || axes->empty()) {
-      if (ctx.attrInt("noop_with_empty_axes", 0))
-        return one(x);
-      axes = std::vector<int64_t>(x.shape().size());
-      std::iota(axes->begin(), axes->end(), 0);
-    }
-    return one(fn(x, normalized(ctx, *axes, int64_t(x.shape().size())), keep,
-                  std::source_location::current()));
-  };
-}
-
 Values clip(const NodeContext &ctx) {
   Tensor y = ctx.tensor(0);
   if (ctx.version < 11) {
@@ -986,9 +977,10 @@ Values passThrough(const NodeContext &ctx) {
 }
 } // namespace
 
-const std::map<std::string, Converter> &onnx_import::converters() {
-  static const std::map<std::string, Converter> table = {
-      {"Abs", unary(abs)},
+const ConverterTable &onnx_import::converters() {
+  static const ConverterTable table = [] {
+  ConverterTable table = {
+      {"Abs", unary(abs, [](int64_t v) { return v < 0 ? -v : v; })},
       {"Add", binary(add, [](int64_t a, int64_t b) { return a + b; })},
       {"AveragePool", [](const NodeContext &c) { return pool(c, false); }},
       {"BatchNormalization", batchNorm},
@@ -1045,7 +1037,7 @@ const std::map<std::string, Converter> &onnx_import::converters() {
       {"MaxPool", [](const NodeContext &c) { return pool(c, true); }},
       {"Min", variadic(minimum)},
       {"Mul", binary(mul, [](int64_t a, int64_t b) { return a * b; })},
-      {"Neg", unary(neg)},
+      {"Neg", unary(neg, [](int64_t v) { return -v; })},
       {"Not", logicalNot},
       {"Pad", padOp},
       {"Pow",
@@ -1069,10 +1061,6 @@ const std::map<std::string, Converter> &onnx_import::converters() {
          return one((p + half).to(DType::i32));
        }},
       {"Reciprocal", [](const NodeContext &c) { return one(Tensor::scalar(1.0f) / c.tensor(0)); }},
-      {"ReduceMax", reduce(amax, 18)},
-      {"ReduceMean", reduce(mean, 18)},
-      {"ReduceMin", reduce(amin, 18)},
-      {"ReduceSum", reduce(sum, 13)},
       {"Relu", unary(relu)},
       {"Reshape", reshape},
       {"Resize", resize},
@@ -1095,6 +1083,11 @@ const std::map<std::string, Converter> &onnx_import::converters() {
          return one(where(cond, c.tensor(1), c.tensor(2)));
        }},
   };
+  addElementwiseConverters(table);
+  addReductionConverters(table);
+  addConstructConverters(table);
+  return table;
+  }();
   return table;
 }
 

@@ -1,0 +1,149 @@
+//===- OnnxConstruct.cpp - ONNX tensors made from positions ---------------===//
+//
+// Operators whose result depends on element positions: Range and EyeLike
+// (constants, from values known at import), Trilu (a triangle kept by a
+// mask), Tile (a broadcast) and Size (a count known at import).
+//
+//===----------------------------------------------------------------------===//
+
+#include "OnnxImporter.h"
+
+#include <cmath>
+
+using namespace kiln;
+using namespace kiln::onnx_import;
+
+namespace {
+/// Range(start, limit, delta), all known at import: integers stay folded,
+/// floats become a constant.
+std::vector<Value> range(const NodeContext &ctx) {
+  bool integers = ctx.input(0).ints && ctx.input(1).ints && ctx.input(2).ints;
+  std::vector<float> start = ctx.constantFloats(0), limit = ctx.constantFloats(1),
+                     delta = ctx.constantFloats(2);
+  if (start.size() != 1 || limit.size() != 1 || delta.size() != 1)
+    ctx.fail("start, limit and delta must be scalars");
+  if (integers) {
+    int64_t s = ctx.ints(0)[0], l = ctx.ints(1)[0], d = ctx.ints(2)[0];
+    if (d == 0)
+      ctx.fail("a delta of 0");
+    int64_t n = std::max<int64_t>(0, int64_t(std::ceil(double(l - s) / double(d))));
+    checkedElements({n}, ctx.where());
+    std::vector<int64_t> out(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i)
+      out[size_t(i)] = s + i * d;
+    return {Value::ofInts(std::move(out), {n})};
+  }
+  if (delta[0] == 0.0f)
+    ctx.fail("a delta of 0");
+  double n = std::ceil((double(limit[0]) - double(start[0])) / double(delta[0]));
+  int64_t count = n > 0 ? int64_t(n) : 0;
+  checkedElements({count}, ctx.where());
+  std::vector<float> out(static_cast<size_t>(count));
+  for (int64_t i = 0; i < count; ++i) // as ONNX computes it, in the input's type
+    out[size_t(i)] = start[0] + float(i) * delta[0];
+  const Value &first = ctx.input(0);
+  DType dtype = first.tensor ? first.tensor->dtype() : DType::f32;
+  return {Value::ofConstant(Tensor::from(std::move(out), {count}, dtype))};
+}
+
+/// 1 where column - row == k in a matrix of the input's shape.
+std::vector<Value> eyeLike(const NodeContext &ctx) {
+  const Value &x = ctx.input(0);
+  if (x.shape.size() != 2)
+    ctx.fail("the input must have rank 2");
+  int64_t k = ctx.attrInt("k", 0), rows = x.shape[0], cols = x.shape[1];
+  std::vector<int64_t> ones(size_t(rows * cols), 0);
+  for (int64_t r = 0; r < rows; ++r)
+    if (r + k >= 0 && r + k < cols)
+      ones[size_t(r * cols + r + k)] = 1;
+  int64_t to = ctx.attrInt("dtype", 0);
+  bool integers = to ? (to != onnx::TensorProto::FLOAT && to != onnx::TensorProto::FLOAT16 &&
+                        to != onnx::TensorProto::BFLOAT16 && to != onnx::TensorProto::DOUBLE)
+                     : x.ints.has_value();
+  if (integers)
+    return {Value::ofInts(std::move(ones), x.shape)};
+  DType dtype = to == onnx::TensorProto::FLOAT16    ? DType::f16
+                : to == onnx::TensorProto::BFLOAT16 ? DType::bf16
+                : !to && x.tensor                   ? x.tensor->dtype()
+                                                    : DType::f32;
+  return {Value::ofConstant(
+      Tensor::from(std::vector<float>(ones.begin(), ones.end()), x.shape, dtype))};
+}
+
+/// The upper (column - row >= k) or lower (<= k) triangle of the last two
+/// dimensions, the rest zero.
+std::vector<Value> trilu(const NodeContext &ctx) {
+  const Value &x = ctx.input(0);
+  if (x.shape.size() < 2)
+    ctx.fail("the input must have rank 2 or more");
+  int64_t k = 0;
+  if (ctx.has(1)) {
+    const std::vector<int64_t> &given = ctx.ints(1);
+    if (given.size() != 1)
+      ctx.fail("'k' must be one value");
+    k = given[0];
+  }
+  bool upper = ctx.attrInt("upper", 1) != 0;
+  int64_t rows = x.shape[x.shape.size() - 2], cols = x.shape.back();
+  auto kept = [&](int64_t r, int64_t c) { return upper ? c - r >= k : c - r <= k; };
+  if (x.ints) {
+    std::vector<int64_t> out = *x.ints;
+    for (size_t i = 0; i < out.size(); ++i) {
+      int64_t within = int64_t(i) % (rows * cols);
+      if (!kept(within / cols, within % cols))
+        out[i] = 0;
+    }
+    return {Value::ofInts(std::move(out), x.shape)};
+  }
+  std::vector<float> mask(static_cast<size_t>(rows * cols));
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c)
+      mask[size_t(r * cols + c)] = kept(r, c) ? 1.0f : 0.0f;
+  Tensor t = *x.tensor;
+  if (t.dtype() == DType::i32 || t.dtype() == DType::boolean)
+    ctx.fail("a Trilu of integers computed at run time is not supported");
+  Tensor keep = ne(Tensor::from(std::move(mask), {rows, cols}), Tensor::scalar(0.0f));
+  return single(where(keep, t, Tensor::zeros_like(t)));
+}
+
+/// Tile: each axis copied `repeats[d]` times, joined along it.
+std::vector<Value> tile(const NodeContext &ctx) {
+  const Value &x = ctx.input(0);
+  const std::vector<int64_t> &repeats = ctx.ints(1);
+  if (repeats.size() != x.shape.size())
+    ctx.fail("'repeats' has " + std::to_string(repeats.size()) + " values for a rank-" +
+             std::to_string(x.shape.size()) + " input");
+  Shape out = x.shape;
+  for (size_t d = 0; d < repeats.size(); ++d) {
+    if (repeats[d] < 1)
+      ctx.fail("a repeat of " + std::to_string(repeats[d]) + " (Kiln makes no empty tensors)");
+    out[d] *= repeats[d];
+  }
+  checkedElements(out, ctx.where());
+  if (x.ints) {
+    if (x.shape.size() != 1)
+      ctx.fail("tiling integers known at import is supported on rank 1 only");
+    std::vector<int64_t> joined;
+    for (int64_t r = 0; r < repeats[0]; ++r)
+      joined.insert(joined.end(), x.ints->begin(), x.ints->end());
+    return {Value::ofInts(std::move(joined), out)};
+  }
+  // [a, b] -> [1, a, 1, b] broadcast to [ra, a, rb, b] -> [ra a, rb b].
+  Shape split, spread;
+  for (size_t d = 0; d < repeats.size(); ++d) {
+    split.insert(split.end(), {1, x.shape[d]});
+    spread.insert(spread.end(), {repeats[d], x.shape[d]});
+  }
+  return single(x.tensor->reshape(split).broadcast_to(spread).reshape(out));
+}
+} // namespace
+
+void onnx_import::addConstructConverters(ConverterTable &table) {
+  table["Range"] = range;
+  table["EyeLike"] = eyeLike;
+  table["Trilu"] = trilu;
+  table["Tile"] = tile;
+  table["Size"] = [](const NodeContext &c) -> std::vector<Value> {
+    return {Value::ofInts({checkedElements(c.input(0).shape, c.where())}, {})};
+  };
+}

@@ -1,0 +1,158 @@
+//===- OnnxElementwise.cpp - ONNX activations and logic -------------------===//
+//
+// Activations written with the Tensor API's elementwise ops (Elu, Selu,
+// Celu, Softplus, Softsign, ThresholdedRelu, PRelu, Shrink, Mish), the
+// boolean operators (And, Or, Xor), IsNaN, IsInf, Sign, the variadic Sum and
+// Mean, and CastLike. Each computes in its input's floating dtype; booleans
+// are compared as 0 and 1.
+//
+//===----------------------------------------------------------------------===//
+
+#include "OnnxImporter.h"
+#include "lib/Frontend/OpRecording.h"
+
+#include <cmath>
+
+using namespace kiln;
+using namespace kiln::onnx_import;
+
+namespace {
+/// `value` in `like`'s floating dtype (a literal).
+Tensor literal(float value, const Tensor &like) {
+  return detail::scalarLike(value, like, std::source_location::current());
+}
+
+Tensor expMinusOne(const Tensor &x) { return exp(x) - literal(1.0f, x); }
+
+Tensor softplus(const Tensor &x) { return log(exp(x) + literal(1.0f, x)); }
+
+/// A boolean operator: both operands as 0 and 1, or folded when both are
+/// known at import.
+Converter logic(int64_t (*fold)(int64_t, int64_t), Tensor (*make)(const Tensor &, const Tensor &)) {
+  return [fold, make](const NodeContext &ctx) -> std::vector<Value> {
+    const Value &a = ctx.input(0), &b = ctx.input(1);
+    if (a.ints && b.ints && a.shape == b.shape) {
+      std::vector<int64_t> out(a.ints->size());
+      for (size_t i = 0; i < out.size(); ++i)
+        out[i] = fold((*a.ints)[i] != 0, (*b.ints)[i] != 0);
+      return {Value::ofInts(std::move(out), a.shape)};
+    }
+    return single(make(ctx.tensor(0).to(DType::f32), ctx.tensor(1).to(DType::f32)));
+  };
+}
+
+std::vector<Value> sign(const NodeContext &ctx) {
+  const Value &v = ctx.input(0);
+  if (v.ints) {
+    std::vector<int64_t> out(v.ints->size());
+    for (size_t i = 0; i < out.size(); ++i)
+      out[i] = ((*v.ints)[i] > 0) - ((*v.ints)[i] < 0);
+    return {Value::ofInts(std::move(out), v.shape)};
+  }
+  Tensor x = ctx.tensor(0), zero = literal(0.0f, x);
+  return single(where(gt(x, zero), literal(1.0f, x),
+                      where(lt(x, zero), literal(-1.0f, x), zero)));
+}
+
+std::vector<Value> isInf(const NodeContext &ctx) {
+  Tensor x = ctx.tensor(0);
+  bool positive = ctx.attrInt("detect_positive", 1) != 0;
+  bool negative = ctx.attrInt("detect_negative", 1) != 0;
+  Tensor big = literal(INFINITY, x);
+  if (positive && negative)
+    return single(eq(abs(x), big));
+  if (positive)
+    return single(eq(x, big));
+  if (negative)
+    return single(eq(x, neg(big)));
+  return single(lt(abs(x), literal(-1.0f, x))); // detects neither: never true
+}
+
+/// Sum and Mean of any number of inputs, broadcast.
+Converter variadicSum(bool average) {
+  return [average](const NodeContext &ctx) -> std::vector<Value> {
+    Tensor y = ctx.tensor(0);
+    for (size_t i = 1; i < ctx.numInputs(); ++i)
+      y = y + ctx.tensor(i);
+    if (average && ctx.numInputs() > 1)
+      y = y / literal(float(ctx.numInputs()), y);
+    return single(y);
+  };
+}
+
+/// CastLike: a Cast to the dtype of the second input.
+std::vector<Value> castLike(const NodeContext &ctx) {
+  const Value &x = ctx.input(0), &like = ctx.input(1);
+  if (like.ints) { // integers known at import
+    if (x.ints)
+      return {x};
+    return single(x.tensor->to(DType::i32));
+  }
+  DType dtype = like.tensor->dtype();
+  if (x.ints) {
+    if (dtype == DType::i32)
+      return {x};
+    return single(Tensor::from(std::vector<float>(x.ints->begin(), x.ints->end()), x.shape, dtype));
+  }
+  return single(x.tensor->dtype() == dtype ? *x.tensor : x.tensor->to(dtype));
+}
+} // namespace
+
+void onnx_import::addElementwiseConverters(ConverterTable &table) {
+  table["Elu"] = [](const NodeContext &c) {
+    Tensor x = c.tensor(0);
+    Tensor negative = literal(c.attrFloat("alpha", 1.0f), x) * expMinusOne(x);
+    return single(where(gt(x, literal(0.0f, x)), x, negative));
+  };
+  table["Selu"] = [](const NodeContext &c) {
+    Tensor x = c.tensor(0);
+    Tensor negative = literal(c.attrFloat("alpha", 1.67326319217681884765625f), x) * expMinusOne(x);
+    return single(literal(c.attrFloat("gamma", 1.05070102214813232421875f), x) *
+                  where(gt(x, literal(0.0f, x)), x, negative));
+  };
+  table["Celu"] = [](const NodeContext &c) {
+    Tensor x = c.tensor(0);
+    float alpha = c.attrFloat("alpha", 1.0f);
+    Tensor negative = literal(alpha, x) * expMinusOne(x / literal(alpha, x));
+    return single(maximum(x, literal(0.0f, x)) + minimum(negative, literal(0.0f, x)));
+  };
+  table["Softplus"] = [](const NodeContext &c) { return single(softplus(c.tensor(0))); };
+  table["Softsign"] = [](const NodeContext &c) {
+    Tensor x = c.tensor(0);
+    return single(x / (literal(1.0f, x) + abs(x)));
+  };
+  table["ThresholdedRelu"] = [](const NodeContext &c) {
+    Tensor x = c.tensor(0);
+    return single(where(gt(x, literal(c.attrFloat("alpha", 1.0f), x)), x, literal(0.0f, x)));
+  };
+  table["PRelu"] = [](const NodeContext &c) {
+    Tensor x = c.tensor(0), slope = c.tensor(1);
+    return single(where(lt(x, literal(0.0f, x)), x * slope, x));
+  };
+  table["Shrink"] = [](const NodeContext &c) {
+    Tensor x = c.tensor(0);
+    Tensor bias = literal(c.attrFloat("bias", 0.0f), x);
+    float lambd = c.attrFloat("lambd", 0.5f);
+    return single(where(lt(x, literal(-lambd, x)), x + bias,
+                        where(gt(x, literal(lambd, x)), x - bias, literal(0.0f, x))));
+  };
+  table["Mish"] = [](const NodeContext &c) {
+    Tensor x = c.tensor(0);
+    return single(x * tanh(softplus(x)));
+  };
+  table["And"] = logic([](int64_t a, int64_t b) -> int64_t { return a && b; },
+                       [](const Tensor &a, const Tensor &b) { return gt(a * b, Tensor::scalar(0.0f)); });
+  table["Or"] = logic([](int64_t a, int64_t b) -> int64_t { return a || b; },
+                      [](const Tensor &a, const Tensor &b) { return gt(a + b, Tensor::scalar(0.0f)); });
+  table["Xor"] = logic([](int64_t a, int64_t b) -> int64_t { return a != b; },
+                       [](const Tensor &a, const Tensor &b) { return ne(a, b); });
+  table["IsNaN"] = [](const NodeContext &c) {
+    Tensor x = c.tensor(0);
+    return single(ne(x, x));
+  };
+  table["IsInf"] = isInf;
+  table["Sign"] = sign;
+  table["Sum"] = variadicSum(false);
+  table["Mean"] = variadicSum(true);
+  table["CastLike"] = castLike;
+}

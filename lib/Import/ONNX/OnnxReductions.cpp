@@ -1,0 +1,173 @@
+//===- OnnxReductions.cpp - ONNX reductions as Tensor API calls -----------===//
+//
+// The Reduce* family (axes an attribute, then an input: ReduceSum-13, the
+// others 18), ArgMax/ArgMin, CumSum and Hardmax.
+//
+//===----------------------------------------------------------------------===//
+
+#include "OnnxImporter.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+using namespace kiln;
+using namespace kiln::onnx_import;
+
+namespace {
+/// What a reduction computes after its axes are known: x, the axes
+/// (normalized), keepdims.
+using Reduction = std::function<Tensor(const Tensor &, const std::vector<int64_t> &, bool)>;
+
+/// A Reduce* operator whose axes became an input in version `axesInputSince`.
+Converter reduction(int64_t axesInputSince, Reduction fn) {
+  return [axesInputSince, fn](const NodeContext &ctx) -> std::vector<Value> {
+    Tensor x = ctx.tensor(0);
+    int64_t rank = int64_t(x.shape().size());
+    bool keep = ctx.attrInt("keepdims", 1) != 0;
+    std::optional<std::vector<int64_t>> axes =
+        ctx.version >= axesInputSince ? (ctx.has(1) ? std::optional(ctx.ints(1)) : std::nullopt)
+                                      : ctx.attrInts("axes");
+    if (!axes || axes->empty()) {
+      if (ctx.attrInt("noop_with_empty_axes", 0))
+        return single(x);
+      axes = std::vector<int64_t>(size_t(rank));
+      std::iota(axes->begin(), axes->end(), 0);
+    }
+    for (int64_t &a : *axes)
+      a = normalizeAxis(ctx, a, rank);
+    return single(fn(x, *axes, keep));
+  };
+}
+
+Converter plain(Tensor (*fn)(const Tensor &, std::vector<int64_t>, bool, std::source_location),
+                int64_t axesInputSince) {
+  return reduction(axesInputSince, [fn](const Tensor &x, const std::vector<int64_t> &axes,
+                                        bool keep) {
+    return fn(x, axes, keep, std::source_location::current());
+  });
+}
+
+std::vector<Value> argReduce(const NodeContext &ctx, bool isMax) {
+  Tensor x = ctx.tensor(0);
+  int64_t axis = normalizeAxis(ctx, ctx.attrInt("axis", 0), int64_t(x.shape().size()));
+  bool keep = ctx.attrInt("keepdims", 1) != 0;
+  if (!ctx.attrInt("select_last_index", 0))
+    return single(isMax ? argmax(x, axis, keep) : argmin(x, axis, keep));
+  // The last of equal values: the first in the reversed axis, counted back.
+  int64_t n = x.shape()[size_t(axis)];
+  std::vector<int64_t> reversed(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i)
+    reversed[size_t(i)] = n - 1 - i;
+  Tensor flipped = index_select(x, axis, reversed);
+  Tensor at = isMax ? argmax(flipped, axis, keep) : argmin(flipped, axis, keep);
+  return single((Tensor::scalar(float(n - 1)) - at.to(DType::f32)).to(DType::i32));
+}
+
+/// `x` with `axis` moved last, and the order that moves it back.
+std::pair<Tensor, std::vector<int64_t>> axisLast(const Tensor &x, int64_t axis) {
+  int64_t rank = int64_t(x.shape().size());
+  std::vector<int64_t> order, back(static_cast<size_t>(rank));
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != axis)
+      order.push_back(d);
+  order.push_back(axis);
+  for (int64_t d = 0; d < rank; ++d)
+    back[size_t(order[size_t(d)])] = d;
+  return {axis == rank - 1 ? x : x.permute(order), back};
+}
+
+/// CumSum as a product with a triangular matrix of ones along the axis
+/// (`exclusive` leaves the diagonal out, `reverse` sums from the end);
+/// integers known at import are summed here.
+std::vector<Value> cumSum(const NodeContext &ctx) {
+  const Value &in = ctx.input(0);
+  const std::vector<int64_t> &axisValue = ctx.ints(1);
+  if (axisValue.size() != 1)
+    ctx.fail("'axis' must hold one value");
+  int64_t rank = int64_t(in.shape.size());
+  int64_t axis = normalizeAxis(ctx, axisValue[0], rank);
+  bool exclusive = ctx.attrInt("exclusive", 0) != 0, reverse = ctx.attrInt("reverse", 0) != 0;
+  int64_t n = in.shape[size_t(axis)];
+  auto counts = [&](int64_t from, int64_t to) { // does position `from` add into `to`
+    return reverse ? (exclusive ? from > to : from >= to) : (exclusive ? from < to : from <= to);
+  };
+  if (in.ints) {
+    int64_t inner = 1, outer = 1;
+    for (int64_t d = axis + 1; d < rank; ++d)
+      inner *= in.shape[size_t(d)];
+    for (int64_t d = 0; d < axis; ++d)
+      outer *= in.shape[size_t(d)];
+    std::vector<int64_t> out(in.ints->size(), 0);
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t to = 0; to < n; ++to)
+        for (int64_t from = 0; from < n; ++from)
+          if (counts(from, to))
+            for (int64_t k = 0; k < inner; ++k)
+              out[size_t((o * n + to) * inner + k)] += (*in.ints)[size_t((o * n + from) * inner + k)];
+    return {Value::ofInts(std::move(out), in.shape)};
+  }
+  std::vector<float> triangle(static_cast<size_t>(n * n));
+  for (int64_t from = 0; from < n; ++from)
+    for (int64_t to = 0; to < n; ++to)
+      triangle[size_t(from * n + to)] = counts(from, to) ? 1.0f : 0.0f;
+  if (in.tensor->dtype() == DType::i32 || in.tensor->dtype() == DType::boolean)
+    ctx.fail("a CumSum of integers computed at run time is not supported");
+  auto [last, back] = axisLast(ctx.tensor(0), axis);
+  Tensor weights = Tensor::from(std::move(triangle), {n, n}, last.dtype());
+  Tensor y = matmul(last, weights);
+  return single(axis == rank - 1 ? y : y.permute(back));
+}
+
+/// Hardmax: 1 where the first largest element along `axis` is, else 0.
+std::vector<Value> hardmax(const NodeContext &ctx) {
+  Tensor x = ctx.tensor(0);
+  int64_t rank = int64_t(x.shape().size());
+  if (ctx.version < 13)
+    ctx.fail("Hardmax before opset 13 (over flattened dimensions) is not supported");
+  int64_t axis = normalizeAxis(ctx, ctx.attrInt("axis", -1), rank);
+  int64_t n = x.shape()[size_t(axis)];
+  std::vector<float> positions(static_cast<size_t>(n));
+  std::iota(positions.begin(), positions.end(), 0.0f);
+  Shape along(size_t(rank), 1);
+  along[size_t(axis)] = n;
+  Tensor at = argmax(x, axis, true).to(DType::f32);
+  Tensor hit = eq(Tensor::from(std::move(positions), along), at);
+  return single(hit.to(x.dtype()));
+}
+} // namespace
+
+void onnx_import::addReductionConverters(ConverterTable &table) {
+  table["ReduceMax"] = plain(amax, 18);
+  table["ReduceMean"] = plain(mean, 18);
+  table["ReduceMin"] = plain(amin, 18);
+  table["ReduceSum"] = plain(sum, 13);
+  table["ReduceProd"] = plain(prod, 18);
+  table["ReduceL1"] = reduction(18, [](const Tensor &x, const std::vector<int64_t> &a, bool k) {
+    return sum(abs(x), a, k);
+  });
+  table["ReduceL2"] = reduction(18, [](const Tensor &x, const std::vector<int64_t> &a, bool k) {
+    return sqrt(sum(x * x, a, k));
+  });
+  table["ReduceSumSquare"] = reduction(18, [](const Tensor &x, const std::vector<int64_t> &a,
+                                              bool k) { return sum(x * x, a, k); });
+  table["ReduceLogSum"] = reduction(18, [](const Tensor &x, const std::vector<int64_t> &a,
+                                           bool k) { return log(sum(x, a, k)); });
+  table["ReduceLogSumExp"] = reduction(18, [](const Tensor &x, const std::vector<int64_t> &a,
+                                              bool k) {
+    // Shifted by the largest element, so exp cannot overflow.
+    Tensor m = amax(x, a, true);
+    Tensor y = log(sum(exp(x - m), a, true)) + m;
+    if (k)
+      return y;
+    Shape kept;
+    for (int64_t d = 0; d < int64_t(x.shape().size()); ++d)
+      if (std::find(a.begin(), a.end(), d) == a.end())
+        kept.push_back(x.shape()[size_t(d)]);
+    return y.reshape(kept);
+  });
+  table["ArgMax"] = [](const NodeContext &c) { return argReduce(c, true); };
+  table["ArgMin"] = [](const NodeContext &c) { return argReduce(c, false); };
+  table["CumSum"] = cumSum;
+  table["Hardmax"] = hardmax;
+}
