@@ -100,6 +100,11 @@ def Kiln_SigmoidOp : Kiln_UnaryOp<"sigmoid", "1 / (1 + e^-x)">;
 def Kiln_ReluOp : Kiln_UnaryOp<"relu", "max(x, 0)">;
 def Kiln_GeluOp : Kiln_UnaryOp<"gelu", "x * Phi(x), the exact (erf) form">;
 def Kiln_ErfOp : Kiln_UnaryOp<"erf", "the error function">;
+def Kiln_SinOp : Kiln_UnaryOp<"sin", "sine">;
+def Kiln_CosOp : Kiln_UnaryOp<"cos", "cosine">;
+def Kiln_FloorOp : Kiln_UnaryOp<"floor", "the largest integer not above x">;
+def Kiln_CeilOp : Kiln_UnaryOp<"ceil", "the smallest integer not below x">;
+def Kiln_RoundOp : Kiln_UnaryOp<"round", "the nearest integer, ties to even">;
 
 class Kiln_BinaryOp<string mnemonic, string desc>
     : Kiln_Op<mnemonic, [Pure, Kiln_Elementwise, InferTypeOpAdaptor]> {

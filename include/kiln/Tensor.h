@@ -187,6 +187,13 @@ Tensor log(const Tensor &x, std::source_location loc = std::source_location::cur
 Tensor sqrt(const Tensor &x, std::source_location loc = std::source_location::current());
 Tensor rsqrt(const Tensor &x, std::source_location loc = std::source_location::current());
 Tensor tanh(const Tensor &x, std::source_location loc = std::source_location::current());
+Tensor sin(const Tensor &x, std::source_location loc = std::source_location::current());
+Tensor cos(const Tensor &x, std::source_location loc = std::source_location::current());
+/// Rounding to an integer value (the result stays floating): down, up, and
+/// to the nearest with ties to even (PyTorch's round, ONNX's Round).
+Tensor floor(const Tensor &x, std::source_location loc = std::source_location::current());
+Tensor ceil(const Tensor &x, std::source_location loc = std::source_location::current());
+Tensor round(const Tensor &x, std::source_location loc = std::source_location::current());
 Tensor sigmoid(const Tensor &x, std::source_location loc = std::source_location::current());
 Tensor relu(const Tensor &x, std::source_location loc = std::source_location::current());
 Tensor gelu(const Tensor &x, std::source_location loc = std::source_location::current());

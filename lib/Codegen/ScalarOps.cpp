@@ -178,6 +178,11 @@ Value kiln::emitScalar(OpBuilder &b, Operation *op, ValueRange args, int64_t lan
       .Case([&](SqrtOp) { return math::SqrtOp::create(b, loc, args[0]); })
       .Case([&](RsqrtOp) { return math::RsqrtOp::create(b, loc, args[0]); })
       .Case([&](TanhOp) { return math::TanhOp::create(b, loc, args[0]); })
+      .Case([&](SinOp) { return math::SinOp::create(b, loc, args[0]); })
+      .Case([&](CosOp) { return math::CosOp::create(b, loc, args[0]); })
+      .Case([&](FloorOp) { return math::FloorOp::create(b, loc, args[0]); })
+      .Case([&](CeilOp) { return math::CeilOp::create(b, loc, args[0]); })
+      .Case([&](RoundOp) { return math::RoundEvenOp::create(b, loc, args[0]); })
       .Case([&](SigmoidOp) -> Value {
         Value e = math::ExpOp::create(b, loc, arith::NegFOp::create(b, loc, args[0]));
         return arith::DivFOp::create(b, loc, one(),

@@ -1,7 +1,8 @@
 //===- OnnxElementwise.cpp - ONNX activations and logic -------------------===//
 //
 // Activations written with the Tensor API's elementwise ops (Elu, Selu,
-// Celu, Softplus, Softsign, ThresholdedRelu, PRelu, Shrink, Mish), the
+// Celu, Softplus, Softsign, ThresholdedRelu, PRelu, Shrink, Mish), Sin,
+// Cos, Tan, Floor, Ceil and Round, the
 // boolean operators (And, Or, Xor), IsNaN, IsInf, Sign, the variadic Sum and
 // Mean, and CastLike. Each computes in its input's floating dtype; booleans
 // are compared as 0 and 1.
@@ -146,6 +147,15 @@ void onnx_import::addElementwiseConverters(ConverterTable &table) {
                       [](const Tensor &a, const Tensor &b) { return gt(a + b, Tensor::scalar(0.0f)); });
   table["Xor"] = logic([](int64_t a, int64_t b) -> int64_t { return a != b; },
                        [](const Tensor &a, const Tensor &b) { return ne(a, b); });
+  table["Sin"] = [](const NodeContext &c) { return single(kiln::sin(c.tensor(0))); };
+  table["Cos"] = [](const NodeContext &c) { return single(kiln::cos(c.tensor(0))); };
+  table["Tan"] = [](const NodeContext &c) {
+    Tensor x = c.tensor(0);
+    return single(kiln::sin(x) / kiln::cos(x));
+  };
+  table["Floor"] = [](const NodeContext &c) { return single(kiln::floor(c.tensor(0))); };
+  table["Ceil"] = [](const NodeContext &c) { return single(kiln::ceil(c.tensor(0))); };
+  table["Round"] = [](const NodeContext &c) { return single(kiln::round(c.tensor(0))); };
   table["IsNaN"] = [](const NodeContext &c) {
     Tensor x = c.tensor(0);
     return single(ne(x, x));

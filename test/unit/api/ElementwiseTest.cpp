@@ -36,6 +36,11 @@ const UnaryCase unaryCases[] = {
     {"relu", relu, [](double x) { return x > 0 ? x : 0; }, false},
     {"gelu", gelu, erfGelu, false},
     {"erf", kiln::erf, [](double x) { return std::erf(x); }, false},
+    {"sin", kiln::sin, [](double x) { return std::sin(x); }, false},
+    {"cos", kiln::cos, [](double x) { return std::cos(x); }, false},
+    {"floor", kiln::floor, [](double x) { return std::floor(x); }, false},
+    {"ceil", kiln::ceil, [](double x) { return std::ceil(x); }, false},
+    {"round", kiln::round, [](double x) { return std::nearbyint(x); }, false},
 };
 
 class ElementwiseOnEveryDevice : public kiln::test::OnEveryDevice {};
