@@ -3,19 +3,22 @@
 //   kiln-onnx-conformance DIR [--device D]... [--list-failures]
 //                         [--known-failures FILE]
 //
-// DIR is what ONNX 1.12's generators write (test/onnx/generate.py): one
-// folder per case with model.onnx and test_data_set_0/{input,output}_N.pb.
-// A case whose operators are all claimed by the importer is imported,
-// compiled for each device (default: every device of the machine), run on
-// its inputs and compared with its outputs (|got - want| <= 1e-5 + 1e-3
-// |want|, ONNX's backend-test tolerance; booleans and integers exactly).
-// Non-float inputs (shapes, axes, indices, conditions), Resize's scales and
-// Range's bounds are given to the importer as constants: Kiln specializes
-// them at import. The table counts
-// single-operator cases per operator, and the function-expanded cases
-// (several operators) in a row of their own. With --known-failures (one
-// case name per line, '#' comments) it exits 1 when a case outside the list
-// fails or a listed case passes: CI keeps the list, and docs/onnx.md, true.
+// DIR holds ONNX's node test cases, one folder per case with model.onnx
+// and test_data_set_0/{input,output}_N.pb (test/onnx/generate.py writes
+// ONNX 1.12's). A case whose operators the importer all converts is
+// imported, compiled for each device (default: every device of the
+// machine), run on its inputs and compared with its outputs (|got - want|
+// <= 1e-5 + 1e-3 |want|, ONNX's backend-test tolerance, plus one unit in
+// the last place of f16 and bf16; booleans and integers exactly).
+// Non-float inputs (shapes, axes, indices, conditions), Resize's scales
+// and Range's and OneHot's inputs are given to the importer as constants:
+// Kiln specializes them at import. The table counts every case, per
+// operator for single-operator cases and the function-expanded cases
+// (several operators) in a row of their own: passed, failed, skipped with a
+// reason, and not converted; the total is over all of them. With
+// --known-failures (one case name per line, '#' comments) it exits 1 when
+// a case outside the list fails or a listed case passes: CI keeps the
+// list, and docs/onnx.md, true.
 //
 //===----------------------------------------------------------------------===//
 
@@ -214,7 +217,7 @@ std::string runCase(const fs::path &dir, onnx::ModelProto model,
     if (node.op_type() == "Resize")
       for (int i = 1; i < std::min(node.input_size(), 3); ++i)
         shapeInputs.insert(node.input(i));
-    if (node.op_type() == "Range") // its values decide its shape
+    if (node.op_type() == "Range" || node.op_type() == "OneHot") // values decide shapes
       for (const std::string &input : node.input())
         shapeInputs.insert(input);
   }

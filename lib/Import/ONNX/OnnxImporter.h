@@ -115,6 +115,11 @@ inline std::vector<Value> single(Tensor t) { return {Value::of(std::move(t))}; }
 void addElementwiseConverters(ConverterTable &table);
 void addReductionConverters(ConverterTable &table);
 void addConstructConverters(ConverterTable &table);
+/// GatherElements, GatherND, ScatterElements, ScatterND, Compress and
+/// OneHot by indices known at import (OnnxIndexing.cpp); the two losses by
+/// labels known at import (OnnxLosses.cpp).
+void addIndexingConverters(ConverterTable &table);
+void addLossConverters(ConverterTable &table);
 /// Resize (nearest and linear) and Not (OnnxResize.cpp).
 std::vector<Value> resize(const NodeContext &ctx);
 std::vector<Value> logicalNot(const NodeContext &ctx);

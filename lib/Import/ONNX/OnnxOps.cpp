@@ -999,17 +999,17 @@ const ConverterTable &onnx_import::converters() {
          Tensor x = c.tensor(0);
          return {Value::of(x), Value::of(eq(Tensor::zeros_like(x), Tensor::scalar(0.0f)))};
        }},
-      {"Equal", binary(eq, nullptr)},
+      {"Equal", binary(eq, [](int64_t a, int64_t b) -> int64_t { return a == b; })},
       {"Erf", unary(kiln::erf)},
       {"Exp", unary(exp)},
       {"Expand", expand},
       {"Flatten", flatten},
       {"Gather", gather},
       {"Gemm", gemm},
-      {"GreaterOrEqual", binary(ge, nullptr)},
+      {"GreaterOrEqual", binary(ge, [](int64_t a, int64_t b) -> int64_t { return a >= b; })},
       {"GlobalAveragePool", [](const NodeContext &c) { return one(global_avg_pool2d(c.tensor(0))); }},
       {"GlobalMaxPool", [](const NodeContext &c) { return one(amax(c.tensor(0), {2, 3}, true)); }},
-      {"Greater", binary(gt, nullptr)},
+      {"Greater", binary(gt, [](int64_t a, int64_t b) -> int64_t { return a > b; })},
       {"HardSigmoid",
        [](const NodeContext &c) {
          return hardSigmoid(c.tensor(0), c.attrFloat("alpha", 0.2f), c.attrFloat("beta", 0.5f));
@@ -1028,8 +1028,8 @@ const ConverterTable &onnx_import::converters() {
          Tensor scaled = x * Tensor::scalar(c.attrFloat("alpha", 0.01f));
          return one(where(gt(x, Tensor::scalar(0.0f)), x, scaled));
        }},
-      {"Less", binary(lt, nullptr)},
-      {"LessOrEqual", binary(le, nullptr)},
+      {"Less", binary(lt, [](int64_t a, int64_t b) -> int64_t { return a < b; })},
+      {"LessOrEqual", binary(le, [](int64_t a, int64_t b) -> int64_t { return a <= b; })},
       {"Log", unary(log)},
       {"LogSoftmax", [](const NodeContext &c) { return softmaxOp(c, true); }},
       {"MatMul", matMul},
@@ -1076,7 +1076,14 @@ const ConverterTable &onnx_import::converters() {
       {"Transpose", transpose},
       {"Unsqueeze", unsqueeze},
       {"Where",
-       [](const NodeContext &c) {
+       [](const NodeContext &c) -> Values {
+         const Value &k = c.input(0), &a = c.input(1), &b = c.input(2);
+         if (k.ints && a.ints && b.ints && k.shape == a.shape && a.shape == b.shape) {
+           std::vector<int64_t> out(k.ints->size()); // integers known at import
+           for (size_t i = 0; i < out.size(); ++i)
+             out[i] = (*k.ints)[i] ? (*a.ints)[i] : (*b.ints)[i];
+           return {Value::ofInts(std::move(out), k.shape)};
+         }
          Tensor cond = c.tensor(0);
          if (cond.dtype() != DType::boolean) // booleans known at import arrive as 0 and 1
            cond = ne(cond, Tensor::scalar(0.0f));
@@ -1086,6 +1093,8 @@ const ConverterTable &onnx_import::converters() {
   addElementwiseConverters(table);
   addReductionConverters(table);
   addConstructConverters(table);
+  addIndexingConverters(table);
+  addLossConverters(table);
   return table;
   }();
   return table;
