@@ -151,6 +151,21 @@ static Value erfcOfNonNegative(OpBuilder &b, Location loc, Value z, Type type) {
       math::ExpOp::create(b, loc, arith::NegFOp::create(b, loc, arith::MulFOp::create(b, loc, z, z))));
 }
 
+/// Math op `MathOp` on `x`, an f16 or bf16 value (or vector) computed in
+/// f32 and rounded back: SPIR-V has no f16 forms of some (floor, ceil),
+/// and f32 gives the result PyTorch's half-precision kernels give.
+template <typename MathOp> static Value inF32(OpBuilder &b, Location loc, Value x) {
+  Type type = x.getType();
+  Type element = getElementTypeOrSelf(type);
+  if (!element.isF16() && !element.isBF16())
+    return MathOp::create(b, loc, x);
+  Type wide = isa<VectorType>(type)
+                  ? Type(VectorType::get(cast<VectorType>(type).getShape(), b.getF32Type()))
+                  : Type(b.getF32Type());
+  Value y = MathOp::create(b, loc, arith::ExtFOp::create(b, loc, wide, x));
+  return arith::TruncFOp::create(b, loc, type, y);
+}
+
 Value kiln::emitScalar(OpBuilder &b, Operation *op, ValueRange args, int64_t lanes) {
   Location loc = op->getLoc();
   Type type = getElementTypeOrSelf(op->getResult(0).getType());
@@ -178,11 +193,11 @@ Value kiln::emitScalar(OpBuilder &b, Operation *op, ValueRange args, int64_t lan
       .Case([&](SqrtOp) { return math::SqrtOp::create(b, loc, args[0]); })
       .Case([&](RsqrtOp) { return math::RsqrtOp::create(b, loc, args[0]); })
       .Case([&](TanhOp) { return math::TanhOp::create(b, loc, args[0]); })
-      .Case([&](SinOp) { return math::SinOp::create(b, loc, args[0]); })
-      .Case([&](CosOp) { return math::CosOp::create(b, loc, args[0]); })
-      .Case([&](FloorOp) { return math::FloorOp::create(b, loc, args[0]); })
-      .Case([&](CeilOp) { return math::CeilOp::create(b, loc, args[0]); })
-      .Case([&](RoundOp) { return math::RoundEvenOp::create(b, loc, args[0]); })
+      .Case([&](SinOp) { return inF32<math::SinOp>(b, loc, args[0]); })
+      .Case([&](CosOp) { return inF32<math::CosOp>(b, loc, args[0]); })
+      .Case([&](FloorOp) { return inF32<math::FloorOp>(b, loc, args[0]); })
+      .Case([&](CeilOp) { return inF32<math::CeilOp>(b, loc, args[0]); })
+      .Case([&](RoundOp) { return inF32<math::RoundEvenOp>(b, loc, args[0]); })
       .Case([&](SigmoidOp) -> Value {
         Value e = math::ExpOp::create(b, loc, arith::NegFOp::create(b, loc, args[0]));
         return arith::DivFOp::create(b, loc, one(),

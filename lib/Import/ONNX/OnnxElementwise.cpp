@@ -2,7 +2,7 @@
 //
 // Activations written with the Tensor API's elementwise ops (Elu, Selu,
 // Celu, Softplus, Softsign, ThresholdedRelu, PRelu, Shrink, Mish), Sin,
-// Cos, Tan, Floor, Ceil and Round, the
+// Cos, Tan, the hyperbolic functions, Floor, Ceil, Round and Mod, the
 // boolean operators (And, Or, Xor), IsNaN, IsInf, Sign, the variadic Sum and
 // Mean, and CastLike. Each computes in its input's floating dtype; booleans
 // are compared as 0 and 1.
@@ -81,6 +81,31 @@ Converter variadicSum(bool average) {
   };
 }
 
+/// Mod: integers known at import fold (fmod = 0 takes the divisor's sign,
+/// as Python's %; 1 the dividend's, as C's fmod); floats need fmod = 1 and
+/// are a - trunc(a / b) b.
+std::vector<Value> mod(const NodeContext &ctx) {
+  const Value &a = ctx.input(0), &b = ctx.input(1);
+  bool fmod = ctx.attrInt("fmod", 0) != 0;
+  if (a.ints && b.ints && (a.shape == b.shape || b.ints->size() == 1)) {
+    std::vector<int64_t> out(a.ints->size());
+    for (size_t i = 0; i < out.size(); ++i) {
+      int64_t x = (*a.ints)[i], y = (*b.ints)[b.ints->size() == 1 ? 0 : i];
+      if (y == 0)
+        ctx.fail("an integer Mod by zero");
+      int64_t r = x % y;
+      out[i] = !fmod && r != 0 && ((r < 0) != (y < 0)) ? r + y : r;
+    }
+    return {Value::ofInts(std::move(out), a.shape)};
+  }
+  if (!fmod)
+    ctx.fail("fmod = 0 on floating-point values (ONNX allows it on integers only)");
+  Tensor x = ctx.tensor(0), y = ctx.tensor(1);
+  Tensor q = x / y;
+  Tensor truncated = where(lt(q, literal(0.0f, q)), kiln::ceil(q), kiln::floor(q));
+  return single(x - truncated * y);
+}
+
 /// CastLike: a Cast to the dtype of the second input.
 std::vector<Value> castLike(const NodeContext &ctx) {
   const Value &x = ctx.input(0), &like = ctx.input(1);
@@ -156,6 +181,29 @@ void onnx_import::addElementwiseConverters(ConverterTable &table) {
   table["Floor"] = [](const NodeContext &c) { return single(kiln::floor(c.tensor(0))); };
   table["Ceil"] = [](const NodeContext &c) { return single(kiln::ceil(c.tensor(0))); };
   table["Round"] = [](const NodeContext &c) { return single(kiln::round(c.tensor(0))); };
+  table["Sinh"] = [](const NodeContext &c) {
+    Tensor x = c.tensor(0);
+    return single((exp(x) - exp(neg(x))) * literal(0.5f, x));
+  };
+  table["Cosh"] = [](const NodeContext &c) {
+    Tensor x = c.tensor(0);
+    return single((exp(x) + exp(neg(x))) * literal(0.5f, x));
+  };
+  table["Asinh"] = [](const NodeContext &c) {
+    // Odd: computed on |x| (no cancellation for negative x), sign put back.
+    Tensor x = c.tensor(0), m = abs(x);
+    Tensor y = log(m + sqrt(m * m + literal(1.0f, x)));
+    return single(where(lt(x, literal(0.0f, x)), neg(y), y));
+  };
+  table["Acosh"] = [](const NodeContext &c) {
+    Tensor x = c.tensor(0);
+    return single(log(x + sqrt(x * x - literal(1.0f, x))));
+  };
+  table["Atanh"] = [](const NodeContext &c) {
+    Tensor x = c.tensor(0), one = literal(1.0f, x);
+    return single(log((one + x) / (one - x)) * literal(0.5f, x));
+  };
+  table["Mod"] = mod;
   table["IsNaN"] = [](const NodeContext &c) {
     Tensor x = c.tensor(0);
     return single(ne(x, x));

@@ -120,6 +120,9 @@ void addConstructConverters(ConverterTable &table);
 /// labels known at import (OnnxLosses.cpp).
 void addIndexingConverters(ConverterTable &table);
 void addLossConverters(ConverterTable &table);
+/// SpaceToDepth, DepthToSpace, InstanceNormalization,
+/// MeanVarianceNormalization, LRN and ConvTranspose (OnnxImageOps.cpp).
+void addImageConverters(ConverterTable &table);
 /// Resize (nearest and linear) and Not (OnnxResize.cpp).
 std::vector<Value> resize(const NodeContext &ctx);
 std::vector<Value> logicalNot(const NodeContext &ctx);

@@ -1095,6 +1095,7 @@ const ConverterTable &onnx_import::converters() {
   addConstructConverters(table);
   addIndexingConverters(table);
   addLossConverters(table);
+  addImageConverters(table);
   return table;
   }();
   return table;
