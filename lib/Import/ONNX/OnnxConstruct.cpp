@@ -1,7 +1,8 @@
 //===- OnnxConstruct.cpp - ONNX tensors made from positions ---------------===//
 //
-// Operators whose result depends on element positions: Range and EyeLike
-// (constants, from values known at import), Trilu (a triangle kept by a
+// Operators whose result depends on element positions: Range, EyeLike and
+// the Hann, Hamming and Blackman windows (constants, from values known at
+// import), Trilu (a triangle kept by a
 // mask), Tile (a broadcast) and Size (a count known at import).
 //
 //===----------------------------------------------------------------------===//
@@ -136,9 +137,33 @@ std::vector<Value> tile(const NodeContext &ctx) {
   }
   return single(x.tensor->reshape(split).broadcast_to(spread).reshape(out));
 }
+/// The Hann, Hamming and Blackman windows: sum_k a_k cos(2 pi k n / N')
+/// with N' the size (periodic) or the size less one (symmetric).
+Converter window(std::vector<double> terms) {
+  return [terms](const NodeContext &ctx) -> std::vector<Value> {
+    const std::vector<int64_t> &given = ctx.ints(0);
+    if (given.size() != 1 || given[0] < 1)
+      ctx.fail("'size' must be one positive value");
+    int64_t size = given[0];
+    if (ctx.attrInt("output_datatype", onnx::TensorProto::FLOAT) != onnx::TensorProto::FLOAT)
+      ctx.fail("output_datatype other than float is not supported");
+    double span = ctx.attrInt("periodic", 1) ? double(size) : double(size - 1);
+    std::vector<float> out(static_cast<size_t>(size));
+    for (int64_t n = 0; n < size; ++n) {
+      double v = 0;
+      for (size_t k = 0; k < terms.size(); ++k)
+        v += terms[k] * (span > 0 ? std::cos(2 * M_PI * double(k) * double(n) / span) : 1.0);
+      out[size_t(n)] = float(v);
+    }
+    return {Value::ofConstant(Tensor::from(std::move(out), {size}))};
+  };
+}
 } // namespace
 
 void onnx_import::addConstructConverters(ConverterTable &table) {
+  table["HannWindow"] = window({0.5, -0.5});
+  table["HammingWindow"] = window({25.0 / 46, -21.0 / 46});
+  table["BlackmanWindow"] = window({0.42, -0.5, 0.08});
   table["Range"] = range;
   table["EyeLike"] = eyeLike;
   table["Trilu"] = trilu;

@@ -123,6 +123,8 @@ void addLossConverters(ConverterTable &table);
 /// SpaceToDepth, DepthToSpace, InstanceNormalization,
 /// MeanVarianceNormalization, LRN and ConvTranspose (OnnxImageOps.cpp).
 void addImageConverters(ConverterTable &table);
+/// Einsum of one or two operands (OnnxEinsum.cpp).
+void addEinsumConverter(ConverterTable &table);
 /// Resize (nearest and linear) and Not (OnnxResize.cpp).
 std::vector<Value> resize(const NodeContext &ctx);
 std::vector<Value> logicalNot(const NodeContext &ctx);

@@ -1096,6 +1096,7 @@ const ConverterTable &onnx_import::converters() {
   addIndexingConverters(table);
   addLossConverters(table);
   addImageConverters(table);
+  addEinsumConverter(table);
   return table;
   }();
   return table;

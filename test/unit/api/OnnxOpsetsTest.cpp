@@ -128,6 +128,44 @@ TEST_P(OnnxOpsets, HalfPrecisionWeightsAndCasts) {
   EXPECT_EQ(y[0].to_vector<float>(), (std::vector<float>{3, -1, 0.2998046875f, 1001}));
 }
 
+// Einsum: a batched matmul with "...", a transposed contraction with a
+// summed letter, and the implicit output of a dot product.
+TEST_P(OnnxOpsets, EinsumContractions) {
+  ModelBuilder mb(12);
+  mb.input("a", {2, 3, 4});
+  mb.input("b", {2, 4, 5});
+  ModelBuilder::attr(mb.node("Einsum", {"a", "b"}, {"bmm"}), "equation",
+                     std::string("...ij,...jk->...ik"));
+  // c[k, i] = sum_j,b a[b, i, j] * b[b, j, k]: the batch letter summed too.
+  ModelBuilder::attr(mb.node("Einsum", {"a", "b"}, {"t"}), "equation", std::string("bij,bjk->ki"));
+  mb.input("v", {4});
+  ModelBuilder::attr(mb.node("Einsum", {"v", "v"}, {"dot"}), "equation", std::string("i,i"));
+  for (const char *out : {"bmm", "t", "dot"})
+    mb.output(out);
+  std::vector<float> as(24), bs(40), vs = {1, -2, 3, 0.5f};
+  for (size_t i = 0; i < as.size(); ++i)
+    as[i] = float(i % 7) - 3;
+  for (size_t i = 0; i < bs.size(); ++i)
+    bs[i] = float(i % 5) * 0.5f - 1;
+  Tensor a = Tensor::from(as, {2, 3, 4}, *device), b = Tensor::from(bs, {2, 4, 5}, *device);
+  std::vector<Tensor> y =
+      importAndRun(mb.bytes(), {a, b, Tensor::from(vs, {4}, *device)}, *device);
+  ASSERT_EQ(y.size(), 3u);
+  EXPECT_EQ(y[0].shape(), (Shape{2, 3, 5}));
+  EXPECT_EQ(y[0].to_vector<float>(), matmul(a, b).to_vector<float>());
+  EXPECT_EQ(y[1].shape(), (Shape{5, 3}));
+  std::vector<float> t = y[1].to_vector<float>();
+  for (int k = 0; k < 5; ++k)
+    for (int i = 0; i < 3; ++i) {
+      float want = 0;
+      for (int bb = 0; bb < 2; ++bb)
+        for (int j = 0; j < 4; ++j)
+          want += as[size_t((bb * 3 + i) * 4 + j)] * bs[size_t((bb * 4 + j) * 5 + k)];
+      EXPECT_FLOAT_EQ(t[size_t(k * 3 + i)], want) << k << "," << i;
+    }
+  EXPECT_EQ(y[2].shape(), Shape{});
+  EXPECT_FLOAT_EQ(y[2].to_vector<float>()[0], 1 + 4 + 9 + 0.25f);
+}
 } // namespace
 
 KILN_ON_EVERY_DEVICE(OnnxOpsets);
