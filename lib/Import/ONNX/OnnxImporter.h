@@ -125,6 +125,8 @@ void addLossConverters(ConverterTable &table);
 void addImageConverters(ConverterTable &table);
 /// Einsum of one or two operands (OnnxEinsum.cpp).
 void addEinsumConverter(ConverterTable &table);
+/// RNN, GRU and LSTM unrolled over the sequence (OnnxRecurrent.cpp).
+void addRecurrentConverters(ConverterTable &table);
 /// Resize (nearest and linear) and Not (OnnxResize.cpp).
 std::vector<Value> resize(const NodeContext &ctx);
 std::vector<Value> logicalNot(const NodeContext &ctx);

@@ -1097,6 +1097,7 @@ const ConverterTable &onnx_import::converters() {
   addLossConverters(table);
   addImageConverters(table);
   addEinsumConverter(table);
+  addRecurrentConverters(table);
   return table;
   }();
   return table;
