@@ -204,6 +204,10 @@ void onnx_import::addElementwiseConverters(ConverterTable &table) {
     return single(log((one + x) / (one - x)) * literal(0.5f, x));
   };
   table["Mod"] = mod;
+  table["Swish"] = [](const NodeContext &c) { // (Swish-24)
+    Tensor x = c.tensor(0);
+    return single(x * sigmoid(x * literal(c.attrFloat("alpha", 1.0f), x)));
+  };
   table["IsNaN"] = [](const NodeContext &c) {
     Tensor x = c.tensor(0);
     return single(ne(x, x));

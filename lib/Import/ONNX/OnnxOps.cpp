@@ -885,6 +885,25 @@ Values layerNorm(const NodeContext &ctx) {
   return out;
 }
 
+/// RMSNormalization-23: x / sqrt(mean(x^2) + epsilon) * scale over the
+/// axes from `axis` on, computed in f32 (stash_type 1) for any input.
+Values rmsNorm(const NodeContext &ctx) {
+  Tensor x = ctx.tensor(0);
+  int64_t rank = int64_t(x.shape().size());
+  int64_t axis = normalizeAxis(ctx, ctx.attrInt("axis", -1), rank);
+  if (ctx.attrInt("stash_type", 1) != 1)
+    ctx.fail("stash_type other than 1 (float) is not supported");
+  std::vector<int64_t> axes;
+  for (int64_t d = axis; d < rank; ++d)
+    axes.push_back(d);
+  Tensor wide = x.dtype() == DType::f32 ? x : x.to(DType::f32);
+  Tensor y = wide * rsqrt(mean(wide * wide, axes, true) +
+                          Tensor::scalar(ctx.attrFloat("epsilon", 1e-5f)));
+  if (y.dtype() != x.dtype())
+    y = y.to(x.dtype());
+  return one(y * ctx.tensor(1));
+}
+
 Values split(const NodeContext &ctx) {
   Tensor x = ctx.tensor(0);
   int64_t rank = int64_t(x.shape().size());
@@ -1063,6 +1082,7 @@ const ConverterTable &onnx_import::converters() {
       {"Reciprocal", [](const NodeContext &c) { return one(Tensor::scalar(1.0f) / c.tensor(0)); }},
       {"Relu", unary(relu)},
       {"Reshape", reshape},
+      {"RMSNormalization", rmsNorm},
       {"Resize", resize},
       {"Shape", shapeOp},
       {"Sigmoid", unary(sigmoid)},

@@ -1,7 +1,7 @@
 //===- OnnxReductions.cpp - ONNX reductions as Tensor API calls -----------===//
 //
 // The Reduce* family (axes an attribute, then an input: ReduceSum-13, the
-// others 18), ArgMax/ArgMin, CumSum and Hardmax.
+// others 18), ArgMax/ArgMin, TopK, CumSum and Hardmax.
 //
 //===----------------------------------------------------------------------===//
 
@@ -135,9 +135,42 @@ std::vector<Value> hardmax(const NodeContext &ctx) {
   Tensor hit = eq(Tensor::from(std::move(positions), along), at);
   return single(hit.to(x.dtype()));
 }
+/// TopK as k rounds of an arg-reduction: each round takes the first largest
+/// (or smallest) element left along the axis and masks it out, so equal
+/// values come in index order, as ONNX wants.
+std::vector<Value> topK(const NodeContext &ctx) {
+  Tensor x = ctx.tensor(0);
+  int64_t rank = int64_t(x.shape().size());
+  int64_t axis = normalizeAxis(ctx, ctx.attrInt("axis", -1), rank);
+  const std::vector<int64_t> &kValue = ctx.ints(1);
+  int64_t n = x.shape()[size_t(axis)];
+  if (kValue.size() != 1 || kValue[0] < 1 || kValue[0] > n)
+    ctx.fail("k must be one value from 1 to the axis' " + std::to_string(n));
+  int64_t k = kValue[0];
+  bool largest = ctx.attrInt("largest", 1) != 0;
+  std::vector<float> positions(static_cast<size_t>(n));
+  std::iota(positions.begin(), positions.end(), 0.0f);
+  Shape along(size_t(rank), 1);
+  along[size_t(axis)] = n;
+  Tensor iota = Tensor::from(std::move(positions), along);
+  Tensor gone = Tensor::scalar(largest ? -INFINITY : INFINITY);
+  std::vector<Tensor> values, indices;
+  Tensor left = x.to(DType::f32);
+  for (int64_t round = 0; round < k; ++round) {
+    Tensor at = largest ? argmax(left, axis, true) : argmin(left, axis, true);
+    Tensor hit = eq(iota, at.to(DType::f32));
+    values.push_back(sum(where(hit, left, Tensor::zeros_like(left)), {axis}, true));
+    indices.push_back(at.to(DType::f32)); // (concat takes floats; exact below 2^24)
+    left = where(hit, gone, left);
+  }
+  Tensor v = k == 1 ? values[0] : concat(values, axis);
+  Tensor i = (k == 1 ? indices[0] : concat(indices, axis)).to(DType::i32);
+  return {Value::of(v.dtype() == x.dtype() ? v : v.to(x.dtype())), Value::of(i)};
+}
 } // namespace
 
 void onnx_import::addReductionConverters(ConverterTable &table) {
+  table["TopK"] = topK;
   table["ReduceMax"] = plain(amax, 18);
   table["ReduceMean"] = plain(mean, 18);
   table["ReduceMin"] = plain(amin, 18);

@@ -166,6 +166,30 @@ TEST_P(OnnxOpsets, EinsumContractions) {
   EXPECT_EQ(y[2].shape(), Shape{});
   EXPECT_FLOAT_EQ(y[2].to_vector<float>()[0], 1 + 4 + 9 + 0.25f);
 }
+// RMSNormalization-23 (a Llama block's norm as one operator) and Swish-24.
+TEST_P(OnnxOpsets, RmsNormAndSwish) {
+  ModelBuilder mb(24);
+  mb.input("x", {2, 4});
+  mb.weights("scale", {4}, {1, 2, 0.5f, -1});
+  ModelBuilder::attr(mb.node("RMSNormalization", {"x", "scale"}, {"n"}), "epsilon", 1e-3f);
+  ModelBuilder::attr(mb.node("Swish", {"x"}, {"s"}), "alpha", 2.0f);
+  mb.output("n");
+  mb.output("s");
+  std::vector<float> xs = {1, -2, 3, 0.5f, 0, 0.25f, -1, 2};
+  std::vector<Tensor> y = importAndRun(mb.bytes(), {Tensor::from(xs, {2, 4}, *device)}, *device);
+  std::vector<float> n = y[0].to_vector<float>(), sw = y[1].to_vector<float>();
+  float scale[4] = {1, 2, 0.5f, -1};
+  for (int r = 0; r < 2; ++r) {
+    double squares = 0;
+    for (int c = 0; c < 4; ++c)
+      squares += xs[size_t(r * 4 + c)] * xs[size_t(r * 4 + c)];
+    double inv = 1 / std::sqrt(squares / 4 + 1e-3);
+    for (int c = 0; c < 4; ++c)
+      EXPECT_NEAR(n[size_t(r * 4 + c)], xs[size_t(r * 4 + c)] * inv * scale[c], 2e-6);
+  }
+  for (size_t i = 0; i < xs.size(); ++i)
+    EXPECT_NEAR(sw[i], xs[i] / (1 + std::exp(-2.0 * xs[i])), 2e-6) << i;
+}
 } // namespace
 
 KILN_ON_EVERY_DEVICE(OnnxOpsets);
