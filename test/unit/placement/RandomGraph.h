@@ -123,6 +123,7 @@ inline const std::vector<std::string> &unaryOpNames() {
   static const std::vector<std::string> names = {
       "kiln.neg",  "kiln.abs",  "kiln.exp",     "kiln.log",  "kiln.sqrt",
       "kiln.rsqrt", "kiln.tanh", "kiln.sigmoid", "kiln.relu", "kiln.gelu", "kiln.erf",
+      "kiln.sin", "kiln.cos", "kiln.floor", "kiln.ceil", "kiln.round",
       "kiln.cast"}; // an f32 -> f32 cast: placement does not look at types
   return names;
 }
