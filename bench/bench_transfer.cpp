@@ -3,7 +3,7 @@
 // every copy between devices did before) against VulkanDevice::copyToDevice
 // (host memory both devices import, overlapped chunks, no host copy), with
 // each device's own upload and download for reference. Runtime only, so it
-// runs on machines without the compiler (the lent GPUs).
+// runs on machines without the compiler (GPU hosts with only a driver).
 //
 // The first two Vulkan adapters are the two devices; with one adapter, two
 // logical devices of it (as KILN_VIRTUAL_DEVICES=2 makes them), which share

@@ -1,6 +1,6 @@
 // Replays kernels that Kiln compiled elsewhere (KILN_DUMP_SPIRV=<dir>) on a
 // Vulkan device, with the runtime alone: no MLIR or LLVM, so it runs on
-// machines that only have a Vulkan driver (the lent GPU).
+// machines that only have a Vulkan driver (a GPU host without the compiler).
 //
 //   kiln-spirv-replay [--device N] [--runs N] [--positive] [--statistics]
 //                     [--internals DIR] <dir>/<hash>.kernel...

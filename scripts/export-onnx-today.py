@@ -2,7 +2,7 @@
 """Exports models the way PyTorch exports them today: torch.onnx.export's
 default (dynamo) exporter at its default opset, random weights from a fixed
 seed, batch 1, eval mode. Needs torch, torchvision, transformers and onnx
-(the lent GPU machine has them; Debian 12's torch is too old):
+(a GPU host with PyTorch 2.11 has them; Debian 12's torch is too old):
 
     python3 scripts/export-onnx-today.py DIR [NAME...]
 

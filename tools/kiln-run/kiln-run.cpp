@@ -17,8 +17,8 @@
 // the pipelines created, and found in the driver's cache (docs/tuning.md).
 //
 // Links kiln_runtime only: no MLIR, no LLVM (a ctest checks the binary's
-// symbols), so it runs where the compiler is not installed, such as the
-// lent GPU machine with nothing but the Vulkan loader.
+// symbols), so it runs where the compiler is not installed, such as a
+// GPU host with nothing but the Vulkan loader.
 //
 //===----------------------------------------------------------------------===//
 

@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "OnnxImporter.h"
+#include "lib/Frontend/Graph.h"
 
 #include <algorithm>
 #include <map>
@@ -19,13 +20,6 @@ using namespace kiln::onnx_import;
 
 namespace {
 using Letters = std::string;
-
-int64_t count(const Shape &shape) {
-  int64_t n = 1;
-  for (int64_t d : shape)
-    n *= d;
-  return n;
-}
 
 /// `term` with "..." written out as capital letters for the `rank`
 /// dimensions it has to cover (the same capitals in every term).
@@ -145,8 +139,8 @@ std::vector<Value> einsum(const NodeContext &ctx) {
       s.push_back(sizes[c]);
     return s;
   };
-  int64_t b = count(dims(batch)), m = count(dims(left)), k = count(dims(contracted)),
-          n = count(dims(right));
+  int64_t b = numElements(dims(batch)), m = numElements(dims(left));
+  int64_t k = numElements(dims(contracted)), n = numElements(dims(right));
   Tensor a = arranged(x[0], labels[0], batch + left + contracted).reshape({b, m, k});
   Tensor c = arranged(x[1], labels[1], batch + contracted + right).reshape({b, k, n});
   Letters have = batch + left + right;

@@ -243,6 +243,28 @@ int64_t elementBytesOf(int type) {
 }
 } // namespace
 
+std::optional<DType> onnx_import::computedDType(int64_t type) {
+  switch (type) {
+  case onnx::TensorProto::FLOAT:
+    return DType::f32;
+  case onnx::TensorProto::FLOAT16:
+    return DType::f16;
+  case onnx::TensorProto::BFLOAT16:
+    return DType::bf16;
+  case onnx::TensorProto::INT64:
+  case onnx::TensorProto::INT32:
+  case onnx::TensorProto::INT16:
+  case onnx::TensorProto::INT8:
+  case onnx::TensorProto::UINT16:
+  case onnx::TensorProto::UINT8:
+    return DType::i32;
+  case onnx::TensorProto::BOOL:
+    return DType::boolean;
+  default:
+    return std::nullopt;
+  }
+}
+
 Value onnx_import::valueOfTensorProto(const onnx::TensorProto &proto, const std::string &what,
                                       const std::string &modelDir) {
   Shape shape(proto.dims().begin(), proto.dims().end());
@@ -322,33 +344,22 @@ Value onnx_import::valueOfTensorProto(const onnx::TensorProto &proto, const std:
   case onnx::TensorProto::UINT8:
   case onnx::TensorProto::BOOL: {
     int type = proto.data_type();
-    size_t bytes = type == onnx::TensorProto::INT32                                   ? 4
-                   : type == onnx::TensorProto::INT16 || type == onnx::TensorProto::UINT16 ? 2
-                                                                                     : 1;
+    size_t bytes = size_t(elementBytesOf(type));
     // (int32_data holds one element per entry whatever the type's width.)
     sizeCheck(raw ? proto.raw_data().size() : size_t(proto.int32_data_size()) * bytes, bytes);
     std::vector<int64_t> data(static_cast<size_t>(n));
     if (raw) {
       for (int64_t i = 0; i < n; ++i) {
         const char *at = proto.raw_data().data() + i * int64_t(bytes);
-        int64_t v = 0;
-        if (type == onnx::TensorProto::INT32) {
-          int32_t x;
-          std::memcpy(&x, at, 4);
-          v = x;
-        } else if (type == onnx::TensorProto::INT16) {
-          int16_t x;
-          std::memcpy(&x, at, 2);
-          v = x;
-        } else if (type == onnx::TensorProto::UINT16) {
-          uint16_t x;
-          std::memcpy(&x, at, 2);
-          v = x;
-        } else if (type == onnx::TensorProto::INT8) {
-          v = int8_t(*at);
-        } else {
-          v = uint8_t(*at);
-        }
+        auto read = [at](auto sample) {
+          std::memcpy(&sample, at, sizeof sample);
+          return int64_t(sample);
+        };
+        int64_t v = type == onnx::TensorProto::INT32    ? read(int32_t())
+                    : type == onnx::TensorProto::INT16  ? read(int16_t())
+                    : type == onnx::TensorProto::UINT16 ? read(uint16_t())
+                    : type == onnx::TensorProto::INT8   ? read(int8_t())
+                                                        : read(uint8_t());
         data[size_t(i)] = type == onnx::TensorProto::BOOL ? v != 0 : v;
       }
     } else {
@@ -449,27 +460,14 @@ void requireConvertible(const onnx::GraphProto &graph, int64_t opset, const std:
                 "\nsee docs/onnx.md for the operators it takes");
 }
 
-/// The dtype graph input `info` is computed in: float, float16 and
-/// bfloat16 as themselves, int64 and int32 as i32 (Kiln's integers; a value
-/// outside i32 is refused where the input is given), bool as bool.
+/// The dtype graph input `info` is computed in (computedDType); an integer
+/// input's values outside i32 are refused where the input is given.
 DType inputDType(const onnx::ValueInfoProto &info, const std::string &model) {
-  switch (info.type().tensor_type().elem_type()) {
-  case onnx::TensorProto::FLOAT:
-    return DType::f32;
-  case onnx::TensorProto::FLOAT16:
-    return DType::f16;
-  case onnx::TensorProto::BFLOAT16:
-    return DType::bf16;
-  case onnx::TensorProto::INT64:
-  case onnx::TensorProto::INT32:
-    return DType::i32;
-  case onnx::TensorProto::BOOL:
-    return DType::boolean;
-  default:
-    throw Error(model + ": input '" + info.name() + "' has ONNX data type " +
-                std::to_string(info.type().tensor_type().elem_type()) +
-                "; Kiln takes float, float16, bfloat16, int64, int32 and bool inputs");
-  }
+  int type = info.type().tensor_type().elem_type();
+  if (std::optional<DType> dtype = computedDType(type))
+    return *dtype;
+  throw Error(model + ": input '" + info.name() + "' has ONNX data type " + std::to_string(type) +
+              "; Kiln takes float, float16, bfloat16, integer and bool inputs");
 }
 
 OnnxModel importModel(const onnx::ModelProto &model, const std::string &name,

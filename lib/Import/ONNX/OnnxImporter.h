@@ -140,6 +140,11 @@ const ConverterTable &converters();
 Value valueOfTensorProto(const onnx::TensorProto &proto, const std::string &what,
                          const std::string &modelDir = "");
 
+/// The dtype Kiln computes ONNX data type `type` in, if any: float, float16
+/// and bfloat16 as themselves, int64 and the narrower integers as i32
+/// (Kiln's integers), bool as bool.
+std::optional<DType> computedDType(int64_t type);
+
 /// The elements of `shape`, whose dimensions come from the file: an Error
 /// naming `what` for a negative dimension or more than 2^40 elements (an
 /// overflowing product included).

@@ -10,18 +10,12 @@
 //===----------------------------------------------------------------------===//
 
 #include "OnnxImporter.h"
+#include "lib/Frontend/Graph.h"
 
 using namespace kiln;
 using namespace kiln::onnx_import;
 
 namespace {
-int64_t count(const Shape &shape) {
-  int64_t n = 1;
-  for (int64_t d : shape)
-    n *= d;
-  return n;
-}
-
 /// Row-major strides of `shape`.
 std::vector<int64_t> stridesOf(const Shape &shape) {
   std::vector<int64_t> strides(shape.size(), 1);
@@ -45,19 +39,16 @@ Tensor pick(const Tensor &x, const std::vector<int64_t> &at, const Shape &shape)
   return index_select(flat, 0, at).reshape(shape);
 }
 
-std::vector<Value> gatherElements(const NodeContext &ctx) {
-  Tensor x = ctx.tensor(0);
-  const std::vector<int64_t> &indices = ctx.ints(1);
-  const Shape &shape = ctx.input(1).shape, &in = x.shape();
-  if (shape.size() != in.size())
-    ctx.fail("indices of rank " + std::to_string(shape.size()) + " for data of rank " +
-             std::to_string(in.size()));
-  int64_t axis = normalizeAxis(ctx, ctx.attrInt("axis", 0), int64_t(in.size()));
-  std::vector<int64_t> inStrides = stridesOf(in), outStrides = stridesOf(shape), at;
+/// GatherElements' and ScatterElements' positions: for each element of
+/// indices (of `shape`, the data's rank), the flat position in the data
+/// (`in`) its coordinates name, the index replacing the one along `axis`.
+std::vector<int64_t> elementPositions(const NodeContext &ctx, const std::vector<int64_t> &indices,
+                                      const Shape &shape, const Shape &in, int64_t axis) {
+  std::vector<int64_t> inStrides = stridesOf(in), strides = stridesOf(shape), at;
   for (int64_t i = 0; i < int64_t(indices.size()); ++i) {
     int64_t flat = 0;
     for (size_t d = 0; d < shape.size(); ++d) {
-      int64_t coordinate = (i / outStrides[d]) % shape[d];
+      int64_t coordinate = (i / strides[d]) % shape[d];
       if (int64_t(d) == axis)
         coordinate = checkedIndex(ctx, indices[size_t(i)], in[d]);
       else if (coordinate >= in[d])
@@ -66,7 +57,18 @@ std::vector<Value> gatherElements(const NodeContext &ctx) {
     }
     at.push_back(flat);
   }
-  return single(pick(x, at, shape));
+  return at;
+}
+
+std::vector<Value> gatherElements(const NodeContext &ctx) {
+  Tensor x = ctx.tensor(0);
+  const std::vector<int64_t> &indices = ctx.ints(1);
+  const Shape &shape = ctx.input(1).shape, &in = x.shape();
+  if (shape.size() != in.size())
+    ctx.fail("indices of rank " + std::to_string(shape.size()) + " for data of rank " +
+             std::to_string(in.size()));
+  int64_t axis = normalizeAxis(ctx, ctx.attrInt("axis", 0), int64_t(in.size()));
+  return single(pick(x, elementPositions(ctx, indices, shape, in, axis), shape));
 }
 
 /// GatherND's (and ScatterND's) index tuples: for each of `tuples` rows of
@@ -76,7 +78,7 @@ std::vector<int64_t> sliceStarts(const NodeContext &ctx, const std::vector<int64
                                  int64_t depth, const Shape &in, int64_t batch,
                                  int64_t tuplesPerBatch) {
   std::vector<int64_t> strides = stridesOf(in), starts;
-  int64_t batchStride = batch ? strides[size_t(batch - 1)] : count(in);
+  int64_t batchStride = batch ? strides[size_t(batch - 1)] : numElements(in);
   for (int64_t t = 0; t < int64_t(indices.size()) / depth; ++t) {
     int64_t flat = (t / tuplesPerBatch) * batchStride;
     for (int64_t k = 0; k < depth; ++k) {
@@ -103,8 +105,8 @@ std::vector<Value> gatherND(const NodeContext &ctx) {
   Shape out(shape.begin(), shape.end() - 1);
   Shape slice(in.begin() + batch + depth, in.end());
   out.insert(out.end(), slice.begin(), slice.end());
-  int64_t sliceSize = count(slice);
-  int64_t tuplesPerBatch = count(Shape(shape.begin() + batch, shape.end() - 1));
+  int64_t sliceSize = numElements(slice);
+  int64_t tuplesPerBatch = numElements(Shape(shape.begin() + batch, shape.end() - 1));
   std::vector<int64_t> at;
   for (int64_t start : sliceStarts(ctx, indices, depth, in, batch, tuplesPerBatch))
     for (int64_t k = 0; k < sliceSize; ++k)
@@ -158,18 +160,10 @@ std::vector<Value> scatterElements(const NodeContext &ctx) {
   if (shape.size() != in.size() || updates.shape() != shape)
     ctx.fail("indices and updates must have one shape, of the data's rank");
   int64_t axis = normalizeAxis(ctx, ctx.attrInt("axis", 0), int64_t(in.size()));
-  std::vector<int64_t> inStrides = stridesOf(in), upStrides = stridesOf(shape);
+  std::vector<int64_t> at = elementPositions(ctx, indices, shape, in, axis);
   std::vector<std::pair<int64_t, int64_t>> writes;
-  for (int64_t i = 0; i < int64_t(indices.size()); ++i) {
-    int64_t flat = 0;
-    for (size_t d = 0; d < shape.size(); ++d) {
-      int64_t coordinate = (i / upStrides[d]) % shape[d];
-      if (int64_t(d) == axis)
-        coordinate = checkedIndex(ctx, indices[size_t(i)], in[d]);
-      flat += coordinate * inStrides[d];
-    }
-    writes.push_back({flat, i});
-  }
+  for (int64_t i = 0; i < int64_t(at.size()); ++i)
+    writes.push_back({at[size_t(i)], i});
   return single(scatter(ctx, data, updates, writes));
 }
 
@@ -180,10 +174,10 @@ std::vector<Value> scatterND(const NodeContext &ctx) {
   if (shape.empty() || shape.back() > int64_t(in.size()))
     ctx.fail("index tuples longer than the data's rank");
   int64_t depth = shape.back();
-  int64_t sliceSize = count(Shape(in.begin() + depth, in.end()));
+  int64_t sliceSize = numElements(Shape(in.begin() + depth, in.end()));
   std::vector<std::pair<int64_t, int64_t>> writes;
   int64_t u = 0;
-  for (int64_t start : sliceStarts(ctx, indices, depth, in, 0, count(shape) / depth))
+  for (int64_t start : sliceStarts(ctx, indices, depth, in, 0, numElements(shape) / depth))
     for (int64_t k = 0; k < sliceSize; ++k)
       writes.push_back({start + k, u++});
   if (u != updates.numel())
@@ -226,8 +220,9 @@ std::vector<Value> oneHot(const NodeContext &ctx) {
     ctx.fail("axis outside the result's rank " + std::to_string(rank));
   Shape out = shape;
   out.insert(out.begin() + axis, depth);
-  int64_t inner = count(Shape(shape.begin() + axis, shape.end()));
-  std::vector<float> result(static_cast<size_t>(count(out)), values[0]);
+  checkedElements(out, ctx.where()); // (depth comes from the file)
+  int64_t inner = numElements(Shape(shape.begin() + axis, shape.end()));
+  std::vector<float> result(static_cast<size_t>(numElements(out)), values[0]);
   for (int64_t i = 0; i < int64_t(indices.size()); ++i) {
     int64_t at = indices[size_t(i)] < 0 ? indices[size_t(i)] + depth : indices[size_t(i)];
     if (at < 0 || at >= depth)

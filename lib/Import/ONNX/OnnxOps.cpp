@@ -649,34 +649,10 @@ Values constantOfShape(const NodeContext &ctx) {
   return {Value::ofConstant(Tensor::full(shape, one.at(0)))};
 }
 
-/// The dtype Kiln computes ONNX data type `type` in, if any: int64 and
-/// the narrower integers as i32 (Kiln's integers).
-std::optional<DType> dtypeOf(int64_t type) {
-  switch (type) {
-  case onnx::TensorProto::FLOAT:
-    return DType::f32;
-  case onnx::TensorProto::FLOAT16:
-    return DType::f16;
-  case onnx::TensorProto::BFLOAT16:
-    return DType::bf16;
-  case onnx::TensorProto::INT64:
-  case onnx::TensorProto::INT32:
-  case onnx::TensorProto::INT16:
-  case onnx::TensorProto::INT8:
-  case onnx::TensorProto::UINT16:
-  case onnx::TensorProto::UINT8:
-    return DType::i32;
-  case onnx::TensorProto::BOOL:
-    return DType::boolean;
-  default:
-    return std::nullopt;
-  }
-}
-
 Values cast(const NodeContext &ctx) {
   const Value &x = ctx.input(0);
   int64_t to = ctx.attrInt("to", 0);
-  std::optional<DType> dtype = dtypeOf(to);
+  std::optional<DType> dtype = computedDType(to);
   if (!dtype)
     ctx.fail("a cast to ONNX data type " + std::to_string(to) + ", which Kiln does not compute",
              "Kiln computes float, float16, bfloat16, integers (as int32) and bool");

@@ -107,6 +107,9 @@ std::vector<Value> cumSum(const NodeContext &ctx) {
               out[size_t((o * n + to) * inner + k)] += (*in.ints)[size_t((o * n + from) * inner + k)];
     return {Value::ofInts(std::move(out), in.shape)};
   }
+  if (n > 4096) // the triangle holds n^2 weights
+    ctx.fail("a CumSum along an axis of " + std::to_string(n) +
+             " computed at run time is not supported (up to 4096)");
   std::vector<float> triangle(static_cast<size_t>(n * n));
   for (int64_t from = 0; from < n; ++from)
     for (int64_t to = 0; to < n; ++to)

@@ -76,8 +76,9 @@ KernelModule kiln::buildKernelModule(KernelOp kernel, KernelLayout layout,
 
 /// KILN_DUMP_SPIRV=<dir>: each compiled kernel as <hash>.spv plus a
 /// manifest <hash>.kernel that bench/spirv_replay.cpp (runtime only) runs on
-/// machines without MLIR, such as the lent GPU; and its kernel module
-/// (<hash>.mlir, with its #kiln.target) and pass pipeline (<hash>.pipeline),
+/// machines without MLIR (a GPU host with only the Vulkan loader); and its
+/// kernel module (<hash>.mlir, with its #kiln.target) and pass pipeline
+/// (<hash>.pipeline),
 /// from which kiln-opt makes the same SPIR-V again.
 static void dumpKernel(const CompilerOptions &options, const CompiledKernel &kernel,
                        const std::vector<uint64_t> &bindingBytes, const std::string &module,
