@@ -6,6 +6,12 @@ seed, batch 1, eval mode. Needs torch, torchvision, transformers and onnx
 
     python3 scripts/export-onnx-today.py DIR [NAME...]
 
+Weights: every float parameter or buffer larger than PERIOD elements is
+refilled from a table of PERIOD random values (PERIOD a prime, the table drawn
+with the tensor's own mean and spread), repeated along the tensor. Neighbours
+and rows still differ, but the files compress (xz) to a few MiB each, compiled
+or not, where random weights would not: vit_b_16 has 330 MiB of them.
+
 For each NAME it writes NAME.onnx (weights inside the file), NAME_<input>.npy
 for every input and NAME_y.npy, PyTorch's output on the CPU (float32 on
 disk for f16/bf16 models, whose output it rounds from). An f16 or bf16 copy
@@ -52,11 +58,32 @@ def transformers_model(kind):
     raise KeyError(kind)
 
 
+# Prime, and shorter than most rows: the exporter folds batch norms into the
+# convolutions before them, scaling each output channel's row, so only a
+# period within a row still repeats.
+PERIOD = 127
+
+
+def compressible_weights(model):
+    """Refills each large float tensor from a PERIOD-long random table."""
+    g = torch.Generator().manual_seed(1)
+    with torch.no_grad():
+        for t in list(model.parameters()) + list(model.buffers()):
+            if not t.is_floating_point() or t.numel() <= PERIOD:
+                continue
+            mean, spread = t.float().mean(), t.float().std() * 3 ** 0.5
+            if spread == 0:  # zeros or ones at init (a head, a norm): vary them too
+                spread = 0.02 * 3 ** 0.5
+            table = mean + spread * (torch.rand(PERIOD, generator=g) * 2 - 1)
+            t.copy_(table[torch.arange(t.numel()) % PERIOD].view(t.shape).to(t.dtype))
+
+
 def build(name):
     """(model, inputs as a dict of name -> tensor)."""
     torch.manual_seed(0)
     if name in ("bert", "gpt2", "llama"):
         model = LogitsOnly(transformers_model(name))
+        compressible_weights(model)
         ids = torch.randint(0, 1000, (1, 16), dtype=torch.int64)
         if name == "bert":
             mask = torch.ones(1, 16, dtype=torch.int64)
@@ -68,6 +95,7 @@ def build(name):
         if isinstance(module, torch.nn.BatchNorm2d):
             module.running_mean.uniform_(-0.1, 0.1)
             module.running_var.uniform_(0.5, 1.5)
+    compressible_weights(model)
     return model, {"x": torch.randn(1, 3, 224, 224)}
 
 
@@ -98,6 +126,17 @@ def export(out, name):
     for k, v in inputs.items():
         np.save(f"{path}_{k}.npy", v.float().numpy() if v.dtype == torch.bfloat16 else v.numpy())
     np.save(path + "_y.npy", run(model, inputs))
+    try:  # the export itself, checked by ONNX Runtime where it is installed
+        import onnxruntime as ort
+        session = ort.InferenceSession(path + ".onnx", providers=["CPUExecutionProvider"])
+        feed = {k: (v.float().numpy() if v.dtype == torch.bfloat16 else v.numpy())
+                for k, v in inputs.items()}
+        got = session.run(None, feed)[0].astype(np.float32)
+        ref = np.load(path + "_y.npy")
+        print(f"{name}: onnxruntime max |diff| {np.abs(got - ref).max():.3g} "
+              f"of max |y| {np.abs(ref).max():.3g}", flush=True)
+    except Exception as e:
+        print(f"{name}: onnxruntime: {type(e).__name__}: {str(e)[:300]}", flush=True)
     ops = sorted({n.op_type for n in m.graph.node})
     print(f"{name}: opset {m.opset_import[0].version}, {len(m.graph.node)} nodes, "
           f"{os.path.getsize(path + '.onnx') >> 10} KiB: {' '.join(ops)}", flush=True)
@@ -106,9 +145,10 @@ def export(out, name):
 def main():
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
-    names = sys.argv[2:] or ["bert", "gpt2", "llama", "gpt2_f16", "gpt2_bf16",
-                             "mobilenet_v3_small", "mobilenet_v3_small_f16",
-                             "mobilenet_v3_small_bf16", "resnet18", "efficientnet_b0"]
+    names = sys.argv[2:] or ["resnet18", "mobilenet_v3_small", "efficientnet_b0",
+                             "convnext_tiny", "vit_b_16", "bert", "gpt2", "llama",
+                             "mobilenet_v3_small_f16", "mobilenet_v3_small_bf16",
+                             "gpt2_f16", "gpt2_bf16"]
     for name in names:
         try:
             export(out, name)

@@ -1,19 +1,26 @@
 #!/bin/sh
-# ONNX's node test cases as its Python package ships them (onnx 1.23.1:
-# onnx/backend/test/data/node, one folder per case with model.onnx and
-# test_data_set_0/{input,output}_N.pb), packed for the repo:
+# ONNX's node test cases (one folder per case with model.onnx and
+# test_data_set_0/{input,output}_N.pb) for the installed onnx, packed for the
+# repo:
 #
 #   test/onnx/pack-node-data.sh OUT.tar.xz
 #
-# Run it where that onnx is installed (Debian 12 has 1.12, which lacks the
-# opsets after 17). onnx.NodeConformance unpacks test/onnx/node-1.23.tar.xz
-# into a temporary folder and runs every case in it.
+# Run it where onnx 1.23 is installed (Debian 12 has 1.12, which lacks the
+# opsets after 17). Wheels that ship onnx/backend/test/data/node are packed as
+# they are; wheels without it (onnx 1.23.1's) regenerate the same cases from
+# onnx.backend.test.case, which every wheel carries. onnx.NodeConformance
+# unpacks test/onnx/node-1.23.tar.xz into a temporary folder and runs every
+# case in it.
 set -eu
 out=${1:?usage: pack-node-data.sh OUT.tar.xz}
-data=$(python3 -c "import onnx, os; print(os.path.join(os.path.dirname(onnx.__file__), 'backend', 'test', 'data'))")
 version=$(python3 -c "import onnx; print(onnx.__version__)")
+data=$(python3 -c "import onnx, os; print(os.path.join(os.path.dirname(onnx.__file__), 'backend', 'test', 'data'))")
+if [ ! -d "$data/node" ]; then
+  data=$(mktemp -d)
+  python3 -m onnx.backend.test.cmd_tools generate-data -o "$data" >/dev/null
+fi
 echo "onnx $version: $(ls "$data/node" | wc -l) cases in $data/node" >&2
-# Sorted names, no owners or times: the same package packs to the same bytes.
+# Sorted names, no owners or times: the same cases pack to the same bytes.
 tar -C "$data" --sort=name --owner=0 --group=0 --numeric-owner --mtime=@0 -cf - node |
   xz -9e -T0 > "$out"
 ls -l "$out" >&2

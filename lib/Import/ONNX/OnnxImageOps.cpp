@@ -61,7 +61,7 @@ std::vector<Value> depthToSpace(const NodeContext &ctx) {
 Tensor normalized(const Tensor &x, const std::vector<int64_t> &axes, float eps) {
   Tensor centered = x - mean(x, axes, true);
   Tensor variance = mean(centered * centered, axes, true);
-  return centered * rsqrt(variance + Tensor::scalar(eps));
+  return centered * rsqrt(variance + scalarLike(x, eps));
 }
 
 std::vector<Value> instanceNorm(const NodeContext &ctx) {
@@ -85,7 +85,7 @@ std::vector<Value> meanVarianceNorm(const NodeContext &ctx) {
   // ONNX's function body divides by sqrt(variance) + 1e-9.
   Tensor centered = x - mean(x, axes, true);
   Tensor deviation = sqrt(mean(centered * centered, axes, true));
-  return single(centered / (deviation + Tensor::scalar(1e-9f)));
+  return single(centered / (deviation + scalarLike(x, 1e-9f)));
 }
 
 std::vector<Value> lrn(const NodeContext &ctx) {
@@ -103,8 +103,8 @@ std::vector<Value> lrn(const NodeContext &ctx) {
   Tensor window = squares.slice(1, 0, channels);
   for (int64_t k = 1; k < size; ++k)
     window = window + squares.slice(1, k, k + channels);
-  Tensor scale = Tensor::scalar(bias) + Tensor::scalar(alpha / float(size)) * window;
-  return single(x / kiln::pow(scale, Tensor::scalar(beta)));
+  Tensor scale = scalarLike(x, bias) + scalarLike(x, alpha / float(size)) * window;
+  return single(x / kiln::pow(scale, scalarLike(x, beta)));
 }
 
 std::vector<Value> convTranspose(const NodeContext &ctx) {

@@ -72,6 +72,15 @@ Tensor NodeContext::tensor(size_t i) const {
   return Tensor::from(std::move(data), v.shape);
 }
 
+Tensor NodeContext::tensorAs(size_t i, const Tensor &like) const {
+  Tensor t = tensor(i);
+  auto isFloat = [](DType d) { return d == DType::f32 || d == DType::f16 || d == DType::bf16; };
+  if (input(i).tensor && input(i).constant && t.dtype() != like.dtype() && isFloat(t.dtype()) &&
+      isFloat(like.dtype()))
+    return t.to(like.dtype());
+  return t;
+}
+
 const std::vector<int64_t> &NodeContext::ints(size_t i) const {
   const Value &v = input(i);
   if (!v.ints)

@@ -79,6 +79,11 @@ public:
   const Value &input(size_t i) const;
   /// Input i as a tensor: integers known at import become an f32 tensor.
   Tensor tensor(size_t i) const;
+  /// Input i as a tensor for an op with `like`: a float constant of another
+  /// float type takes `like`'s. PyTorch 2.11's exporter folds a bf16
+  /// model's batch norms into f32 weights beside bf16 activations; the
+  /// model computes in bf16, so the folded weights do too.
+  Tensor tensorAs(size_t i, const Tensor &like) const;
   /// Input i as integers known at import (shapes, axes, pads): an error
   /// when it is computed by the model at run time.
   const std::vector<int64_t> &ints(size_t i) const;
@@ -149,6 +154,13 @@ std::optional<DType> computedDType(int64_t type);
 /// naming `what` for a negative dimension or more than 2^40 elements (an
 /// overflowing product included).
 int64_t checkedElements(const Shape &shape, const std::string &what);
+
+/// A scalar constant of `like`'s dtype, as ONNX's attribute constants
+/// (alpha, epsilon) are: an f16 model's HardSigmoid stays f16.
+inline Tensor scalarLike(const Tensor &like, float value) {
+  return like.dtype() == DType::f32 ? Tensor::scalar(value)
+                                    : Tensor::from({value}, {}, like.dtype());
+}
 
 /// `axis` of a rank-`rank` value, negative counting from the end.
 int64_t normalizeAxis(const NodeContext &ctx, int64_t axis, int64_t rank);

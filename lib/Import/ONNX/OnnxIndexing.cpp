@@ -33,10 +33,31 @@ int64_t checkedIndex(const NodeContext &ctx, int64_t index, int64_t size) {
   return at;
 }
 
-/// The elements of `x` at flat positions `at`, in `shape`.
+/// The elements of `x` at flat positions `at`, in `shape`. Booleans and
+/// integers move as f32 (index_select moves floats), which holds every
+/// boolean and every integer Kiln's i32 holds below 2^24: masks and ids.
 Tensor pick(const Tensor &x, const std::vector<int64_t> &at, const Shape &shape) {
-  Tensor flat = x.reshape({x.numel()});
-  return index_select(flat, 0, at).reshape(shape);
+  DType dtype = x.dtype();
+  bool moved = dtype == DType::boolean || dtype == DType::i32;
+  Tensor flat = (moved ? x.to(DType::f32) : x).reshape({x.numel()});
+  Tensor y = index_select(flat, 0, at).reshape(shape);
+  if (dtype == DType::boolean)
+    return ne(y, Tensor::scalar(0.0f));
+  return dtype == DType::i32 ? y.to(DType::i32) : y;
+}
+
+/// Input `i`'s elements at flat positions `at`, in `shape`: integers known
+/// at import stay known (a position table gathered by constant indices).
+std::vector<Value> pickInput(const NodeContext &ctx, size_t i, const std::vector<int64_t> &at,
+                             const Shape &shape) {
+  if (const auto &ints = ctx.input(i).ints) {
+    std::vector<int64_t> out;
+    out.reserve(at.size());
+    for (int64_t p : at)
+      out.push_back((*ints)[size_t(p)]);
+    return {Value::ofInts(std::move(out), shape)};
+  }
+  return single(pick(ctx.tensor(i), at, shape));
 }
 
 /// GatherElements' and ScatterElements' positions: for each element of
@@ -61,14 +82,13 @@ std::vector<int64_t> elementPositions(const NodeContext &ctx, const std::vector<
 }
 
 std::vector<Value> gatherElements(const NodeContext &ctx) {
-  Tensor x = ctx.tensor(0);
   const std::vector<int64_t> &indices = ctx.ints(1);
-  const Shape &shape = ctx.input(1).shape, &in = x.shape();
+  const Shape &shape = ctx.input(1).shape, &in = ctx.input(0).shape;
   if (shape.size() != in.size())
     ctx.fail("indices of rank " + std::to_string(shape.size()) + " for data of rank " +
              std::to_string(in.size()));
   int64_t axis = normalizeAxis(ctx, ctx.attrInt("axis", 0), int64_t(in.size()));
-  return single(pick(x, elementPositions(ctx, indices, shape, in, axis), shape));
+  return pickInput(ctx, 0, elementPositions(ctx, indices, shape, in, axis), shape);
 }
 
 /// GatherND's (and ScatterND's) index tuples: for each of `tuples` rows of
@@ -91,9 +111,8 @@ std::vector<int64_t> sliceStarts(const NodeContext &ctx, const std::vector<int64
 }
 
 std::vector<Value> gatherND(const NodeContext &ctx) {
-  Tensor x = ctx.tensor(0);
   const std::vector<int64_t> &indices = ctx.ints(1);
-  const Shape &shape = ctx.input(1).shape, &in = x.shape();
+  const Shape &shape = ctx.input(1).shape, &in = ctx.input(0).shape;
   int64_t batch = ctx.attrInt("batch_dims", 0);
   if (shape.empty() || batch < 0 || batch >= int64_t(shape.size()))
     ctx.fail("indices of rank " + std::to_string(shape.size()) + " with batch_dims " +
@@ -111,7 +130,7 @@ std::vector<Value> gatherND(const NodeContext &ctx) {
   for (int64_t start : sliceStarts(ctx, indices, depth, in, batch, tuplesPerBatch))
     for (int64_t k = 0; k < sliceSize; ++k)
       at.push_back(start + k);
-  return single(pick(x, at, out));
+  return pickInput(ctx, 0, at, out);
 }
 
 /// A scatter of `updates` into `data`: `writes` holds (data position,

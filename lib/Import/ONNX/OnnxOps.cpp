@@ -66,7 +66,10 @@ Converter binary(Tensor (*fn)(const Tensor &, const Tensor &, std::source_locati
         out[i] = fold((*a.ints)[a.ints->size() == 1 ? 0 : i], (*b.ints)[b.ints->size() == 1 ? 0 : i]);
       return {Value::ofInts(std::move(out), a.ints->size() >= b.ints->size() ? a.shape : b.shape)};
     }
-    return one(fn(ctx.tensor(0), ctx.tensor(1), std::source_location::current()));
+    Tensor x = ctx.tensor(0), other = ctx.tensorAs(1, x);
+    if (a.constant)
+      x = ctx.tensorAs(0, other);
+    return one(fn(x, other, std::source_location::current()));
   };
 }
 
@@ -142,7 +145,7 @@ void requireRank4(const NodeContext &ctx, const Tensor &x) {
 }
 
 Values conv(const NodeContext &ctx) {
-  Tensor x = ctx.tensor(0), w = ctx.tensor(1);
+  Tensor x = ctx.tensor(0), w = ctx.tensorAs(1, x);
   requireRank4(ctx, x);
   if (w.shape().size() != 4)
     ctx.fail("the filter must have rank 4 (OIHW)");
@@ -158,7 +161,7 @@ Values conv(const NodeContext &ctx) {
   Tensor y = conv2d(x, w, {strides[0], strides[1]}, {p.top, p.left}, {dil[0], dil[1]},
                     ctx.attrInt("group", 1));
   if (ctx.has(2))
-    y = y + ctx.tensor(2).reshape({1, w.shape()[0], 1, 1});
+    y = y + ctx.tensorAs(2, y).reshape({1, w.shape()[0], 1, 1});
   return one(y);
 }
 
@@ -391,7 +394,7 @@ Values pool(const NodeContext &ctx, bool isMax) {
 }
 
 Values gemm(const NodeContext &ctx) {
-  Tensor a = ctx.tensor(0), b = ctx.tensor(1);
+  Tensor a = ctx.tensor(0), b = ctx.tensorAs(1, a);
   if (a.shape().size() != 2 || b.shape().size() != 2)
     ctx.fail("Gemm takes rank-2 A and B");
   if (ctx.attrInt("transA", 0))
@@ -401,14 +404,14 @@ Values gemm(const NodeContext &ctx) {
   Tensor y = matmul(a, b);
   float alpha = ctx.attrFloat("alpha", 1.0f), beta = ctx.attrFloat("beta", 1.0f);
   if (alpha != 1.0f)
-    y = y * Tensor::scalar(alpha);
+    y = y * scalarLike(y, alpha);
   if (ctx.has(2))
-    y = y + (beta == 1.0f ? ctx.tensor(2) : ctx.tensor(2) * Tensor::scalar(beta));
+    y = y + (beta == 1.0f ? ctx.tensorAs(2, y) : ctx.tensorAs(2, y) * scalarLike(y, beta));
   return one(y);
 }
 
 Values matMul(const NodeContext &ctx) {
-  Tensor a = ctx.tensor(0), b = ctx.tensor(1);
+  Tensor a = ctx.tensor(0), b = ctx.tensorAs(1, a);
   bool vecA = a.shape().size() == 1, vecB = b.shape().size() == 1;
   if (vecA)
     a = a.reshape({1, a.shape()[0]});
@@ -790,6 +793,8 @@ Values padOp(const NodeContext &ctx) {
   // A value the model takes at run time: zeros, plus the value where the
   // padding is.
   Tensor border = Tensor::scalar(1.0f) - kiln::pad(Tensor::full(x.shape(), 1.0f), low, high);
+  if (border.dtype() != x.dtype())
+    border = border.to(x.dtype());
   return one(kiln::pad(x, low, high) + border * ctx.tensor(2).reshape({}));
 }
 
@@ -810,8 +815,8 @@ Values softmaxOp(const NodeContext &ctx, bool log) {
 Values clip(const NodeContext &ctx) {
   Tensor y = ctx.tensor(0);
   if (ctx.version < 11) {
-    y = maximum(y, Tensor::scalar(ctx.attrFloat("min", -std::numeric_limits<float>::infinity())));
-    return one(minimum(y, Tensor::scalar(ctx.attrFloat("max", std::numeric_limits<float>::infinity()))));
+    y = maximum(y, scalarLike(y, ctx.attrFloat("min", -std::numeric_limits<float>::infinity())));
+    return one(minimum(y, scalarLike(y, ctx.attrFloat("max", std::numeric_limits<float>::infinity()))));
   }
   if (ctx.has(1))
     y = maximum(y, ctx.tensor(1));
@@ -821,8 +826,8 @@ Values clip(const NodeContext &ctx) {
 }
 
 Values hardSigmoid(const Tensor &x, float alpha, float beta) {
-  Tensor y = x * Tensor::scalar(alpha) + Tensor::scalar(beta);
-  return one(minimum(maximum(y, Tensor::scalar(0.0f)), Tensor::scalar(1.0f)));
+  Tensor y = x * scalarLike(x, alpha) + scalarLike(x, beta);
+  return one(minimum(maximum(y, scalarLike(x, 0.0f)), scalarLike(x, 1.0f)));
 }
 
 Values batchNorm(const NodeContext &ctx) {
@@ -855,7 +860,7 @@ Values layerNorm(const NodeContext &ctx) {
     Tensor m = mean(flat, {1}, true);
     out.push_back(Value::of(m.reshape(kept)));
     Tensor centered = flat - m;
-    Tensor inv = rsqrt(mean(centered * centered, {1}, true) + Tensor::scalar(eps));
+    Tensor inv = rsqrt(mean(centered * centered, {1}, true) + scalarLike(centered, eps));
     out.push_back(Value::of(inv.reshape(kept)));
   }
   return out;
@@ -992,7 +997,7 @@ const ConverterTable &onnx_import::converters() {
            c.fail("training_mode must be false (a constant)", "export the model in eval() mode");
          // Inference: the data unchanged, and a mask that keeps everything.
          Tensor x = c.tensor(0);
-         return {Value::of(x), Value::of(eq(Tensor::zeros_like(x), Tensor::scalar(0.0f)))};
+         return {Value::of(x), Value::of(eq(Tensor::zeros_like(x), scalarLike(x, 0.0f)))};
        }},
       {"Equal", binary(eq, [](int64_t a, int64_t b) -> int64_t { return a == b; })},
       {"Erf", unary(kiln::erf)},
@@ -1020,8 +1025,8 @@ const ConverterTable &onnx_import::converters() {
       {"LeakyRelu",
        [](const NodeContext &c) {
          Tensor x = c.tensor(0);
-         Tensor scaled = x * Tensor::scalar(c.attrFloat("alpha", 0.01f));
-         return one(where(gt(x, Tensor::scalar(0.0f)), x, scaled));
+         Tensor scaled = x * scalarLike(x, c.attrFloat("alpha", 0.01f));
+         return one(where(gt(x, scalarLike(x, 0.0f)), x, scaled));
        }},
       {"Less", binary(lt, [](int64_t a, int64_t b) -> int64_t { return a < b; })},
       {"LessOrEqual", binary(le, [](int64_t a, int64_t b) -> int64_t { return a <= b; })},
@@ -1055,7 +1060,8 @@ const ConverterTable &onnx_import::converters() {
                              Tensor::scalar(-0.5f));
          return one((p + half).to(DType::i32));
        }},
-      {"Reciprocal", [](const NodeContext &c) { return one(Tensor::scalar(1.0f) / c.tensor(0)); }},
+      {"Reciprocal", [](const NodeContext &c) { Tensor x = c.tensor(0);
+         return one(scalarLike(x, 1.0f) / x); }},
       {"Relu", unary(relu)},
       {"Reshape", reshape},
       {"RMSNormalization", rmsNorm},
@@ -1082,7 +1088,7 @@ const ConverterTable &onnx_import::converters() {
          }
          Tensor cond = c.tensor(0);
          if (cond.dtype() != DType::boolean) // booleans known at import arrive as 0 and 1
-           cond = ne(cond, Tensor::scalar(0.0f));
+           cond = ne(cond, scalarLike(cond, 0.0f));
          return one(where(cond, c.tensor(1), c.tensor(2)));
        }},
   };

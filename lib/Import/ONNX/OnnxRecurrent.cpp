@@ -126,7 +126,7 @@ std::vector<Value> recurrent(const NodeContext &ctx, Cell cell) {
         Tensor z = act[0](pre(0) + rec(0, h)), rr = act[0](pre(1) + rec(1, h));
         Tensor candidate = linearBeforeReset ? act[1](pre(2) + rr * rec(2, h))
                                              : act[1](pre(2) + rec(2, rr * h));
-        h = (Tensor::scalar(1.0f) - z) * candidate + z * h;
+        h = (scalarLike(z, 1.0f) - z) * candidate + z * h;
       } else {
         auto peephole = [&](int64_t k, const Tensor &state) {
           return peep ? state * peep->slice(0, k * hidden, (k + 1) * hidden) : Tensor::zeros_like(state);

@@ -175,5 +175,5 @@ std::vector<Value> onnx_import::logicalNot(const NodeContext &ctx) {
   // Booleans known at import arrive as 0 and 1, inputs as bool or f32.
   if (x.dtype() == DType::boolean)
     x = x.to(DType::f32);
-  return {Value::of(eq(x, Tensor::scalar(0.0f)))};
+  return {Value::of(eq(x, scalarLike(x, 0.0f)))};
 }
