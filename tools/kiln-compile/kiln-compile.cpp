@@ -22,6 +22,7 @@
 
 #include "kiln/Import.h"
 #include "kiln/kiln.h"
+#include "tools/common/ModelInput.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -70,20 +71,8 @@ int main(int argc, char **argv) {
     if (arg == "--input-shape") {
       if (i + 1 >= argc)
         return usage("--input-shape needs NAME=DxDx...");
-      std::string value = argv[++i];
-      size_t eq = value.rfind('=');
-      if (eq == std::string::npos || eq == 0 || eq + 1 == value.size())
-        return usage(("--input-shape " + value + ": expected NAME=1x3x224x224").c_str());
-      kiln::Shape shape;
-      std::stringstream dims(value.substr(eq + 1));
-      for (std::string d; std::getline(dims, d, 'x');) {
-        char *end = nullptr;
-        long long v = std::strtoll(d.c_str(), &end, 10);
-        if (d.empty() || *end || v < 1 || v > (1ll << 40))
-          return usage(("--input-shape " + value + ": '" + d + "' is not a dimension").c_str());
-        shape.push_back(v);
-      }
-      shapes[value.substr(0, eq)] = shape;
+      if (auto why = kiln::tools::parseInputShape(argv[++i], shapes))
+        return usage(why->c_str());
     } else if (arg == "-o" || arg == "--target" || arg == "--cpu-isa") {
       if (i + 1 >= argc)
         return usage((arg + " needs a value").c_str());
@@ -118,7 +107,7 @@ int main(int argc, char **argv) {
   // --cpu-isa, or cpu:host, names one level instead.
   if (!cpuIsaGiven)
     options.cpu_isa = "portable";
-  bool onnx = input.size() > 5 && input.compare(input.size() - 5, 5, ".onnx") == 0;
+  bool onnx = kiln::tools::isOnnx(input);
   if (!onnx && !shapes.empty())
     return usage("--input-shape is for .onnx models");
   std::ifstream file(input, std::ios::binary);

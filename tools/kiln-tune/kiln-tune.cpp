@@ -1,6 +1,7 @@
 //===- kiln-tune.cpp - tune a graph's kernels ahead of time ---------------===//
 //
-//   kiln-tune graph.mlir --device vulkan:0 [--budget SECONDS] [-o model.kiln]
+//   kiln-tune graph.mlir|model.onnx --device vulkan:0 [--budget SECONDS] [-o model.kiln]
+//             [--input-shape NAME=1x3x224x224]...
 //             [--record timings.json] [--only "WORDS [| WORDS...]"]
 //   kiln-tune graph.mlir --device vulkan:0 --emit-candidates DIR
 //   kiln-tune --import timings.json
@@ -9,6 +10,9 @@
 // to time (scripts/tune-gpu.sh); --import stores the winners of those
 // timings (docs/tuning.md, "Tuning for another machine").
 //
+// An ONNX model is imported as kiln-compile imports it; its graph is tuned,
+// and -o compiles the model itself (its input and output names kept).
+//
 // Tunes every kernel the cache's store (docs/tuning.md) has no record for,
 // on the device, showing kernel i of n, candidates tried, the best against
 // the default and an ETA; the winners go into the store and, with -o, into
@@ -16,7 +20,9 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "kiln/Import.h"
 #include "kiln/kiln.h"
+#include "tools/common/ModelInput.h"
 
 #include <cstdio>
 #include <fstream>
@@ -27,8 +33,9 @@ namespace {
 int usage(const char *why) {
   std::fprintf(stderr,
                "kiln-tune: %s\n"
-               "usage: kiln-tune graph.mlir [--device vulkan:0|cpu:0] [--budget SECONDS] "
-               "[-o model.kiln] [--record timings.json] [--only \"stages=2 ...\"]\n"
+               "usage: kiln-tune graph.mlir|model.onnx [--device vulkan:0|cpu:0] "
+               "[--budget SECONDS] [-o model.kiln] [--record timings.json] "
+               "[--only \"stages=2 ...\"] [--input-shape NAME=1x3x224x224]...\n"
                "       kiln-tune graph.mlir --device vulkan:0 --emit-candidates DIR [--only ...]\n"
                "       kiln-tune --import timings.json\n"
                "(a .kiln file holds no graph: tune the .mlir it was compiled from)\n",
@@ -46,10 +53,18 @@ std::string milliseconds(double seconds) {
 int main(int argc, char **argv) {
   std::string input, output, importPath;
   kiln::TuneGraphOptions options;
+  std::map<std::string, kiln::Shape> shapes;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg == "-h" || arg == "--help")
       return usage("tunes kernels ahead of time"), 0;
+    if (arg == "--input-shape") {
+      if (i + 1 >= argc)
+        return usage("--input-shape needs NAME=DxDx...");
+      if (auto why = kiln::tools::parseInputShape(argv[++i], shapes))
+        return usage(why->c_str());
+      continue;
+    }
     if (arg == "--device" || arg == "--budget" || arg == "-o" || arg == "--record" ||
         arg == "--emit-candidates" || arg == "--import" || arg == "--only") {
       if (i + 1 >= argc)
@@ -98,10 +113,25 @@ int main(int argc, char **argv) {
     return usage("no graph given");
   if (input.size() > 5 && input.compare(input.size() - 5, 5, ".kiln") == 0)
     return usage((input + " is a compiled program").c_str());
+  bool onnx = kiln::tools::isOnnx(input);
+  if (!onnx && !shapes.empty())
+    return usage("--input-shape is for .onnx models");
   std::ifstream file(input);
   if (!file)
     return usage(("cannot read " + input).c_str());
-  std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  std::string text;
+  std::optional<kiln::OnnxModel> model;
+  if (onnx) {
+    try {
+      model = kiln::import_onnx(input, shapes);
+      text = kiln::export_graph(model->outputs);
+    } catch (const std::exception &e) {
+      std::fprintf(stderr, "kiln-tune: %s\n", e.what());
+      return 1;
+    }
+  } else {
+    text.assign(std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>());
+  }
 
   bool tty = isatty(STDERR_FILENO);
   options.progress = [&](const kiln::TuneProgress &p) {
@@ -138,7 +168,13 @@ int main(int argc, char **argv) {
       std::string device = options.device.empty() ? kiln::Device::default_device().name()
                                                    : options.device;
       compile.targets = {device.substr(0, device.find(':'))};
-      kiln::compile_graph(text, input, compile).save(output);
+      if (model) {
+        compile.input_names = model->input_names;
+        compile.output_names = model->output_names;
+        kiln::compile(model->outputs, model->inputs, compile).save(output);
+      } else {
+        kiln::compile_graph(text, input, compile).save(output);
+      }
       std::printf("wrote %s with the tuned configs\n", output.c_str());
     }
   } catch (const std::exception &e) {
