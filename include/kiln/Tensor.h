@@ -229,8 +229,11 @@ Tensor concat(const std::vector<Tensor> &tensors, int64_t axis,
               std::source_location loc = std::source_location::current());
 
 /// Slices of `x` along `dim` picked by `indices` (a rank-1 i32 tensor, or
-/// a list): PyTorch's index_select. Indices outside the range are clamped
-/// (below 0 to the first slice, past the end to the last).
+/// a list): PyTorch's index_select. An index outside 0 <= i < size is an
+/// Error, as in PyTorch: a list, or indices whose data is known, at the
+/// call; indices that are a compiled program's input, when it runs. Indices
+/// computed on the device are clamped there (below 0 to the first slice,
+/// past the end to the last), so no kernel reads outside `x`.
 Tensor index_select(const Tensor &x, int64_t dim, const Tensor &indices,
                     std::source_location loc = std::source_location::current());
 Tensor index_select(const Tensor &x, int64_t dim, const std::vector<int64_t> &indices,

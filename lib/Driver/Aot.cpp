@@ -323,7 +323,11 @@ Program kiln::compile(const std::vector<Tensor> &outputs, const std::vector<Tens
                   node.loc.file_name() + ":" + std::to_string(node.loc.line()) +
                   ") is computed from other tensors: pass the tensors the model starts from "
                   "(Tensor::from, randn, ...)");
-    artifact->inputs.push_back({nameAt(options.input_names, i, "input"), typeOf(node)});
+    rt::Signature signature{nameAt(options.input_names, i, "input"), typeOf(node), {}};
+    if (node.valueRange)
+      signature.range =
+          rt::ValueRange{node.valueRange->first, node.valueRange->second, node.valueRangeUse};
+    artifact->inputs.push_back(std::move(signature));
   }
   // The weights are known now: batch norms on convolutions fold into them.
   roots = foldBatchNorms(

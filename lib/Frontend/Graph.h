@@ -79,6 +79,10 @@ struct Node {
   bool ceilMode = false; // Pool2d
   bool causal = false;   // Attention
   std::vector<int64_t> low, high; // Pad (value: the fill)
+  /// An i32 Input that indexes a table: the values it must hold
+  /// (restrictValues), low <= v < high, and what it indexes.
+  std::optional<std::pair<int64_t, int64_t>> valueRange;
+  std::string valueRangeUse;
 
   // Set once realized.
   std::shared_ptr<rt::Buffer> buffer;

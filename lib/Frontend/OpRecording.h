@@ -28,6 +28,14 @@ Tensor scalarLike(float value, const Tensor &other, std::source_location loc);
 /// `dim` in [0, rank), negative counting from the end; throws when outside.
 int64_t normalizeDim(int64_t dim, size_t rank, std::source_location loc, const char *op);
 bool isFloat(DType dtype);
+/// Indices `t` must hold low <= v < high, since they index `use`. Traced
+/// back through reshapes, broadcasts and integer casts to the input they
+/// come from: data known now is checked now (an Error naming the element);
+/// an input without data (a compiled program's) keeps the range, which
+/// Program::run and kiln-run check before each run. False where `t` is
+/// computed (its values are known only on the device, which clamps them).
+bool restrictValues(const Tensor &t, int64_t low, int64_t high, const std::string &use,
+                    std::source_location loc);
 /// The tensor of a new op node, its shape checked and its call recorded.
 Tensor recordNode(std::shared_ptr<Node> node);
 

@@ -899,21 +899,57 @@ Tensor kiln::index_select(const Tensor &x, int64_t dim, const Tensor &indices,
   node->dtype = in.dtype;
   node->loc = loc;
   node->axes = {dim};
+  restrictValues(indices, 0, in.shape[dim],
+                 "the " + std::to_string(in.shape[dim]) + " entries of dim " + std::to_string(dim) +
+                     " of index_select's x",
+                 loc);
   return made(node);
+}
+
+bool kiln::detail::restrictValues(const Tensor &t, int64_t low, int64_t high,
+                                  const std::string &use, std::source_location loc) {
+  // Back to the tensor the values come from, through ops that keep them.
+  std::shared_ptr<Node> node = t.node();
+  while (node && node->operands.size() == 1 &&
+         (node->kind == OpKind::View || node->kind == OpKind::Transfer ||
+          (node->kind == OpKind::Unary && node->op == "cast")))
+    node = node->operands[0];
+  if (!node || node->kind != OpKind::Input || node->dtype != DType::i32)
+    return false;
+  if (node->hostInts)
+    for (size_t k = 0; k < node->hostInts->size(); ++k) {
+      int32_t v = (*node->hostInts)[k];
+      if (v < low || v >= high)
+        throw Error(sitePrefix(loc) + "index " + std::to_string(v) + " (element " +
+                    std::to_string(k) + ") is outside " + std::to_string(low) + " <= i < " +
+                    std::to_string(high) + " of " + use);
+    }
+  // The tightest range any use asks for.
+  int64_t from = node->valueRange ? std::max(node->valueRange->first, low) : low;
+  int64_t to = node->valueRange ? std::min(node->valueRange->second, high) : high;
+  if (!node->valueRange || to - from < node->valueRange->second - node->valueRange->first)
+    node->valueRangeUse = use;
+  node->valueRange = {from, to};
+  return true;
 }
 
 Tensor kiln::index_select(const Tensor &x, int64_t dim, const std::vector<int64_t> &indices,
                           std::source_location loc) {
-  // Exact and clamped here: a float detour would round 16777217 to
+  // Checked here, exactly: a float detour would round 16777217 to
   // 16777216, and i32 would wrap 2^40.
   const Node &in = nodeOf(x, loc);
   CallScope scope("index_select", loc, {{"x", &x}});
   dim = normalizeDim(dim, in.shape.size(), loc, "index_select");
-  int64_t last = std::max<int64_t>(0, in.shape[dim] - 1);
+  int64_t size = in.shape[dim];
   std::vector<int32_t> values;
   values.reserve(indices.size());
-  for (int64_t i : indices)
-    values.push_back(static_cast<int32_t>(std::clamp<int64_t>(i, 0, std::min<int64_t>(last, INT32_MAX))));
+  for (int64_t i : indices) {
+    if (i < 0 || i >= size || i > INT32_MAX)
+      throw Error(sitePrefix(loc) + "index_select: index " + std::to_string(i) +
+                  " is outside the " + std::to_string(size) + " entries of dim " +
+                  std::to_string(dim));
+    values.push_back(static_cast<int32_t>(i));
+  }
   int64_t n = static_cast<int64_t>(values.size());
   return index_select(x, dim, Tensor::from(std::move(values), {n}, loc), loc);
 }

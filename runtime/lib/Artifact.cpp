@@ -123,8 +123,12 @@ StatusOr<Offset<fbs::Program>> writeProgram(FlatBufferBuilder &b, const TargetPr
 std::vector<Offset<fbs::Signature>> writeSignatures(FlatBufferBuilder &b,
                                                     const std::vector<Signature> &list) {
   std::vector<Offset<fbs::Signature>> out;
-  for (const Signature &s : list)
-    out.push_back(fbs::CreateSignature(b, b.CreateString(s.name), writeType(b, s.type)));
+  for (const Signature &s : list) {
+    Offset<fbs::ValueRange> range;
+    if (s.range)
+      range = fbs::CreateValueRange(b, s.range->low, s.range->high, b.CreateString(s.range->use));
+    out.push_back(fbs::CreateSignature(b, b.CreateString(s.name), writeType(b, s.type), range));
+  }
   return out;
 }
 
@@ -171,6 +175,12 @@ public:
       if (Status st = type(s->type(), std::string(kind) + " " + std::to_string(i), sig.type);
           !st.isOk())
         return st;
+      if (const fbs::ValueRange *r = s->range()) {
+        if (sig.type.element != ElementType::i32 || r->low() >= r->high())
+          return fail(kind, std::to_string(i) + " has a value range that is not an integer "
+                                                "interval of an i32 input");
+        sig.range = ValueRange{r->low(), r->high(), r->use() ? r->use()->str() : ""};
+      }
       out.push_back(std::move(sig));
     }
     return Status::ok();
@@ -827,16 +837,36 @@ StatusOr<std::unique_ptr<Model>> Model::create(std::shared_ptr<const Artifact> a
                              " on it), or for a profile it meets (--target " + portable + ")");
 }
 
+Status kiln::rt::checkValueRange(const Signature &s, const void *data) {
+  if (!s.range || !data || s.type.element != ElementType::i32)
+    return Status::ok();
+  const auto *values = static_cast<const int32_t *>(data);
+  uint64_t n = s.type.bytes() / sizeof(int32_t);
+  for (uint64_t k = 0; k < n; ++k)
+    if (values[k] < s.range->low || values[k] >= s.range->high)
+      return Status::invalidArgument(
+          "input '" + s.name + "' holds " + std::to_string(values[k]) + " at element " +
+          std::to_string(k) + ", outside " + std::to_string(s.range->low) + " <= v < " +
+          std::to_string(s.range->high) + ": it indexes " + s.range->use +
+          ", as PyTorch refuses an index outside its table; pass values inside the range");
+  return Status::ok();
+}
+
 Status Model::checkInputs(const std::vector<ProgramInput> &inputs) const {
   const Artifact &a = *artifact_;
   if (inputs.size() != a.inputs.size())
     return Status::invalidArgument("the model takes " + std::to_string(a.inputs.size()) +
                                    " inputs, got " + std::to_string(inputs.size()));
-  for (size_t i = 0; i < inputs.size(); ++i)
+  for (size_t i = 0; i < inputs.size(); ++i) {
     if (inputs[i].buffer && inputs[i].buffer->size() < a.inputs[i].type.bytes())
       return Status::invalidArgument("input '" + a.inputs[i].name + "' needs " +
                                      std::to_string(a.inputs[i].type.bytes()) + " bytes, got " +
                                      std::to_string(inputs[i].buffer->size()));
+    // Host bytes are read here; a buffer already on a device is not (its
+    // indices are clamped in the kernel: docs/onnx.md).
+    if (Status s = checkValueRange(a.inputs[i], inputs[i].host); !s.isOk())
+      return s;
+  }
   return Status::ok();
 }
 

@@ -565,6 +565,12 @@ Values gatherAtRunTime(const NodeContext &ctx) {
   if (size >= (int64_t(1) << 24))
     ctx.fail("an axis of " + std::to_string(size) + " entries; Kiln gathers at run time from axes "
              "below 2^24");
+  // Ids the model takes as an input are checked before each run (ONNX
+  // counts negative ones from the end); computed ones are clamped.
+  detail::restrictValues(indices, -size, size,
+                         "the " + std::to_string(size) + " entries of axis " +
+                             std::to_string(axis) + " of " + ctx.where(),
+                         std::source_location::current());
   Tensor f = indices.to(DType::f32).reshape({indices.numel()});
   Tensor flat = where(lt(f, Tensor::scalar(0.0f)), f + Tensor::scalar(float(size)), f).to(DType::i32);
   Shape out(shape.begin(), shape.begin() + axis);

@@ -104,6 +104,45 @@ TEST_P(OnnxOpsets, Int64TokenIdsGatherAnEmbedding) {
   EXPECT_EQ(y[0].to_vector<float>(), want);
 }
 
+// Ids outside the table are refused before the run, naming the input, the
+// element and the node they index, also from a saved .kiln; an index
+// computed on the device stays inside the table.
+TEST_P(OnnxOpsets, TokenIdsOutsideTheTableAreAnError) {
+  ModelBuilder mb(20);
+  mb.input("ids", {1, 3}, onnx::TensorProto::INT64);
+  mb.weights("table", {10, 2}, std::vector<float>(20, 1.0f));
+  mb.node("Unsqueeze", {"ids", "zero"}, {"ids4"});
+  mb.ints("zero", {1}, {0});
+  mb.node("Gather", {"table", "ids4"}, {"y"}, "embed");
+  mb.output("y");
+  OnnxModel m = import_onnx_bytes(mb.bytes(), "model.onnx");
+  CompileOptions options;
+  options.targets = {device->api() == "cpu" ? "cpu" : "vulkan"};
+  options.input_names = m.input_names;
+  Program p = compile(m.outputs, m.inputs, options);
+  std::string path = testing::TempDir() + "/ids-" + device->api() + ".kiln";
+  p.save(path);
+  Program loaded = load(path, *device);
+  for (const Program *program : {&p, &loaded}) {
+    EXPECT_EQ(program->run({Tensor::from(std::vector<int32_t>{9, -10, 0}, {1, 3}, *device)})[0]
+                  .shape(),
+              (Shape{1, 1, 3, 2}));
+    for (int32_t bad : {10, -11, 1 << 30}) {
+      try {
+        program->run({Tensor::from(std::vector<int32_t>{1, bad, 2}, {1, 3}, *device)});
+        ADD_FAILURE() << "id " << bad << " of a 10-row table ran";
+      } catch (const Error &e) {
+        std::string what = e.what();
+        EXPECT_NE(what.find("input 'ids' holds " + std::to_string(bad) + " at element 1, "
+                            "outside -10 <= v < 10: it indexes the 10 entries of axis 0 of "
+                            "node 'embed' (Gather, node 1)"),
+                  std::string::npos)
+            << what;
+      }
+    }
+  }
+}
+
 // An f16 model: f16 weights, an f32 input cast to f16 and the result cast
 // back; the f16 product is rounded to f16 as PyTorch's is.
 TEST_P(OnnxOpsets, HalfPrecisionWeightsAndCasts) {

@@ -222,6 +222,18 @@ TEST_P(ViewOnEveryDevice, IndexSelect) {
   std::vector<float> e = index_select(kiln::exp(x), 0, {3}).to_vector<float>();
   EXPECT_NEAR(e[0], std::exp(double(xs[21])), 1e-5 * std::exp(double(xs[21])));
   EXPECT_THROW(index_select(x, 0, Tensor::zeros({2})), Error);
+  // An index outside the table is an error, as in PyTorch: a list at the
+  // call, and indices whose data is known when they are used.
+  EXPECT_THROW(index_select(x, 0, {1, 5}), Error);
+  EXPECT_THROW(index_select(x, 1, {-1}), Error);
+  try {
+    index_select(x, 0, Tensor::from(std::vector<int32_t>{0, 2, 7}, {3}, *device));
+    FAIL() << "index 7 of 5 rows was accepted";
+  } catch (const Error &e) {
+    EXPECT_NE(std::string(e.what()).find("index 7 (element 2) is outside 0 <= i < 5"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 KILN_ON_EVERY_DEVICE(ViewOnEveryDevice);

@@ -24,10 +24,24 @@
 
 namespace kiln::rt {
 
+/// The values an integer input must hold: low <= v < high, because the
+/// model indexes `use` with them ("the 1000 rows of 'wte' (Gather
+/// 'node_embedding')"). Checked on the host before a run.
+struct ValueRange {
+  int64_t low = 0, high = 0;
+  std::string use;
+};
+
 struct Signature {
   std::string name;
   TensorType type;
+  std::optional<ValueRange> range;
 };
+
+/// The first element of `data` (an input of signature `s`, host bytes)
+/// outside its range, as an error naming the input, the element, the
+/// range and what it indexes; ok without a range.
+Status checkValueRange(const Signature &s, const void *data);
 
 /// Where a Program input comes from.
 struct InputSource {
@@ -79,7 +93,7 @@ struct Weight {
 
 struct Artifact {
   static constexpr uint16_t kVersionMajor = 0;
-  static constexpr uint16_t kVersionMinor = 4;
+  static constexpr uint16_t kVersionMinor = 5;
   std::vector<Signature> inputs, outputs;
   std::vector<TargetProgram> programs;
   std::vector<Weight> weights;
