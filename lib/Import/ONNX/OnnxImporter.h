@@ -130,6 +130,8 @@ void addLossConverters(ConverterTable &table);
 void addImageConverters(ConverterTable &table);
 /// Einsum of one or two operands (OnnxEinsum.cpp).
 void addEinsumConverter(ConverterTable &table);
+/// Attention-23 and RotaryEmbedding-23 (OnnxAttention.cpp).
+void addAttentionConverters(ConverterTable &table);
 /// RNN, GRU and LSTM unrolled over the sequence (OnnxRecurrent.cpp).
 void addRecurrentConverters(ConverterTable &table);
 /// Resize (nearest and linear) and Not (OnnxResize.cpp).

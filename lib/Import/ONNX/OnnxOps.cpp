@@ -1106,6 +1106,7 @@ const ConverterTable &onnx_import::converters() {
   addImageConverters(table);
   addEinsumConverter(table);
   addRecurrentConverters(table);
+  addAttentionConverters(table);
   return table;
   }();
   return table;

@@ -1,0 +1,216 @@
+//===- OnnxAttention.cpp - ONNX Attention and RotaryEmbedding (opset 23) --===//
+//
+// Attention-23 and later (scaled dot-product attention with a KV cache,
+// grouped-query heads, causal and sliding-window masks, softcap) and
+// RotaryEmbedding-23, as ONNX's reference defines them, built from matmul,
+// softmax and elementwise ops. Masks that depend only on shapes (causal,
+// sliding windows) are tables made here; an attention mask the model takes
+// at run time is added to them.
+//
+//===----------------------------------------------------------------------===//
+
+#include "OnnxImporter.h"
+
+#include "kiln/NetworkOps.h"
+
+#include <cmath>
+
+using namespace kiln;
+using namespace kiln::onnx_import;
+
+namespace {
+/// [B, S, H * D] -> [B, H, S, D].
+Tensor splitHeads(const NodeContext &ctx, const Tensor &x, int64_t heads, const char *what) {
+  const Shape &s = x.shape();
+  if (heads < 1 || s[2] % heads)
+    ctx.fail(std::string(what) + "'s hidden size " + std::to_string(s[2]) +
+             " is not a multiple of its head count " + std::to_string(heads));
+  return x.reshape({s[0], s[1], heads, s[2] / heads}).permute({0, 2, 1, 3});
+}
+
+/// Each of `heads` heads repeated `times` times in place: [h0, h0, h1, h1].
+Tensor repeatHeads(const Tensor &x, int64_t times) {
+  if (times == 1)
+    return x;
+  const Shape &s = x.shape();
+  return unsqueeze(x, 2).broadcast_to({s[0], s[1], times, s[2], s[3]})
+      .reshape({s[0], s[1] * times, s[2], s[3]});
+}
+
+/// The additive bias of the causal and sliding-window masks over
+/// [q, kv]: 0 where query i (at absolute position offset + i) may attend
+/// key j, -inf elsewhere; empty when neither applies.
+std::vector<float> shapeMask(int64_t q, int64_t kv, int64_t offset, bool causal, int64_t left,
+                             int64_t right) {
+  if (!causal && left < 0 && right < 0)
+    return {};
+  std::vector<float> bias(size_t(q * kv), 0.0f);
+  for (int64_t i = 0; i < q; ++i)
+    for (int64_t j = 0; j < kv; ++j) {
+      int64_t diff = offset + i - j;
+      bool allowed = (!causal || diff >= 0) && (left < 0 || diff <= left) &&
+                     (right < 0 || -diff <= right);
+      if (!allowed)
+        bias[size_t(i * kv + j)] = -INFINITY;
+    }
+  return bias;
+}
+
+std::vector<Value> attention(const NodeContext &ctx) {
+  Tensor q = ctx.tensor(0), k = ctx.tensorAs(1, q), v = ctx.tensorAs(2, q);
+  size_t rank = q.shape().size();
+  if ((rank != 3 && rank != 4) || k.shape().size() != rank || v.shape().size() != rank)
+    ctx.fail("Q, K and V must all be rank 3 or all rank 4");
+  if (ctx.has(6))
+    ctx.fail("nonpad_kv_seqlen (Attention-24's external cache) is not supported",
+             "export with past_key and past_value instead");
+  if (rank == 3) {
+    int64_t qHeads = ctx.attrInt("q_num_heads", 0), kvHeads = ctx.attrInt("kv_num_heads", 0);
+    if (qHeads < 1 || kvHeads < 1)
+      ctx.fail("rank-3 inputs need q_num_heads and kv_num_heads");
+    q = splitHeads(ctx, q, qHeads, "Q");
+    k = splitHeads(ctx, k, kvHeads, "K");
+    v = splitHeads(ctx, v, kvHeads, "V");
+  }
+  if (ctx.has(4) != ctx.has(5))
+    ctx.fail("past_key and past_value must be given together");
+  int64_t past = 0;
+  if (ctx.has(4)) {
+    Tensor pastKey = ctx.tensorAs(4, q), pastValue = ctx.tensorAs(5, q);
+    past = pastKey.shape()[2];
+    k = concat({pastKey, k}, 2);
+    v = concat({pastValue, v}, 2);
+  }
+  Tensor presentKey = k, presentValue = v;
+  const Shape &qs = q.shape(), &ks = k.shape();
+  int64_t qLen = qs[2], kvLen = ks[2];
+  if (qs[1] != ks[1]) {
+    if (ks[1] < 1 || qs[1] % ks[1] || v.shape()[1] != ks[1])
+      ctx.fail(std::to_string(qs[1]) + " query heads for " + std::to_string(ks[1]) +
+               " key heads: grouped-query attention needs a multiple");
+    k = repeatHeads(k, qs[1] / ks[1]);
+    v = repeatHeads(v, qs[1] / ks[1]);
+  }
+
+  // The bias: the shapes' masks, then the model's mask (padded to the keys
+  // with "not allowed").
+  std::vector<float> fixed =
+      shapeMask(qLen, kvLen, past, ctx.attrInt("is_causal", 0) != 0,
+                ctx.attrInt("left_window_size", -1), ctx.attrInt("right_window_size", -1));
+  std::optional<Tensor> bias;
+  if (!fixed.empty())
+    bias = Tensor::from(fixed, {qLen, kvLen}, q.dtype());
+  if (ctx.has(3)) {
+    Tensor mask = ctx.tensor(3);
+    if (mask.dtype() == DType::boolean)
+      mask = where(mask, scalarLike(q, 0.0f), scalarLike(q, -INFINITY));
+    else
+      mask = ctx.tensorAs(3, q);
+    int64_t missing = kvLen - mask.shape().back();
+    if (missing < 0)
+      ctx.fail("the attention mask covers " + std::to_string(mask.shape().back()) +
+               " keys of " + std::to_string(kvLen));
+    if (missing > 0) {
+      std::vector<int64_t> low(mask.shape().size(), 0), high(mask.shape().size(), 0);
+      high.back() = missing;
+      mask = kiln::pad(mask, low, high, -INFINITY);
+    }
+    bias = bias ? *bias + mask : mask;
+  }
+
+  float scale = ctx.attrFloat("scale", 1.0f / std::sqrt(float(qs[3])));
+  Tensor root = scalarLike(q, std::sqrt(scale));
+  Tensor scores = matmul(q * root, (k * root).transpose(2, 3));
+  float softcap = ctx.attrFloat("softcap", 0.0f);
+  if (softcap > 0)
+    scores = tanh(scores / scalarLike(scores, softcap)) * scalarLike(scores, softcap);
+  int64_t mode = ctx.attrInt("qk_matmul_output_mode", 0);
+  Tensor qk = scores;
+  if (bias)
+    scores = scores + *bias;
+  if (mode == 2)
+    qk = scores;
+  // softmax_precision: the softmax in that float type, as the reference.
+  Tensor weights = scores;
+  if (auto precision = ctx.attribute("softmax_precision")) {
+    std::optional<DType> dtype = computedDType(precision->i());
+    if (!dtype || *dtype == DType::i32 || *dtype == DType::boolean)
+      ctx.fail("softmax_precision " + std::to_string(precision->i()) + " is not a float type");
+    weights = weights.to(*dtype);
+  }
+  weights = softmax(weights, -1);
+  if (weights.dtype() != q.dtype())
+    weights = weights.to(q.dtype());
+  // A row whose every key is masked out has no weights: zeros, not NaN.
+  if (bias) {
+    Tensor blocked = eq(amax(*bias, {-1}, true), scalarLike(*bias, -INFINITY));
+    weights = where(blocked, scalarLike(weights, 0.0f), weights);
+  }
+  if (mode == 3)
+    qk = weights;
+  else if (mode < 0 || mode > 3)
+    ctx.fail("qk_matmul_output_mode " + std::to_string(mode) + " is not 0 to 3");
+  Tensor y = matmul(weights, v);
+  if (rank == 3) {
+    const Shape &s = y.shape();
+    y = y.permute({0, 2, 1, 3}).reshape({s[0], s[2], s[1] * s[3]});
+  }
+  return {Value::of(y), Value::of(presentKey), Value::of(presentValue), Value::of(qk)};
+}
+
+std::vector<Value> rotaryEmbedding(const NodeContext &ctx) {
+  Tensor x = ctx.tensor(0), cosCache = ctx.tensorAs(1, x), sinCache = ctx.tensorAs(2, x);
+  Shape original = x.shape();
+  if (original.size() == 4) {
+    x = x.permute({0, 2, 1, 3}); // [B, S, H, D]
+  } else if (original.size() == 3) {
+    int64_t heads = ctx.attrInt("num_heads", 0);
+    if (heads < 1 || original[2] % heads)
+      ctx.fail("a rank-3 input needs num_heads dividing its hidden size");
+    x = x.reshape({original[0], original[1], heads, original[2] / heads});
+  } else {
+    ctx.fail("the input must be rank 3 or 4");
+  }
+  const Shape s = x.shape(); // [B, S, H, D]
+  int64_t dim = ctx.attrInt("rotary_embedding_dim", 0);
+  dim = dim == 0 ? s[3] : dim;
+  if (dim % 2 || dim > s[3])
+    ctx.fail("rotary_embedding_dim " + std::to_string(dim) + " must be even and at most " +
+             std::to_string(s[3]));
+  int64_t half = dim / 2;
+  if (ctx.has(3)) {
+    // Rows of the caches at each position.
+    const Value &ids = ctx.input(3);
+    auto rows = [&](const Tensor &cache) {
+      if (ids.ints)
+        return index_select(cache, 0, *ids.ints);
+      Tensor at = ctx.tensor(3);
+      at = at.reshape({at.numel()});
+      return index_select(cache, 0, at);
+    };
+    cosCache = rows(cosCache).reshape({s[0], s[1], half});
+    sinCache = rows(sinCache).reshape({s[0], s[1], half});
+  }
+  if (cosCache.shape().back() != half || sinCache.shape().back() != half)
+    ctx.fail("the caches' last dimension must be rotary_embedding_dim / 2 = " +
+             std::to_string(half));
+  Tensor c = unsqueeze(cosCache, 2), sn = unsqueeze(sinCache, 2);
+  Tensor rotated = x.slice(3, 0, dim);
+  bool interleaved = ctx.attrInt("interleaved", 0) != 0;
+  Tensor x1 = interleaved ? rotated.slice(3, 0, dim, 2) : rotated.slice(3, 0, half);
+  Tensor x2 = interleaved ? rotated.slice(3, 1, dim, 2) : rotated.slice(3, half, dim);
+  Tensor real = c * x1 - sn * x2, imag = sn * x1 + c * x2;
+  Tensor y = interleaved ? concat({unsqueeze(real, 4), unsqueeze(imag, 4)}, 4)
+                               .reshape({s[0], s[1], s[2], dim})
+                         : concat({real, imag}, 3);
+  if (dim < s[3])
+    y = concat({y, x.slice(3, dim, s[3])}, 3);
+  y = original.size() == 3 ? y.reshape(original) : y.permute({0, 2, 1, 3});
+  return single(y);
+}
+} // namespace
+
+void onnx_import::addAttentionConverters(ConverterTable &table) {
+  table["Attention"] = attention;
+  table["RotaryEmbedding"] = rotaryEmbedding;
+}
