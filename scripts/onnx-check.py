@@ -43,7 +43,10 @@ def check(kiln_run, src, kiln_dir, name, device):
         if run.returncode != 0:
             return False, f"| {name} | {device} | kiln-run failed: " \
                           f"{(run.stderr or run.stdout).strip().splitlines()[-1][:160]} | | |"
-        got = np.load(out).astype(np.float32)
+        got = np.load(out)
+        if got.dtype == np.uint16:  # kiln-run writes bf16 as its bits (numpy has no bf16)
+            got = (got.astype(np.uint32) << 16).view(np.float32)
+        got = got.astype(np.float32)
     if got.shape != ref.shape:
         return False, f"| {name} | {device} | shape {got.shape}, PyTorch's {ref.shape} | | |"
     scale = float(np.abs(ref).max())

@@ -55,7 +55,10 @@ struct CompileOptions {
   /// "x86-64-v2", "x86-64-v3" or "x86-64-v4", or "portable" (kiln-compile's
   /// default: x86-64-v3, plus x86-64-v4 beside it where this CPU has
   /// AVX-512; the runtime runs the highest its CPU has). Code for a level
-  /// this CPU lacks is written but cannot run here.
+  /// this CPU lacks is written but cannot run here. "portable" also puts
+  /// vulkan:generic beside a plain "vulkan" target (the Vulkan device
+  /// here), so the file runs on any Vulkan GPU, unless the targets name a
+  /// Vulkan profile themselves.
   std::string cpu_isa = "host";
 };
 

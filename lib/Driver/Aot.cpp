@@ -123,6 +123,14 @@ bool hostHasX86_64_v4() {
 std::vector<Target> targetSpecs(const std::vector<std::string> &targets,
                                 const CompileOptions &options) {
   std::vector<Target> specs;
+  // Whether the list names a Vulkan profile itself (then a plain vulkan is
+  // the device here alone).
+  bool vulkanProfiles = false;
+  for (const std::string &text : targets) {
+    std::string error;
+    mlir::FailureOr<Target> parsed = parseTarget(text, error);
+    vulkanProfiles |= succeeded(parsed) && parsed->api == TargetApi::vulkan && !parsed->profile.empty();
+  }
   for (const std::string &text : targets) {
     std::string error;
     mlir::FailureOr<Target> parsed = parseTarget(text, error);
@@ -142,6 +150,13 @@ std::vector<Target> targetSpecs(const std::vector<std::string> &targets,
         entries.insert(entries.begin(), spec);
         entries.front().profile = "x86-64-v4";
       }
+    } else if (spec.api == TargetApi::vulkan && spec.profile.empty() &&
+               options.cpu_isa == "portable" && !vulkanProfiles) {
+      // Portable as the cpu target is: the device here, and beside it the
+      // generic profile that any Vulkan 1.1 GPU runs (the runtime picks
+      // the first whose assumptions its device meets).
+      entries.push_back(spec);
+      entries.back().profile = "generic";
     } else if (spec.api == TargetApi::cpu && spec.profile.empty() &&
                options.cpu_isa != "host") {
       entries.front().profile = options.cpu_isa;

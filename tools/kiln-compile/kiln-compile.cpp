@@ -39,8 +39,9 @@ int help() {
               "usage: kiln-compile graph.mlir|model.onnx [-o model.kiln] [--target LIST]\n"
               "         [--cpu-isa host|x86-64-v2|x86-64-v3|x86-64-v4]\n"
               "         [--input-shape NAME=1x3x224x224]... [--describe] [--msl] [--ptx]\n"
-              "--target takes apis (vulkan: the Vulkan device here; cpu: x86-64-v3, plus\n"
-              "x86-64-v4 where this CPU has AVX-512; metal) or these profiles, comma-separated;\n"
+              "--target takes apis (vulkan: the Vulkan device here, plus vulkan:generic for\n"
+              "any other GPU; cpu: x86-64-v3, plus x86-64-v4 where this CPU has AVX-512;\n"
+              "metal) or these profiles, comma-separated;\n"
               "several of one api are variants, and a runtime runs the one its device fits:\n");
   for (const std::string &line : kiln::target_profiles())
     std::printf("  %s\n", line.c_str());

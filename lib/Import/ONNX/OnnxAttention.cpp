@@ -200,11 +200,17 @@ std::vector<Value> rotaryEmbedding(const NodeContext &ctx) {
   Tensor x1 = interleaved ? rotated.slice(3, 0, dim, 2) : rotated.slice(3, 0, half);
   Tensor x2 = interleaved ? rotated.slice(3, 1, dim, 2) : rotated.slice(3, half, dim);
   Tensor real = c * x1 - sn * x2, imag = sn * x1 + c * x2;
-  Tensor y = interleaved ? concat({unsqueeze(real, 4), unsqueeze(imag, 4)}, 4)
-                               .reshape({s[0], s[1], s[2], dim})
-                         : concat({real, imag}, 3);
+  // One concat of every part: a concat of concats fuses into kernels whose
+  // size grows with the nesting.
+  std::vector<Tensor> parts;
+  if (interleaved)
+    parts.push_back(concat({unsqueeze(real, 4), unsqueeze(imag, 4)}, 4)
+                        .reshape({s[0], s[1], s[2], dim}));
+  else
+    parts = {real, imag};
   if (dim < s[3])
-    y = concat({y, x.slice(3, dim, s[3])}, 3);
+    parts.push_back(x.slice(3, dim, s[3]));
+  Tensor y = parts.size() == 1 ? parts[0] : concat(parts, 3);
   y = original.size() == 3 ? y.reshape(original) : y.permute({0, 2, 1, 3});
   return single(y);
 }
