@@ -14,7 +14,8 @@ or not, where random weights would not: vit_b_16 has 330 MiB of them.
 
 For each NAME it writes NAME.onnx (weights inside the file), NAME_<input>.npy
 for every input and NAME_y.npy, PyTorch's output on the CPU (float32 on
-disk for f16/bf16 models, whose output it rounds from). An f16 or bf16 copy
+disk for f16/bf16 models, whose output it rounds from; a bf16 input is saved
+as its bits, uint16, as kiln-run reads it). An f16 or bf16 copy
 (NAME ending in _f16 or _bf16) also writes NAME_y32.npy: the f32 model's
 output on the same inputs, so a compare can allow what PyTorch's own half
 precision run differs by.
@@ -124,7 +125,10 @@ def export(out, name):
     if os.path.exists(path + ".onnx.data"):
         os.remove(path + ".onnx.data")
     for k, v in inputs.items():
-        np.save(f"{path}_{k}.npy", v.float().numpy() if v.dtype == torch.bfloat16 else v.numpy())
+        # numpy has no bfloat16: a bf16 input is saved as its bits (uint16),
+        # as kiln-run reads and writes bf16.
+        np.save(f"{path}_{k}.npy", v.view(torch.int16).numpy().view(np.uint16)
+                if v.dtype == torch.bfloat16 else v.numpy())
     np.save(path + "_y.npy", run(model, inputs))
     try:  # the export itself, checked by ONNX Runtime where it is installed
         import onnxruntime as ort
