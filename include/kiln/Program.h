@@ -58,7 +58,7 @@ struct CompileOptions {
   /// this CPU lacks is written but cannot run here. "portable" also puts
   /// vulkan:generic beside a plain "vulkan" target (the Vulkan device
   /// here), so the file runs on any Vulkan GPU, unless the targets name a
-  /// Vulkan profile themselves.
+  /// Vulkan profile themselves or KILN_GPU_LIMITS describes the GPU.
   std::string cpu_isa = "host";
 };
 

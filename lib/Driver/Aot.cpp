@@ -122,6 +122,8 @@ bool hostHasX86_64_v4() {
 /// gets from CompileOptions::cpu_isa is its own.
 std::vector<Target> targetSpecs(const std::vector<std::string> &targets,
                                 const CompileOptions &options) {
+  // KILN_GPU_LIMITS describes the GPU compiled for: a plain vulkan is that.
+  bool gpuPinned = !session().options.gpuTargetEdits.empty();
   std::vector<Target> specs;
   // Whether the list names a Vulkan profile itself (then a plain vulkan is
   // the device here alone).
@@ -151,7 +153,7 @@ std::vector<Target> targetSpecs(const std::vector<std::string> &targets,
         entries.front().profile = "x86-64-v4";
       }
     } else if (spec.api == TargetApi::vulkan && spec.profile.empty() &&
-               options.cpu_isa == "portable" && !vulkanProfiles) {
+               options.cpu_isa == "portable" && !vulkanProfiles && !gpuPinned) {
       // Portable as the cpu target is: the device here, and beside it the
       // generic profile that any Vulkan 1.1 GPU runs (the runtime picks
       // the first whose assumptions its device meets).

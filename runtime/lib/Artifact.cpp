@@ -639,9 +639,9 @@ StatusOr<size_t> kiln::rt::checkSeal(const uint8_t *data, size_t size, const std
                              "copied or downloaded";
   if (size < kSealBytes || std::memcmp(data + size - 8, kSealMagic, 8) != 0)
     return Status::invalidArgument(
-        what + ": the file is truncated, damaged, or older than format " +
-        std::to_string(Artifact::kVersionMajor) + "." + std::to_string(Artifact::kVersionMinor) +
-        " (its SHA-256 seal is missing from the end)" + advice);
+        what + ": the file is truncated, damaged, or older than format 0.4, which added the seal "
+               "(its SHA-256 seal is missing from the end)" +
+        advice);
   uint64_t body = 0;
   for (int i = 0; i < 8; ++i)
     body |= uint64_t(data[size - 16 + i]) << (8 * i);

@@ -18,7 +18,7 @@ func.func @graph() -> tensor<4x8xf32> {
 }
 // GOOD: cpu code:
 // FLIPPED: kiln-run: {{.*}}flipped.kiln: the file is damaged: its SHA-256 is {{[0-9a-f]+}}, not the one it was sealed with: compile the model again
-// CUT: kiln-run: {{.*}}cut.kiln: the file is truncated, damaged, or older than format 0.4 (its SHA-256 seal is missing from the end)
+// CUT: kiln-run: {{.*}}cut.kiln: the file is truncated, damaged, or older than format 0.4, which added the seal (its SHA-256 seal is missing from the end)
 // HELP: kiln-run: runs a .kiln file with the Kiln runtime alone
 // HELP: usage: kiln-run model.kiln
 // NAME: kiln-run: the model has no output 'y'; its outputs are: output0
