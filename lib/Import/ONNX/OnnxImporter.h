@@ -38,6 +38,10 @@ struct Value {
   /// `tensor` holds data known at import (an initializer or a Constant),
   /// which an attribute-like input (Pad's value) may read.
   bool constant = false;
+  /// For an integer tensor computed at run time: the values it can hold,
+  /// low <= v <= high, where the importer can prove them (a cast of a
+  /// boolean, an arg-reduction's index, arithmetic on such values).
+  std::optional<std::pair<int64_t, int64_t>> bounds;
 
   static Value of(Tensor t) {
     Value v;
@@ -48,6 +52,11 @@ struct Value {
   static Value ofConstant(Tensor t) {
     Value v = of(std::move(t));
     v.constant = true;
+    return v;
+  }
+  static Value ofBounded(Tensor t, int64_t low, int64_t high) {
+    Value v = of(std::move(t));
+    v.bounds = {low, high};
     return v;
   }
   static Value ofInts(std::vector<int64_t> ints, Shape shape) {

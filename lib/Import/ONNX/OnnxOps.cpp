@@ -16,6 +16,7 @@
 #include "dialects/Kiln/WindowRules.h"
 #include "lib/Frontend/OpRecording.h"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <limits>
@@ -52,11 +53,57 @@ Converter unary(Tensor (*fn)(const Tensor &, std::source_location),
   };
 }
 
+/// The values `v` can hold, where known: integers known at import, a
+/// boolean (0 or 1), or a bounded integer tensor.
+std::optional<std::pair<int64_t, int64_t>> valueBounds(const Value &v) {
+  if (v.ints && !v.ints->empty()) {
+    auto [low, high] = std::minmax_element(v.ints->begin(), v.ints->end());
+    return std::pair<int64_t, int64_t>{*low, *high};
+  }
+  if (v.tensor && v.tensor->dtype() == DType::boolean)
+    return std::pair<int64_t, int64_t>{0, 1};
+  return v.bounds;
+}
+
+/// Integer arithmetic at run time. Kiln computes ONNX's integers as i32
+/// through f32, which is exact below 2^24: the result's values must be
+/// provably inside that (each operand's bounds, `fold` at their corners:
+/// Add, Sub and Mul are monotone in each operand), else it is an error.
+Values integerArithmetic(const NodeContext &ctx,
+                         Tensor (*fn)(const Tensor &, const Tensor &, std::source_location),
+                         int64_t (*fold)(int64_t, int64_t)) {
+  constexpr int64_t kExact = int64_t(1) << 24;
+  auto a = valueBounds(ctx.input(0)), b = valueBounds(ctx.input(1));
+  if (!a || !b)
+    ctx.fail("integer arithmetic at run time on values Kiln cannot bound (input " +
+                 std::to_string(a ? 1 : 0) + " comes from an integer model input or a cast from "
+                 "float)",
+             "Kiln computes ONNX's integers as int32 through f32, exact below 2^24, so it converts "
+             "integer Add, Sub and Mul only where it can prove their values fit; compute it in "
+             "float in the model, or export with the value known");
+  int64_t low = INT64_MAX, high = INT64_MIN;
+  for (int64_t x : {a->first, a->second})
+    for (int64_t y : {b->first, b->second}) {
+      int64_t v = fold(x, y);
+      low = std::min(low, v);
+      high = std::max(high, v);
+    }
+  if (low <= -kExact || high >= kExact)
+    ctx.fail("integer arithmetic at run time whose values may reach " +
+                 std::to_string(low <= -kExact ? low : high) +
+                 ", past the 2^24 that Kiln's int32-through-f32 integers hold exactly",
+             "compute it in float in the model");
+  auto wide = [](const Tensor &t) { return t.dtype() == DType::f32 ? t : t.to(DType::f32); };
+  Tensor y = fn(wide(ctx.tensor(0)), wide(ctx.tensor(1)), std::source_location::current());
+  return {Value::ofBounded(y.to(DType::i32), low, high)};
+}
+
 /// Elementwise on two inputs; on integers known at import (shape
-/// arithmetic) it folds, with numpy broadcasting of a scalar.
+/// arithmetic) it folds, with numpy broadcasting of a scalar. With
+/// `integers`, integer tensors at run time go through integerArithmetic.
 Converter binary(Tensor (*fn)(const Tensor &, const Tensor &, std::source_location),
-                 int64_t (*fold)(int64_t, int64_t)) {
-  return [fn, fold](const NodeContext &ctx) -> Values {
+                 int64_t (*fold)(int64_t, int64_t), bool integers = false) {
+  return [fn, fold, integers](const NodeContext &ctx) -> Values {
     const Value &a = ctx.input(0), &b = ctx.input(1);
     if (fold && a.ints && b.ints && (a.ints->size() == b.ints->size() || a.ints->size() == 1 ||
                                      b.ints->size() == 1)) {
@@ -66,6 +113,14 @@ Converter binary(Tensor (*fn)(const Tensor &, const Tensor &, std::source_locati
         out[i] = fold((*a.ints)[a.ints->size() == 1 ? 0 : i], (*b.ints)[b.ints->size() == 1 ? 0 : i]);
       return {Value::ofInts(std::move(out), a.ints->size() >= b.ints->size() ? a.shape : b.shape)};
     }
+    bool runTimeInts = (a.tensor && a.tensor->dtype() == DType::i32) ||
+                       (b.tensor && b.tensor->dtype() == DType::i32);
+    if (runTimeInts && integers && fold)
+      return integerArithmetic(ctx, fn, fold);
+    if (runTimeInts)
+      ctx.fail("integer " + ctx.node.op_type() + " at run time is not converted",
+               "Kiln converts integer Add, Sub and Mul at run time, where their values provably "
+               "fit; compute it in float in the model");
     Tensor x = ctx.tensor(0), other = ctx.tensorAs(1, x);
     if (a.constant)
       x = ctx.tensorAs(0, other);
@@ -679,7 +734,15 @@ Values cast(const NodeContext &ctx) {
         Tensor::from(std::vector<float>(x.ints->begin(), x.ints->end()), x.shape, *dtype))};
   }
   Tensor t = *x.tensor;
-  return one(t.dtype() == *dtype ? t : t.to(*dtype));
+  Values out = one(t.dtype() == *dtype ? t : t.to(*dtype));
+  // Integers keep what is known of their values: a boolean is 0 or 1.
+  if (*dtype == DType::i32) {
+    if (t.dtype() == DType::boolean)
+      out[0].bounds = std::pair<int64_t, int64_t>{0, 1};
+    else if (t.dtype() == DType::i32)
+      out[0].bounds = x.bounds;
+  }
+  return out;
 }
 
 Values slice(const NodeContext &ctx) {
@@ -987,7 +1050,7 @@ const ConverterTable &onnx_import::converters() {
   static const ConverterTable table = [] {
   ConverterTable table = {
       {"Abs", unary(abs, [](int64_t v) { return v < 0 ? -v : v; })},
-      {"Add", binary(add, [](int64_t a, int64_t b) { return a + b; })},
+      {"Add", binary(add, [](int64_t a, int64_t b) { return a + b; }, true)},
       {"AveragePool", [](const NodeContext &c) { return pool(c, false); }},
       {"BatchNormalization", batchNorm},
       {"Cast", cast},
@@ -1042,7 +1105,7 @@ const ConverterTable &onnx_import::converters() {
       {"Max", variadic(maximum)},
       {"MaxPool", [](const NodeContext &c) { return pool(c, true); }},
       {"Min", variadic(minimum)},
-      {"Mul", binary(mul, [](int64_t a, int64_t b) { return a * b; })},
+      {"Mul", binary(mul, [](int64_t a, int64_t b) { return a * b; }, true)},
       {"Neg", unary(neg, [](int64_t v) { return -v; })},
       {"Not", logicalNot},
       {"Pad", padOp},
@@ -1079,7 +1142,7 @@ const ConverterTable &onnx_import::converters() {
       {"Split", split},
       {"Sqrt", unary(sqrt)},
       {"Squeeze", squeeze},
-      {"Sub", binary(sub, [](int64_t a, int64_t b) { return a - b; })},
+      {"Sub", binary(sub, [](int64_t a, int64_t b) { return a - b; }, true)},
       {"Tanh", unary(tanh)},
       {"Transpose", transpose},
       {"Unsqueeze", unsqueeze},

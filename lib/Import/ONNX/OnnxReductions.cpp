@@ -52,8 +52,9 @@ std::vector<Value> argReduce(const NodeContext &ctx, bool isMax) {
   Tensor x = ctx.tensor(0);
   int64_t axis = normalizeAxis(ctx, ctx.attrInt("axis", 0), int64_t(x.shape().size()));
   bool keep = ctx.attrInt("keepdims", 1) != 0;
+  int64_t last = x.shape()[size_t(axis)] - 1; // an index: 0 <= v <= last
   if (!ctx.attrInt("select_last_index", 0))
-    return single(isMax ? argmax(x, axis, keep) : argmin(x, axis, keep));
+    return {Value::ofBounded(isMax ? argmax(x, axis, keep) : argmin(x, axis, keep), 0, last)};
   // The last of equal values: the first in the reversed axis, counted back.
   int64_t n = x.shape()[size_t(axis)];
   std::vector<int64_t> reversed(static_cast<size_t>(n));
@@ -61,7 +62,8 @@ std::vector<Value> argReduce(const NodeContext &ctx, bool isMax) {
     reversed[size_t(i)] = n - 1 - i;
   Tensor flipped = index_select(x, axis, reversed);
   Tensor at = isMax ? argmax(flipped, axis, keep) : argmin(flipped, axis, keep);
-  return single((Tensor::scalar(float(n - 1)) - at.to(DType::f32)).to(DType::i32));
+  return {Value::ofBounded((Tensor::scalar(float(n - 1)) - at.to(DType::f32)).to(DType::i32), 0,
+                           last)};
 }
 
 /// `x` with `axis` moved last, and the order that moves it back.

@@ -143,6 +143,57 @@ TEST_P(OnnxOpsets, TokenIdsOutsideTheTableAreAnError) {
   }
 }
 
+// Integer arithmetic at run time where its values provably fit Kiln's
+// int32-through-f32 integers (an ArgMax's index, times 3, plus 100), and an
+// error where they may not: ids from an input (no known bound), or a
+// product that may reach past 2^24.
+TEST_P(OnnxOpsets, IntegerArithmeticWhereItProvablyFits) {
+  ModelBuilder mb(20);
+  mb.input("x", {2, 5});
+  onnx::NodeProto *arg = mb.node("ArgMax", {"x"}, {"at"});
+  ModelBuilder::attr(arg, "axis", int64_t(1));
+  ModelBuilder::attr(arg, "keepdims", int64_t(0));
+  mb.ints("three", {}, {3});
+  mb.ints("hundred", {}, {100});
+  mb.node("Mul", {"at", "three"}, {"scaled"});
+  mb.node("Add", {"scaled", "hundred"}, {"moved"});
+  ModelBuilder::attr(mb.node("Cast", {"moved"}, {"y"}), "to", int64_t(onnx::TensorProto::FLOAT));
+  mb.output("y");
+  std::vector<Tensor> y = importAndRun(
+      mb.bytes(),
+      {Tensor::from({0, 1, 9, 2, 3, 7, 1, 0, 2, 5}, {2, 5}, *device)}, *device);
+  EXPECT_EQ(y[0].to_vector<float>(), (std::vector<float>{106, 100}));
+
+  auto importError = [](const std::string &bytes) {
+    try {
+      import_onnx_bytes(bytes, "model.onnx");
+    } catch (const Error &e) {
+      return std::string(e.what());
+    }
+    return std::string("imported");
+  };
+  ModelBuilder ids(20);
+  ids.input("ids", {3}, onnx::TensorProto::INT64);
+  ids.ints("one", {}, {1});
+  ids.node("Add", {"ids", "one"}, {"next"}, "shift");
+  ids.output("next");
+  std::string what = importError(ids.bytes());
+  EXPECT_NE(what.find("node 'shift' (Add, node 0): integer arithmetic at run time on values Kiln "
+                      "cannot bound"),
+            std::string::npos)
+      << what;
+  ModelBuilder big(20);
+  big.input("x", {2, 5});
+  onnx::NodeProto *bigArg = big.node("ArgMax", {"x"}, {"at"});
+  ModelBuilder::attr(bigArg, "axis", int64_t(1));
+  ModelBuilder::attr(bigArg, "keepdims", int64_t(0));
+  big.ints("huge", {}, {10000000});
+  big.node("Mul", {"at", "huge"}, {"y"});
+  big.output("y");
+  what = importError(big.bytes());
+  EXPECT_NE(what.find("may reach 40000000, past the 2^24"), std::string::npos) << what;
+}
+
 // An f16 model: f16 weights, an f32 input cast to f16 and the result cast
 // back; the f16 product is rounded to f16 as PyTorch's is.
 TEST_P(OnnxOpsets, HalfPrecisionWeightsAndCasts) {
