@@ -161,22 +161,27 @@ std::vector<Value> attention(const NodeContext &ctx) {
 std::vector<Value> rotaryEmbedding(const NodeContext &ctx) {
   Tensor x = ctx.tensor(0), cosCache = ctx.tensorAs(1, x), sinCache = ctx.tensorAs(2, x);
   Shape original = x.shape();
-  if (original.size() == 4) {
-    x = x.permute({0, 2, 1, 3}); // [B, S, H, D]
-  } else if (original.size() == 3) {
+  // Rotated in place along the last axis: [B, H, S, D] as it is, [B, S,
+  // hidden] as [B, S, H, D]; the caches' rows ([B, S, D / 2]) broadcast
+  // over the heads. (No transposes: views stacked on views make kernels
+  // whose index arithmetic grows with every one.)
+  int64_t headAxis = 1;
+  if (original.size() == 3) {
     int64_t heads = ctx.attrInt("num_heads", 0);
     if (heads < 1 || original[2] % heads)
       ctx.fail("a rank-3 input needs num_heads dividing its hidden size");
     x = x.reshape({original[0], original[1], heads, original[2] / heads});
-  } else {
+    headAxis = 2;
+  } else if (original.size() != 4) {
     ctx.fail("the input must be rank 3 or 4");
   }
-  const Shape s = x.shape(); // [B, S, H, D]
+  const Shape s = x.shape();
+  int64_t batch = s[0], seq = s[headAxis == 1 ? 2 : 1], width = s[3];
   int64_t dim = ctx.attrInt("rotary_embedding_dim", 0);
-  dim = dim == 0 ? s[3] : dim;
-  if (dim % 2 || dim > s[3])
+  dim = dim == 0 ? width : dim;
+  if (dim % 2 || dim > width)
     ctx.fail("rotary_embedding_dim " + std::to_string(dim) + " must be even and at most " +
-             std::to_string(s[3]));
+             std::to_string(width));
   int64_t half = dim / 2;
   if (ctx.has(3)) {
     // Rows of the caches at each position.
@@ -188,17 +193,16 @@ std::vector<Value> rotaryEmbedding(const NodeContext &ctx) {
       at = at.reshape({at.numel()});
       return index_select(cache, 0, at);
     };
-    cosCache = rows(cosCache).reshape({s[0], s[1], half});
-    sinCache = rows(sinCache).reshape({s[0], s[1], half});
+    cosCache = rows(cosCache).reshape({batch, seq, half});
+    sinCache = rows(sinCache).reshape({batch, seq, half});
   }
   if (cosCache.shape().back() != half || sinCache.shape().back() != half)
     ctx.fail("the caches' last dimension must be rotary_embedding_dim / 2 = " +
              std::to_string(half));
-  Tensor c = unsqueeze(cosCache, 2), sn = unsqueeze(sinCache, 2);
-  Tensor rotated = x.slice(3, 0, dim);
+  Tensor c = unsqueeze(cosCache, headAxis), sn = unsqueeze(sinCache, headAxis);
   bool interleaved = ctx.attrInt("interleaved", 0) != 0;
-  Tensor x1 = interleaved ? rotated.slice(3, 0, dim, 2) : rotated.slice(3, 0, half);
-  Tensor x2 = interleaved ? rotated.slice(3, 1, dim, 2) : rotated.slice(3, half, dim);
+  Tensor x1 = interleaved ? x.slice(3, 0, dim, 2) : x.slice(3, 0, half);
+  Tensor x2 = interleaved ? x.slice(3, 1, dim, 2) : x.slice(3, half, dim);
   Tensor real = c * x1 - sn * x2, imag = sn * x1 + c * x2;
   // One concat of every part: a concat of concats fuses into kernels whose
   // size grows with the nesting.
@@ -208,11 +212,10 @@ std::vector<Value> rotaryEmbedding(const NodeContext &ctx) {
                         .reshape({s[0], s[1], s[2], dim}));
   else
     parts = {real, imag};
-  if (dim < s[3])
-    parts.push_back(x.slice(3, dim, s[3]));
+  if (dim < width)
+    parts.push_back(x.slice(3, dim, width));
   Tensor y = parts.size() == 1 ? parts[0] : concat(parts, 3);
-  y = original.size() == 3 ? y.reshape(original) : y.permute({0, 2, 1, 3});
-  return single(y);
+  return single(original.size() == 3 ? y.reshape(original) : y);
 }
 } // namespace
 

@@ -187,6 +187,31 @@ TEST_P(OnnxAttention, RotaryEmbeddingHalvesAndInterleaved) {
           want[b] = sv * x[a] + cv * x[b];
         }
     expectNear(y[0].to_vector<float>(), want, 1e-6f);
+
+    // The same rotation of [B, S, H * D] with num_heads: the input and the
+    // result are the [B, H, S, D] ones with heads and positions swapped.
+    ModelBuilder flat(23);
+    flat.input("x", {1, S, H * D});
+    flat.weights("cos", {rows, R / 2}, c);
+    flat.weights("sin", {rows, R / 2}, sn);
+    flat.ints("pos", {1, S}, {2, 0, 1});
+    onnx::NodeProto *f = flat.node("RotaryEmbedding", {"x", "cos", "sin", "pos"}, {"y"});
+    ModelBuilder::attr(f, "rotary_embedding_dim", R);
+    ModelBuilder::attr(f, "interleaved", interleaved);
+    ModelBuilder::attr(f, "num_heads", H);
+    flat.output("y");
+    auto swapped = [&](const std::vector<float> &v) { // [H, S, D] <-> [S, H, D]
+      std::vector<float> out(v.size());
+      for (int64_t h = 0; h < H; ++h)
+        for (int64_t p = 0; p < S; ++p)
+          for (int64_t d = 0; d < D; ++d)
+            out[size_t((p * H + h) * D + d)] = v[size_t((h * S + p) * D + d)];
+      return out;
+    };
+    std::vector<Tensor> y3 =
+        importAndRun(flat.bytes(), {Tensor::from(swapped(x), {1, S, H * D}, *device)}, *device);
+    EXPECT_EQ(y3[0].shape(), (Shape{1, S, H * D}));
+    expectNear(y3[0].to_vector<float>(), swapped(want), 1e-6f);
   }
 }
 } // namespace
