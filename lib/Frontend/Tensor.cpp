@@ -908,11 +908,22 @@ Tensor kiln::index_select(const Tensor &x, int64_t dim, const Tensor &indices,
 
 bool kiln::detail::restrictValues(const Tensor &t, int64_t low, int64_t high,
                                   const std::string &use, std::source_location loc) {
-  // Back to the tensor the values come from, through ops that keep them.
+  // Back to the tensor the values come from, through ops that keep every
+  // element and its value: not a slice (the rest of the input may index
+  // nothing), and casts only between i32 and f32 (whole below 2^24; the
+  // source must be an i32 input), not through bool.
+  auto wholeNumbers = [](DType d) { return d == DType::i32 || d == DType::f32; };
+  auto keepsValues = [&](const Node &n) {
+    if (n.operands.size() != 1)
+      return false;
+    if (n.kind == OpKind::View)
+      return n.op == "reshape" || n.op == "transpose" || n.op == "broadcast_to";
+    if (n.kind == OpKind::Unary && n.op == "cast")
+      return wholeNumbers(n.dtype) && wholeNumbers(n.operands[0]->dtype);
+    return n.kind == OpKind::Transfer;
+  };
   std::shared_ptr<Node> node = t.node();
-  while (node && node->operands.size() == 1 &&
-         (node->kind == OpKind::View || node->kind == OpKind::Transfer ||
-          (node->kind == OpKind::Unary && node->op == "cast")))
+  while (node && keepsValues(*node))
     node = node->operands[0];
   if (!node || node->kind != OpKind::Input || node->dtype != DType::i32)
     return false;

@@ -11,6 +11,7 @@
 
 #include "kiln/Errors.h"
 #include "kiln/Tensor.h"
+#include "lib/Frontend/OpRecording.h"
 
 #include <onnx/onnx_pb.h>
 
@@ -166,11 +167,11 @@ std::optional<DType> computedDType(int64_t type);
 /// overflowing product included).
 int64_t checkedElements(const Shape &shape, const std::string &what);
 
-/// A scalar constant of `like`'s dtype, as ONNX's attribute constants
-/// (alpha, epsilon) are: an f16 model's HardSigmoid stays f16.
+/// A scalar constant in `like`'s float type, as ONNX's attribute constants
+/// (alpha, epsilon) are: an f16 model's HardSigmoid stays f16. The Tensor
+/// API's own literal (a splat, not a weight).
 inline Tensor scalarLike(const Tensor &like, float value) {
-  return like.dtype() == DType::f32 ? Tensor::scalar(value)
-                                    : Tensor::from({value}, {}, like.dtype());
+  return detail::scalarLike(value, like, std::source_location::current());
 }
 
 /// `axis` of a rank-`rank` value, negative counting from the end.

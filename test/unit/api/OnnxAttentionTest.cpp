@@ -10,18 +10,11 @@
 #include <cmath>
 
 using namespace kiln;
+using kiln::test::importAndRun;
 using kiln::test::ModelBuilder;
 
 namespace {
 class OnnxAttention : public kiln::test::OnEveryDevice {};
-
-std::vector<Tensor> importAndRun(const std::string &bytes, const std::vector<Tensor> &inputs,
-                                 const Device &device) {
-  OnnxModel m = import_onnx_bytes(bytes, "model.onnx");
-  CompileOptions options;
-  options.targets = {device.api() == "cpu" ? "cpu" : "vulkan"};
-  return compile(m.outputs, m.inputs, options).run(inputs);
-}
 
 std::vector<float> ramp(size_t n, float scale, int period) {
   std::vector<float> v(n);

@@ -7,6 +7,8 @@
 #ifndef KILN_TEST_UNIT_API_ONNXMODELBUILDER_H
 #define KILN_TEST_UNIT_API_ONNXMODELBUILDER_H
 
+#include "kiln/Import.h"
+#include "kiln/Program.h"
 #include "kiln/Tensor.h"
 
 #include <onnx/onnx_pb.h>
@@ -106,6 +108,15 @@ private:
   onnx::ModelProto model_;
   onnx::GraphProto *graph_;
 };
+
+/// Imports `bytes`, compiles it for `device`'s api and runs it on `inputs`.
+inline std::vector<Tensor> importAndRun(const std::string &bytes,
+                                        const std::vector<Tensor> &inputs, const Device &device) {
+  OnnxModel m = import_onnx_bytes(bytes, "model.onnx");
+  CompileOptions options;
+  options.targets = {device.api() == "cpu" ? "cpu" : "vulkan"};
+  return compile(m.outputs, m.inputs, options).run(inputs);
+}
 
 } // namespace kiln::test
 

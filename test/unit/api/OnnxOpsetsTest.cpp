@@ -11,19 +11,11 @@
 #include <cmath>
 
 using namespace kiln;
+using kiln::test::importAndRun;
 using kiln::test::ModelBuilder;
 
 namespace {
 class OnnxOpsets : public kiln::test::OnEveryDevice {};
-
-/// Imports `bytes`, compiles it for `device` and runs it on `inputs`.
-std::vector<Tensor> importAndRun(const std::string &bytes, const std::vector<Tensor> &inputs,
-                                 const Device &device) {
-  OnnxModel m = import_onnx_bytes(bytes, "model.onnx");
-  CompileOptions options;
-  options.targets = {device.api() == "cpu" ? "cpu" : "vulkan"};
-  return compile(m.outputs, m.inputs, options).run(inputs);
-}
 
 // ReduceMean-18 takes its axes as an input; Split-18 splits into
 // num_outputs parts of ceil(size / n); Pad-18 pads the axes it names, and
@@ -148,11 +140,15 @@ TEST_P(OnnxOpsets, TokenIdsOutsideTheTableAreAnError) {
 // error where they may not: ids from an input (no known bound), or a
 // product that may reach past 2^24.
 TEST_P(OnnxOpsets, IntegerArithmeticWhereItProvablyFits) {
+  // "at": the index of each row's largest of x [2, 5], so 0 <= at <= 4.
+  auto argMaxOfRows = [](ModelBuilder &m) {
+    m.input("x", {2, 5});
+    onnx::NodeProto *arg = m.node("ArgMax", {"x"}, {"at"});
+    ModelBuilder::attr(arg, "axis", int64_t(1));
+    ModelBuilder::attr(arg, "keepdims", int64_t(0));
+  };
   ModelBuilder mb(20);
-  mb.input("x", {2, 5});
-  onnx::NodeProto *arg = mb.node("ArgMax", {"x"}, {"at"});
-  ModelBuilder::attr(arg, "axis", int64_t(1));
-  ModelBuilder::attr(arg, "keepdims", int64_t(0));
+  argMaxOfRows(mb);
   mb.ints("three", {}, {3});
   mb.ints("hundred", {}, {100});
   mb.node("Mul", {"at", "three"}, {"scaled"});
@@ -183,10 +179,7 @@ TEST_P(OnnxOpsets, IntegerArithmeticWhereItProvablyFits) {
             std::string::npos)
       << what;
   ModelBuilder big(20);
-  big.input("x", {2, 5});
-  onnx::NodeProto *bigArg = big.node("ArgMax", {"x"}, {"at"});
-  ModelBuilder::attr(bigArg, "axis", int64_t(1));
-  ModelBuilder::attr(bigArg, "keepdims", int64_t(0));
+  argMaxOfRows(big);
   big.ints("huge", {}, {10000000});
   big.node("Mul", {"at", "huge"}, {"y"});
   big.output("y");

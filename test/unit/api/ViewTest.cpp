@@ -234,6 +234,10 @@ TEST_P(ViewOnEveryDevice, IndexSelect) {
               std::string::npos)
         << e.what();
   }
+  // Only the elements that index are checked: a slice of the data leaves
+  // the rest (99) alone.
+  Tensor some = Tensor::from(std::vector<int32_t>{4, 1, 99}, {3}, *device).slice(0, 0, 2);
+  EXPECT_EQ(index_select(x, 0, some).shape(), (Shape{2, 7}));
 }
 
 KILN_ON_EVERY_DEVICE(ViewOnEveryDevice);
