@@ -47,14 +47,10 @@ struct Row {
 };
 
 /// Why a case is outside what the importer claims (run nowhere, counted as
-/// skipped with this reason), or empty: opsets 11 to 17, tensors of f32
+/// skipped with this reason), or empty: tensors of f32, f16, bf16
 /// (and integers or booleans known at import), inference.
 std::string outsideTheClaim(const fs::path &dir, const onnx::ModelProto &model) {
   std::string name = dir.filename().string();
-  for (const onnx::OperatorSetIdProto &set : model.opset_import())
-    if ((set.domain().empty() || set.domain() == "ai.onnx") &&
-        (set.version() < 11 || set.version() > 28))
-      return "opset " + std::to_string(set.version()) + " (Kiln imports 11 to 28)";
   if (name.find("training") != std::string::npos)
     return "training mode (Kiln imports inference graphs)";
   auto typeProblem = [](const onnx::TypeProto &type) -> std::string {
@@ -64,13 +60,20 @@ std::string outsideTheClaim(const fs::path &dir, const onnx::ModelProto &model) 
     case onnx::TensorProto::FLOAT:
     case onnx::TensorProto::FLOAT16:
     case onnx::TensorProto::BFLOAT16:
+    case onnx::TensorProto::DOUBLE:
     case onnx::TensorProto::INT64:
     case onnx::TensorProto::INT32:
+    case onnx::TensorProto::INT16:
+    case onnx::TensorProto::INT8:
+    case onnx::TensorProto::UINT64:
+    case onnx::TensorProto::UINT32:
+    case onnx::TensorProto::UINT16:
+    case onnx::TensorProto::UINT8:
     case onnx::TensorProto::BOOL:
       return "";
     default:
       return "data type " + std::to_string(type.tensor_type().elem_type()) +
-             " (Kiln computes f32, f16, bf16, integers as int32, and bool)";
+             " (Kiln computes f32 (double demoted), f16, bf16, integers as int32, and bool)";
     }
   };
   for (const onnx::ValueInfoProto &info : model.graph().input())
@@ -154,6 +157,22 @@ std::vector<double> valuesOf(const onnx::TensorProto &t) {
     raw.empty() ? (void)std::copy(t.int32_data().begin(), t.int32_data().end(), out.begin())
                 : fromRaw(int8_t());
     break;
+  case onnx::TensorProto::INT16:
+    raw.empty() ? (void)std::copy(t.int32_data().begin(), t.int32_data().end(), out.begin())
+                : fromRaw(int16_t());
+    break;
+  case onnx::TensorProto::UINT16:
+    raw.empty() ? (void)std::copy(t.int32_data().begin(), t.int32_data().end(), out.begin())
+                : fromRaw(uint16_t());
+    break;
+  case onnx::TensorProto::UINT32:
+    raw.empty() ? (void)std::copy(t.uint64_data().begin(), t.uint64_data().end(), out.begin())
+                : fromRaw(uint32_t());
+    break;
+  case onnx::TensorProto::UINT64:
+    raw.empty() ? (void)std::copy(t.uint64_data().begin(), t.uint64_data().end(), out.begin())
+                : fromRaw(uint64_t());
+    break;
   case onnx::TensorProto::FLOAT16:
   case onnx::TensorProto::BFLOAT16: {
     bool f16 = t.data_type() == onnx::TensorProto::FLOAT16;
@@ -232,6 +251,7 @@ std::string runCase(const fs::path &dir, onnx::ModelProto model,
       throw kiln::Error("cannot read input " + std::to_string(index - 1));
     asDeclared(t, info);
     bool floating = t.data_type() == onnx::TensorProto::FLOAT ||
+                    t.data_type() == onnx::TensorProto::DOUBLE ||
                     t.data_type() == onnx::TensorProto::FLOAT16 ||
                     t.data_type() == onnx::TensorProto::BFLOAT16;
     if (floating && !shapeInputs.count(info.name())) {
@@ -369,6 +389,14 @@ int main(int argc, char **argv) {
       why = e.what();
     }
     std::string name = dir.filename().string();
+    // A node of an operator version older than any the importer reads
+    // (Slice-1 in an opset-9 model) is refused by design, with the fix.
+    if (size_t at = why.find("predates the"); at != std::string::npos) {
+      ++row.skipped;
+      size_t start = why.rfind(": ", at);
+      skips.push_back(name + ": " + why.substr(start + 2, why.find('\n', at) - start - 2));
+      continue;
+    }
     bool listed = known && known->count(name);
     if (why.empty()) {
       ++row.passed;

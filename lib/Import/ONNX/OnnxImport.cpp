@@ -15,6 +15,7 @@
 #include <google/protobuf/io/coded_stream.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -233,9 +234,11 @@ int64_t elementBytesOf(int type) {
   switch (type) {
   case onnx::TensorProto::DOUBLE:
   case onnx::TensorProto::INT64:
+  case onnx::TensorProto::UINT64:
     return 8;
   case onnx::TensorProto::FLOAT:
   case onnx::TensorProto::INT32:
+  case onnx::TensorProto::UINT32:
     return 4;
   case onnx::TensorProto::FLOAT16:
   case onnx::TensorProto::BFLOAT16:
@@ -255,6 +258,7 @@ int64_t elementBytesOf(int type) {
 std::optional<DType> onnx_import::computedDType(int64_t type) {
   switch (type) {
   case onnx::TensorProto::FLOAT:
+  case onnx::TensorProto::DOUBLE: // demoted, as IREE does by default
     return DType::f32;
   case onnx::TensorProto::FLOAT16:
     return DType::f16;
@@ -266,6 +270,8 @@ std::optional<DType> onnx_import::computedDType(int64_t type) {
   case onnx::TensorProto::INT8:
   case onnx::TensorProto::UINT16:
   case onnx::TensorProto::UINT8:
+  case onnx::TensorProto::UINT32:
+  case onnx::TensorProto::UINT64:
     return DType::i32;
   case onnx::TensorProto::BOOL:
     return DType::boolean;
@@ -330,6 +336,28 @@ Value onnx_import::valueOfTensorProto(const onnx::TensorProto &proto, const std:
     }
     return Value::ofInts(std::move(data), shape);
   }
+  case onnx::TensorProto::UINT32:
+  case onnx::TensorProto::UINT64: {
+    // (uint64_data holds one element per entry for both.)
+    size_t bytes = size_t(elementBytesOf(proto.data_type()));
+    sizeCheck(raw ? proto.raw_data().size() : size_t(proto.uint64_data_size()) * bytes, bytes);
+    std::vector<int64_t> data(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) {
+      uint64_t v = 0;
+      if (!raw)
+        v = proto.uint64_data(int(i));
+      else if (bytes == 4)
+        v = [&] { uint32_t w; std::memcpy(&w, proto.raw_data().data() + i * 4, 4); return w; }();
+      else
+        std::memcpy(&v, proto.raw_data().data() + i * 8, 8);
+      if (v > uint64_t(INT64_MAX))
+        throw Error(what + ": the uint64 value " + std::to_string(v) +
+                    " is larger than Kiln's integers hold (it computes integers as int32, "
+                    "int64 at import)");
+      data[size_t(i)] = int64_t(v);
+    }
+    return Value::ofInts(std::move(data), shape);
+  }
   case onnx::TensorProto::FLOAT16:
   case onnx::TensorProto::BFLOAT16: {
     // (int32_data holds one element's bits per entry.)
@@ -379,7 +407,7 @@ Value onnx_import::valueOfTensorProto(const onnx::TensorProto &proto, const std:
   default:
     throw Error(what + ": data type " + std::to_string(proto.data_type()) +
                 " is not supported (float, float16, bfloat16, double, int64, int32, int16, "
-                "int8, uint16, uint8 and bool are)");
+                "int8, uint64, uint32, uint16, uint8 and bool are)");
   }
 }
 
@@ -444,6 +472,7 @@ void requireConvertible(const onnx::GraphProto &graph, int64_t opset, const std:
   const std::map<std::string, Converter> &table = converters();
   std::string list;
   int count = 0;
+  bool outdated = false;
   for (int index = 0; index < graph.node_size(); ++index) {
     const onnx::NodeProto &node = graph.node(index);
     std::string why;
@@ -454,7 +483,11 @@ void requireConvertible(const onnx::GraphProto &graph, int64_t opset, const std:
       why = "not an operator of opset " + std::to_string(opset);
     else if (!table.count(node.op_type()))
       why = node.op_type() + "-" + std::to_string(version) + " is not converted";
-    else
+    else if (int64_t oldest = operatorVersion(node.op_type(), kOldestOpset); version < oldest) {
+      why = node.op_type() + "-" + std::to_string(version) + " predates the " +
+            node.op_type() + "-" + std::to_string(oldest) + " that Kiln reads";
+      outdated = true;
+    } else
       continue;
     ++count;
     if (count <= 50)
@@ -466,6 +499,10 @@ void requireConvertible(const onnx::GraphProto &graph, int64_t opset, const std:
     throw Error(name + ": " + std::to_string(count) + (count == 1 ? " node uses" : " nodes use") +
                 " an operator that Kiln's importer does not convert (opset " +
                 std::to_string(opset) + "):" + list +
+                (outdated ? "\nconvert the model to a newer opset with "
+                            "onnx.version_converter.convert_version(model, " +
+                                std::to_string(kOldestOpset) + ")"
+                          : "") +
                 "\nsee docs/onnx.md for the operators it takes");
 }
 
@@ -488,12 +525,12 @@ OnnxModel importModel(const onnx::ModelProto &model, const std::string &name,
   if (out.opset == 0)
     throw Error(name + ": the model imports no opset of the default ONNX domain; is it an ONNX "
                        "model?");
-  if (out.opset < kOldestOpset || out.opset > kNewestOpset)
-    throw Error(name + ": opset " + std::to_string(out.opset) + " is outside the " +
-                std::to_string(kOldestOpset) + " to " + std::to_string(kNewestOpset) +
-                " (ONNX 1.23's newest) that Kiln imports; convert it with "
+  if (out.opset > kNewestOpset)
+    throw Error(name + ": opset " + std::to_string(out.opset) + " is newer than " +
+                std::to_string(kNewestOpset) +
+                " (ONNX 1.23's newest), the newest that Kiln imports; convert it with "
                 "onnx.version_converter.convert_version(model, " +
-                std::to_string(out.opset < kOldestOpset ? kOldestOpset : kNewestOpset) + ")");
+                std::to_string(kNewestOpset) + ")");
   const onnx::GraphProto &graph = model.graph();
   requireConvertible(graph, out.opset, name);
   std::map<std::string, Value> values;

@@ -23,7 +23,10 @@
 
 namespace kiln::onnx_import {
 
-/// The opsets of the default domain Kiln imports: 11 to ONNX 1.23's newest.
+/// The converters read each operator from the version that opset 11 means
+/// on (`kOldestOpset`): a model of an older opset imports where every node's
+/// version is that one (And-7, Elu-6 and Not-1 are unchanged since), and a
+/// node of an older version is refused. `kNewestOpset` is ONNX 1.23's newest.
 constexpr int64_t kOldestOpset = 11, kNewestOpset = 28;
 
 /// The version of operator `op` that opset `opset` means (the newest whose
