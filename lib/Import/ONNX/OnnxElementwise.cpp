@@ -2,8 +2,9 @@
 //
 // Activations written with the Tensor API's elementwise ops (Elu, Selu,
 // Celu, Softplus, Softsign, ThresholdedRelu, PRelu, Shrink, Mish), Sin,
-// Cos, Tan, the hyperbolic functions, Floor, Ceil, Round and Mod, the
-// boolean operators (And, Or, Xor), IsNaN, IsInf, Sign, the variadic Sum and
+// Cos, Tan, Atan, Asin, Acos, the hyperbolic functions, Floor, Ceil, Round and Mod, the
+// boolean operators (And, Or, Xor), the bit operators on integers known at
+// import, IsNaN, IsInf, Sign, the variadic Sum and
 // Mean, and CastLike. Each computes in its input's floating dtype; booleans
 // are compared as 0 and 1.
 //
@@ -40,6 +41,66 @@ Converter logic(int64_t (*fold)(int64_t, int64_t), Tensor (*make)(const Tensor &
     }
     return single(make(ctx.tensor(0).to(DType::f32), ctx.tensor(1).to(DType::f32)));
   };
+}
+
+/// `v` wrapped to ONNX integer type `type` where it is an unsigned one
+/// (the bit operators' results: ~5 of a uint8 is 250).
+int64_t wrapped(int64_t v, int type) {
+  switch (type) {
+  case onnx::TensorProto::UINT8:
+    return v & 0xff;
+  case onnx::TensorProto::UINT16:
+    return v & 0xffff;
+  case onnx::TensorProto::UINT32:
+    return v & 0xffffffff;
+  default:
+    return v;
+  }
+}
+
+/// A bit operator (BitwiseAnd/Or/Xor, BitShift) on integers known at
+/// import, with a scalar broadcast; Kiln's run-time integers are int32
+/// through f32, which has no bits to operate on, so a computed operand is
+/// an error.
+Converter bits(int64_t (*fold)(int64_t, int64_t, const NodeContext &)) {
+  return [fold](const NodeContext &ctx) -> std::vector<Value> {
+    const Value &a = ctx.input(0), &b = ctx.input(1);
+    if (!a.ints || !b.ints)
+      ctx.fail("a bit operation on values computed at run time",
+               "Kiln folds " + ctx.node.op_type() +
+                   " where both operands are known at import (constants, shape arithmetic)");
+    if (a.ints->size() != b.ints->size() && a.ints->size() != 1 && b.ints->size() != 1)
+      ctx.fail("operands of " + std::to_string(a.ints->size()) + " and " +
+               std::to_string(b.ints->size()) + " elements (a scalar or equal shapes fold)");
+    size_t n = std::max(a.ints->size(), b.ints->size());
+    std::vector<int64_t> out(n);
+    for (size_t i = 0; i < n; ++i)
+      out[i] = wrapped(fold((*a.ints)[a.ints->size() == 1 ? 0 : i],
+                            (*b.ints)[b.ints->size() == 1 ? 0 : i], ctx),
+                       a.elemType);
+    Value v = Value::ofInts(std::move(out), a.ints->size() >= b.ints->size() ? a.shape : b.shape);
+    v.elemType = a.elemType;
+    return {v};
+  };
+}
+
+/// atan(x) for any x: |x| > 1 through pi/2 - atan(1/|x|), then t above
+/// tan(pi/12) through pi/6 + atan((t sqrt3 - 1) / (t + sqrt3)), leaving
+/// |u| <= 0.268 for the odd series to u^9 (error below 1e-7), sign put back.
+Tensor arctan(const Tensor &x) {
+  Tensor a = abs(x), one = literal(1.0f, x);
+  Tensor big = gt(a, one);
+  Tensor t = where(big, one / a, a);
+  const float sqrt3 = 1.7320508f, pi = 3.14159265f;
+  Tensor far = gt(t, literal(0.26794919f, x));
+  Tensor u = where(far, (t * literal(sqrt3, x) - one) / (t + literal(sqrt3, x)), t);
+  Tensor u2 = u * u;
+  Tensor series = u * (one + u2 * (literal(-1.0f / 3, x) +
+                                   u2 * (literal(1.0f / 5, x) +
+                                         u2 * (literal(-1.0f / 7, x) + u2 * literal(1.0f / 9, x)))));
+  Tensor r = where(far, series + literal(pi / 6, x), series);
+  r = where(big, literal(pi / 2, x) - r, r);
+  return where(lt(x, literal(0.0f, x)), neg(r), r);
 }
 
 std::vector<Value> sign(const NodeContext &ctx) {
@@ -177,6 +238,41 @@ void onnx_import::addElementwiseConverters(ConverterTable &table) {
   table["Tan"] = [](const NodeContext &c) {
     Tensor x = c.tensor(0);
     return single(kiln::sin(x) / kiln::cos(x));
+  };
+  table["BitwiseAnd"] = bits([](int64_t a, int64_t b, const NodeContext &) { return a & b; });
+  table["BitwiseOr"] = bits([](int64_t a, int64_t b, const NodeContext &) { return a | b; });
+  table["BitwiseXor"] = bits([](int64_t a, int64_t b, const NodeContext &) { return a ^ b; });
+  table["BitShift"] = bits([](int64_t a, int64_t b, const NodeContext &c) -> int64_t {
+    // (Unsigned operands: shifts of 64 or more give 0.)
+    std::string direction = c.attrString("direction", "");
+    if (direction != "LEFT" && direction != "RIGHT")
+      c.fail("direction '" + direction + "' (LEFT or RIGHT)");
+    if (b < 0 || b >= 64)
+      return 0;
+    return direction == "LEFT" ? int64_t(uint64_t(a) << b) : int64_t(uint64_t(a) >> b);
+  });
+  table["BitwiseNot"] = [](const NodeContext &c) -> std::vector<Value> {
+    const Value &x = c.input(0);
+    if (!x.ints)
+      c.fail("a bit operation on values computed at run time",
+             "Kiln folds BitwiseNot where its operand is known at import");
+    std::vector<int64_t> out(x.ints->size());
+    for (size_t i = 0; i < out.size(); ++i)
+      out[i] = wrapped(~(*x.ints)[i], x.elemType);
+    Value v = Value::ofInts(std::move(out), x.shape);
+    v.elemType = x.elemType;
+    return {v};
+  };
+  table["Atan"] = [](const NodeContext &c) { return single(arctan(c.tensor(0))); };
+  table["Asin"] = [](const NodeContext &c) {
+    // asin x = atan(x / sqrt(1 - x^2)); |x| = 1 divides by zero to +-pi/2.
+    Tensor x = c.tensor(0);
+    return single(arctan(x / sqrt((literal(1.0f, x) - x) * (literal(1.0f, x) + x))));
+  };
+  table["Acos"] = [](const NodeContext &c) {
+    // acos x = 2 atan(sqrt((1 - x) / (1 + x))): no cancellation near 1.
+    Tensor x = c.tensor(0), one = literal(1.0f, x);
+    return single(arctan(sqrt((one - x) / (one + x))) * literal(2.0f, x));
   };
   table["Floor"] = [](const NodeContext &c) { return single(kiln::floor(c.tensor(0))); };
   table["Ceil"] = [](const NodeContext &c) { return single(kiln::ceil(c.tensor(0))); };

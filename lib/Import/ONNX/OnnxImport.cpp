@@ -334,7 +334,9 @@ Value onnx_import::valueOfTensorProto(const onnx::TensorProto &proto, const std:
     } else {
       std::copy(proto.int64_data().begin(), proto.int64_data().end(), data.begin());
     }
-    return Value::ofInts(std::move(data), shape);
+    Value v = Value::ofInts(std::move(data), shape);
+    v.elemType = proto.data_type();
+    return v;
   }
   case onnx::TensorProto::UINT32:
   case onnx::TensorProto::UINT64: {
@@ -356,7 +358,9 @@ Value onnx_import::valueOfTensorProto(const onnx::TensorProto &proto, const std:
                     "int64 at import)");
       data[size_t(i)] = int64_t(v);
     }
-    return Value::ofInts(std::move(data), shape);
+    Value v = Value::ofInts(std::move(data), shape);
+    v.elemType = proto.data_type();
+    return v;
   }
   case onnx::TensorProto::FLOAT16:
   case onnx::TensorProto::BFLOAT16: {
@@ -402,7 +406,9 @@ Value onnx_import::valueOfTensorProto(const onnx::TensorProto &proto, const std:
     } else {
       std::copy(proto.int32_data().begin(), proto.int32_data().end(), data.begin());
     }
-    return Value::ofInts(std::move(data), shape);
+    Value v = Value::ofInts(std::move(data), shape);
+    v.elemType = proto.data_type();
+    return v;
   }
   default:
     throw Error(what + ": data type " + std::to_string(proto.data_type()) +

@@ -46,6 +46,9 @@ struct Value {
   /// low <= v <= high, where the importer can prove them (a cast of a
   /// boolean, an arg-reduction's index, arithmetic on such values).
   std::optional<std::pair<int64_t, int64_t>> bounds;
+  /// For `ints` read from the file: their ONNX data type (uint8, int16,
+  /// ...), which the bit operators wrap to; 0 where computed.
+  int elemType = 0;
 
   static Value of(Tensor t) {
     Value v;

@@ -260,6 +260,7 @@ void onnx_import::addIndexingConverters(ConverterTable &table) {
   table["GatherElements"] = gatherElements;
   table["GatherND"] = gatherND;
   table["ScatterElements"] = scatterElements;
+  table["Scatter"] = scatterElements; // Scatter-11: ScatterElements-11, deprecated
   table["ScatterND"] = scatterND;
   table["Compress"] = compress;
   table["OneHot"] = oneHot;
