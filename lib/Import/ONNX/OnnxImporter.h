@@ -150,6 +150,14 @@ void addEinsumConverter(ConverterTable &table);
 void addAttentionConverters(ConverterTable &table);
 /// RNN, GRU and LSTM unrolled over the sequence (OnnxRecurrent.cpp).
 void addRecurrentConverters(ConverterTable &table);
+/// QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear, MatMulInteger,
+/// ConvInteger, QLinearMatMul and QLinearConv (OnnxQuantize.cpp).
+void addQuantizeConverters(ConverterTable &table);
+/// Conv's 2-D convolution of `x` by `w` (strides, pads, auto_pad,
+/// dilations and group from the node), without the bias.
+Tensor convolution(const NodeContext &ctx, Tensor x, const Tensor &w);
+/// MatMul's product: numpy's matmul, 1-D operands included.
+Tensor matrixProduct(Tensor a, Tensor b);
 /// Resize (nearest and linear) and Not (OnnxResize.cpp).
 std::vector<Value> resize(const NodeContext &ctx);
 std::vector<Value> logicalNot(const NodeContext &ctx);

@@ -199,8 +199,9 @@ void requireRank4(const NodeContext &ctx, const Tensor &x) {
                                                                   "supported");
 }
 
-Values conv(const NodeContext &ctx) {
-  Tensor x = ctx.tensor(0), w = ctx.tensorAs(1, x);
+} // namespace
+
+Tensor onnx_import::convolution(const NodeContext &ctx, Tensor x, const Tensor &w) {
   requireRank4(ctx, x);
   if (w.shape().size() != 4)
     ctx.fail("the filter must have rank 4 (OIHW)");
@@ -213,8 +214,14 @@ Values conv(const NodeContext &ctx) {
     x = kiln::pad(x, {0, 0, p.top, p.left}, {0, 0, p.bottom, p.right});
     p = {};
   }
-  Tensor y = conv2d(x, w, {strides[0], strides[1]}, {p.top, p.left}, {dil[0], dil[1]},
-                    ctx.attrInt("group", 1));
+  return conv2d(x, w, {strides[0], strides[1]}, {p.top, p.left}, {dil[0], dil[1]},
+                ctx.attrInt("group", 1));
+}
+
+namespace {
+Values conv(const NodeContext &ctx) {
+  Tensor x = ctx.tensor(0), w = ctx.tensorAs(1, x);
+  Tensor y = convolution(ctx, x, w);
   if (ctx.has(2))
     y = y + ctx.tensorAs(2, y).reshape({1, w.shape()[0], 1, 1});
   return one(y);
@@ -465,8 +472,9 @@ Values gemm(const NodeContext &ctx) {
   return one(y);
 }
 
-Values matMul(const NodeContext &ctx) {
-  Tensor a = ctx.tensor(0), b = ctx.tensorAs(1, a);
+} // namespace
+
+Tensor onnx_import::matrixProduct(Tensor a, Tensor b) {
   bool vecA = a.shape().size() == 1, vecB = b.shape().size() == 1;
   if (vecA)
     a = a.reshape({1, a.shape()[0]});
@@ -478,7 +486,13 @@ Values matMul(const NodeContext &ctx) {
     s.pop_back();
   if (vecA)
     s.erase(s.end() - (vecB ? 1 : 2));
-  return one(s == y.shape() ? y : y.reshape(s));
+  return s == y.shape() ? y : y.reshape(s);
+}
+
+namespace {
+Values matMul(const NodeContext &ctx) {
+  Tensor a = ctx.tensor(0);
+  return one(matrixProduct(a, ctx.tensorAs(1, a)));
 }
 
 Values reshape(const NodeContext &ctx) {
@@ -1169,6 +1183,7 @@ const ConverterTable &onnx_import::converters() {
   addImageConverters(table);
   addEinsumConverter(table);
   addRecurrentConverters(table);
+  addQuantizeConverters(table);
   addAttentionConverters(table);
   return table;
   }();
