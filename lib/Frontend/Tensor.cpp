@@ -869,6 +869,16 @@ Tensor kiln::concat(const std::vector<Tensor> &tensors, int64_t axis, std::sourc
   }
   Shape shape = ruled(shapes::concat(shapes, axis), "concat", loc);
   checkShape(shape, loc);
+  // Pieces of length 0 along the axis add nothing (a split at its end): a
+  // kernel would divide its indices by their zero length.
+  std::vector<Tensor> pieces;
+  for (const Tensor &t : tensors)
+    if (nodeOf(t, loc).shape[size_t(axis)] != 0)
+      pieces.push_back(t);
+  if (pieces.size() == 1)
+    return pieces.front();
+  if (!pieces.empty() && pieces.size() < tensors.size())
+    return concat(pieces, axis, loc);
   node->kind = OpKind::Concat;
   node->op = "concat";
   node->shape = std::move(shape);

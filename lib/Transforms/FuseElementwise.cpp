@@ -372,6 +372,13 @@ bool joins(const Group &group, Operation *op, bool readByHost) {
     return !readByHost;
   if (guarded(op) && (group.reduction || group.row || group.contraction))
     return false;
+  // One concat per kernel: nested ones (a roll is two slice+concat pairs,
+  // often over a transposed view) compose their bounds checks and index
+  // arithmetic into expressions that took the CPU lowering minutes (Swin's
+  // shifted windows).
+  auto isConcat = [](Operation *m) { return isa<ConcatOp>(m); };
+  if (isConcat(op) && llvm::any_of(group.ops, isConcat))
+    return false;
   if (group.row && op->hasTrait<Contraction>())
     return false; // it would be recomputed in every phase
   if (op->hasTrait<Contraction>() && llvm::any_of(group.ops, guarded))

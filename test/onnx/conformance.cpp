@@ -1,7 +1,7 @@
 //===- conformance.cpp - ONNX's own node tests through Kiln ---------------===//
 //
 //   kiln-onnx-conformance DIR [--device D]... [--list-failures]
-//                         [--known-failures FILE]
+//                         [--known-failures FILE] [--verbose]
 //
 // DIR holds ONNX's node test cases, one folder per case with model.onnx
 // and test_data_set_0/{input,output}_N.pb (test/onnx/generate.py writes
@@ -315,18 +315,21 @@ std::string runCase(const fs::path &dir, onnx::ModelProto model,
 
 int main(int argc, char **argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: kiln-onnx-conformance DIR [--device D]... [--list-failures]\n");
+    std::fprintf(stderr, "usage: kiln-onnx-conformance DIR [--device D]... [--list-failures] "
+                         "[--known-failures FILE] [--verbose]\n");
     return 2;
   }
   fs::path root = argv[1];
   std::vector<kiln::Device> devices;
-  bool listFailures = false;
+  bool listFailures = false, verbose = false;
   std::optional<std::set<std::string>> known;
   for (int i = 2; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--device") && i + 1 < argc) {
       devices.push_back(kiln::Device::parse(argv[++i]));
     } else if (!std::strcmp(argv[i], "--list-failures")) {
       listFailures = true;
+    } else if (!std::strcmp(argv[i], "--verbose")) {
+      verbose = true;
     } else if (!std::strcmp(argv[i], "--known-failures") && i + 1 < argc) {
       std::ifstream list(argv[++i]);
       if (!list) {
@@ -383,6 +386,8 @@ int main(int argc, char **argv) {
       continue;
     }
     std::string why;
+    if (verbose)
+      std::fprintf(stderr, "%s\n", dir.filename().c_str());
     try {
       why = runCase(dir, model, devices);
     } catch (const kiln::Error &e) {

@@ -32,55 +32,67 @@ Tensor softplus(const Tensor &x) { return log(exp(x) + literal(1.0f, x)); }
 /// known at import.
 Converter logic(int64_t (*fold)(int64_t, int64_t), Tensor (*make)(const Tensor &, const Tensor &)) {
   return [fold, make](const NodeContext &ctx) -> std::vector<Value> {
-    const Value &a = ctx.input(0), &b = ctx.input(1);
-    if (a.ints && b.ints && a.shape == b.shape) {
-      std::vector<int64_t> out(a.ints->size());
-      for (size_t i = 0; i < out.size(); ++i)
-        out[i] = fold((*a.ints)[i] != 0, (*b.ints)[i] != 0);
-      return {Value::ofInts(std::move(out), a.shape)};
-    }
+    if (std::optional<Value> folded = foldInts(
+            {&ctx.input(0), &ctx.input(1)},
+            [fold](const int64_t *v) { return fold(v[0] != 0, v[1] != 0); }))
+      return {*folded};
     return single(make(ctx.tensor(0).to(DType::f32), ctx.tensor(1).to(DType::f32)));
   };
 }
 
-/// `v` wrapped to ONNX integer type `type` where it is an unsigned one
-/// (the bit operators' results: ~5 of a uint8 is 250).
-int64_t wrapped(int64_t v, int type) {
+/// The bits of ONNX integer type `type` (64 where unknown: computed).
+int widthOf(int type) {
   switch (type) {
   case onnx::TensorProto::UINT8:
-    return v & 0xff;
+  case onnx::TensorProto::INT8:
+    return 8;
   case onnx::TensorProto::UINT16:
-    return v & 0xffff;
+  case onnx::TensorProto::INT16:
+    return 16;
   case onnx::TensorProto::UINT32:
-    return v & 0xffffffff;
+  case onnx::TensorProto::INT32:
+    return 32;
   default:
-    return v;
+    return 64;
   }
+}
+
+bool isUnsigned(int type) {
+  return type == onnx::TensorProto::UINT8 || type == onnx::TensorProto::UINT16 ||
+         type == onnx::TensorProto::UINT32 || type == onnx::TensorProto::UINT64;
+}
+
+/// `v` wrapped to ONNX integer type `type`, as the bit operators' results
+/// are (~5 of a uint8 is 250, 64 << 1 of an int8 is -128).
+int64_t wrapped(int64_t v, int type) {
+  int width = widthOf(type);
+  if (width == 64)
+    return v;
+  uint64_t mask = (uint64_t(1) << width) - 1, bits = uint64_t(v) & mask;
+  if (!isUnsigned(type) && (bits >> (width - 1)))
+    bits |= ~mask; // sign-extended
+  return int64_t(bits);
 }
 
 /// A bit operator (BitwiseAnd/Or/Xor, BitShift) on integers known at
 /// import, with a scalar broadcast; Kiln's run-time integers are int32
 /// through f32, which has no bits to operate on, so a computed operand is
 /// an error.
-Converter bits(int64_t (*fold)(int64_t, int64_t, const NodeContext &)) {
+Converter bits(int64_t (*fold)(int64_t, int64_t, const NodeContext &, int)) {
   return [fold](const NodeContext &ctx) -> std::vector<Value> {
     const Value &a = ctx.input(0), &b = ctx.input(1);
     if (!a.ints || !b.ints)
       ctx.fail("a bit operation on values computed at run time",
                "Kiln folds " + ctx.node.op_type() +
                    " where both operands are known at import (constants, shape arithmetic)");
-    if (a.ints->size() != b.ints->size() && a.ints->size() != 1 && b.ints->size() != 1)
-      ctx.fail("operands of " + std::to_string(a.ints->size()) + " and " +
-               std::to_string(b.ints->size()) + " elements (a scalar or equal shapes fold)");
-    size_t n = std::max(a.ints->size(), b.ints->size());
-    std::vector<int64_t> out(n);
-    for (size_t i = 0; i < n; ++i)
-      out[i] = wrapped(fold((*a.ints)[a.ints->size() == 1 ? 0 : i],
-                            (*b.ints)[b.ints->size() == 1 ? 0 : i], ctx),
-                       a.elemType);
-    Value v = Value::ofInts(std::move(out), a.ints->size() >= b.ints->size() ? a.shape : b.shape);
-    v.elemType = a.elemType;
-    return {v};
+    int type = a.elemType;
+    std::optional<Value> v = foldInts({&a, &b}, [&](const int64_t *x) {
+      return wrapped(fold(x[0], x[1], ctx, type), type);
+    });
+    if (!v)
+      ctx.fail("operands of shapes that do not broadcast");
+    v->elemType = type;
+    return {*v};
   };
 }
 
@@ -148,21 +160,23 @@ Converter variadicSum(bool average) {
 std::vector<Value> mod(const NodeContext &ctx) {
   const Value &a = ctx.input(0), &b = ctx.input(1);
   bool fmod = ctx.attrInt("fmod", 0) != 0;
-  if (a.ints && b.ints && (a.shape == b.shape || b.ints->size() == 1)) {
-    std::vector<int64_t> out(a.ints->size());
-    for (size_t i = 0; i < out.size(); ++i) {
-      int64_t x = (*a.ints)[i], y = (*b.ints)[b.ints->size() == 1 ? 0 : i];
-      if (y == 0)
-        ctx.fail("an integer Mod by zero");
-      int64_t r = x % y;
-      out[i] = !fmod && r != 0 && ((r < 0) != (y < 0)) ? r + y : r;
+  bool byZero = false;
+  std::optional<Value> folded = foldInts({&a, &b}, [&](const int64_t *v) -> int64_t {
+    if (v[1] == 0) {
+      byZero = true;
+      return 0;
     }
-    return {Value::ofInts(std::move(out), a.shape)};
-  }
-  if (!fmod)
-    ctx.fail("fmod = 0 on floating-point values (ONNX allows it on integers only)");
+    int64_t r = v[0] % v[1];
+    return !fmod && r != 0 && ((r < 0) != (v[1] < 0)) ? r + v[1] : r;
+  });
+  if (byZero)
+    ctx.fail("an integer Mod by zero");
+  if (folded)
+    return {*folded};
   Tensor x = ctx.tensor(0), y = ctx.tensor(1);
   Tensor q = x / y;
+  if (!fmod) // Python's %: the remainder takes the divisor's sign
+    return single(x - kiln::floor(q) * y);
   Tensor truncated = where(lt(q, literal(0.0f, q)), kiln::ceil(q), kiln::floor(q));
   return single(x - truncated * y);
 }
@@ -239,17 +253,22 @@ void onnx_import::addElementwiseConverters(ConverterTable &table) {
     Tensor x = c.tensor(0);
     return single(kiln::sin(x) / kiln::cos(x));
   };
-  table["BitwiseAnd"] = bits([](int64_t a, int64_t b, const NodeContext &) { return a & b; });
-  table["BitwiseOr"] = bits([](int64_t a, int64_t b, const NodeContext &) { return a | b; });
-  table["BitwiseXor"] = bits([](int64_t a, int64_t b, const NodeContext &) { return a ^ b; });
-  table["BitShift"] = bits([](int64_t a, int64_t b, const NodeContext &c) -> int64_t {
-    // (Unsigned operands: shifts of 64 or more give 0.)
+  table["BitwiseAnd"] = bits([](int64_t a, int64_t b, const NodeContext &, int) { return a & b; });
+  table["BitwiseOr"] = bits([](int64_t a, int64_t b, const NodeContext &, int) { return a | b; });
+  table["BitwiseXor"] = bits([](int64_t a, int64_t b, const NodeContext &, int) { return a ^ b; });
+  table["BitShift"] = bits([](int64_t a, int64_t b, const NodeContext &c, int type) -> int64_t {
+    // numpy's shifts: a shift outside [0, width) leaves nothing (0), or
+    // the sign (-1) of a negative value shifted right; signed values shift
+    // right arithmetically.
     std::string direction = c.attrString("direction", "");
     if (direction != "LEFT" && direction != "RIGHT")
       c.fail("direction '" + direction + "' (LEFT or RIGHT)");
-    if (b < 0 || b >= 64)
-      return 0;
-    return direction == "LEFT" ? int64_t(uint64_t(a) << b) : int64_t(uint64_t(a) >> b);
+    bool left = direction == "LEFT";
+    if (b < 0 || b >= widthOf(type))
+      return !left && a < 0 && !isUnsigned(type) ? -1 : 0;
+    if (left)
+      return int64_t(uint64_t(a) << b);
+    return isUnsigned(type) ? int64_t(uint64_t(a) >> b) : a >> b;
   });
   table["BitwiseNot"] = [](const NodeContext &c) -> std::vector<Value> {
     const Value &x = c.input(0);

@@ -48,6 +48,58 @@ int64_t onnx_import::checkedElements(const Shape &shape, const std::string &what
   return n;
 }
 
+std::optional<Value> onnx_import::foldInts(const std::vector<const Value *> &inputs,
+                                           const std::function<int64_t(const int64_t *)> &fn) {
+  size_t rank = 0;
+  for (const Value *v : inputs) {
+    if (!v || !v->ints)
+      return std::nullopt;
+    rank = std::max(rank, v->shape.size());
+  }
+  Shape out(rank, 1);
+  for (const Value *v : inputs)
+    for (size_t i = 0; i < v->shape.size(); ++i) {
+      int64_t &o = out[rank - v->shape.size() + i];
+      int64_t d = v->shape[i];
+      if (d != 1 && o != 1 && d != o)
+        return std::nullopt;
+      if (d != 1)
+        o = d;
+    }
+  int64_t n = 1;
+  for (int64_t d : out)
+    n *= d;
+  // Each input's stride along each output dimension (0 where broadcast).
+  std::vector<std::vector<int64_t>> strides;
+  for (const Value *v : inputs) {
+    std::vector<int64_t> st(rank, 0);
+    int64_t stride = 1;
+    for (size_t i = v->shape.size(); i-- > 0;) {
+      if (v->shape[i] != 1)
+        st[rank - v->shape.size() + i] = stride;
+      stride *= v->shape[i];
+    }
+    strides.push_back(std::move(st));
+  }
+  std::vector<int64_t> result(static_cast<size_t>(n)), args(inputs.size());
+  std::vector<int64_t> coord(rank, 0);
+  for (int64_t flat = 0; flat < n; ++flat) {
+    for (size_t k = 0; k < inputs.size(); ++k) {
+      int64_t at = 0;
+      for (size_t d = 0; d < rank; ++d)
+        at += coord[d] * strides[k][d];
+      args[k] = (*inputs[k]->ints)[size_t(at)];
+    }
+    result[size_t(flat)] = fn(args.data());
+    for (size_t d = rank; d-- > 0;) {
+      if (++coord[d] < out[d])
+        break;
+      coord[d] = 0;
+    }
+  }
+  return Value::ofInts(std::move(result), out);
+}
+
 //===----------------------------------------------------------------------===//
 // NodeContext
 //===----------------------------------------------------------------------===//
@@ -472,15 +524,19 @@ Shape inputShape(const onnx::ValueInfoProto &info, const std::map<std::string, S
   return want;
 }
 
-/// Every node whose operator the importer does not convert, in one error:
-/// a user sees all that the model needs at once, not one per attempt.
-void requireConvertible(const onnx::GraphProto &graph, int64_t opset, const std::string &name) {
+/// Adds the nodes of `graph` and of its subgraphs (If branches, Loop and
+/// Scan bodies) that the importer does not convert to `list`.
+void collectUnconvertible(const onnx::GraphProto &graph, int64_t opset, std::string &list,
+                          int &count, bool &outdated) {
   const std::map<std::string, Converter> &table = converters();
-  std::string list;
-  int count = 0;
-  bool outdated = false;
   for (int index = 0; index < graph.node_size(); ++index) {
     const onnx::NodeProto &node = graph.node(index);
+    for (const onnx::AttributeProto &a : node.attribute()) {
+      if (a.has_g())
+        collectUnconvertible(a.g(), opset, list, count, outdated);
+      for (const onnx::GraphProto &g : a.graphs())
+        collectUnconvertible(g, opset, list, count, outdated);
+    }
     std::string why;
     int64_t version = operatorVersion(node.op_type(), opset);
     if (!node.domain().empty() && node.domain() != "ai.onnx")
@@ -499,6 +555,15 @@ void requireConvertible(const onnx::GraphProto &graph, int64_t opset, const std:
     if (count <= 50)
       list += "\n  " + NodeContext(node, index, opset, {}).where() + ": " + why;
   }
+}
+
+/// Every node whose operator the importer does not convert, in one error:
+/// a user sees all that the model needs at once, not one per attempt.
+void requireConvertible(const onnx::GraphProto &graph, int64_t opset, const std::string &name) {
+  std::string list;
+  int count = 0;
+  bool outdated = false;
+  collectUnconvertible(graph, opset, list, count, outdated);
   if (count > 50)
     list += "\n  and " + std::to_string(count - 50) + " more";
   if (count)
@@ -522,6 +587,83 @@ DType inputDType(const onnx::ValueInfoProto &info, const std::string &model) {
               "; Kiln takes float, float16, bfloat16, integer and bool inputs");
 }
 
+/// Converts the nodes of `graph` in order into `values` (which `place`'s
+/// scope reads), counting them and those folded at import.
+void convertNodes(const onnx::GraphProto &graph, Scope &values, const GraphPlace &place,
+                  int64_t &nodes, int64_t &folded) {
+  const std::map<std::string, Converter> &table = converters();
+  for (int index = 0; index < graph.node_size(); ++index) {
+    const onnx::NodeProto &node = graph.node(index);
+    std::vector<const Value *> inputs;
+    for (const std::string &input : node.input()) {
+      if (input.empty()) {
+        inputs.push_back(nullptr);
+        continue;
+      }
+      const Value *found = values.find(input);
+      if (!found)
+        throw Error(NodeContext(node, index, place.opset, {}).where() + ": input '" + input +
+                    "' is produced by no earlier node, initializer or graph input; the graph "
+                    "is malformed or not in topological order");
+      inputs.push_back(found);
+    }
+    NodeContext ctx(node, index, place.opset, std::move(inputs), place);
+    auto converter = table.find(node.op_type()); // (requireConvertible checked it)
+    std::vector<Value> results;
+    // Profiles and listings name the node's ops by the node.
+    OpLabel label(node.name().empty() ? node.op_type() + " " + std::to_string(index)
+                                      : node.name());
+    try {
+      results = converter->second(ctx);
+    } catch (const Error &e) {
+      std::string what = e.what();
+      if (what.rfind("node ", 0) == 0)
+        throw;
+      ctx.fail(what); // a Tensor API error (shapes), with the node named
+    } catch (const std::exception &e) {
+      // A case a converter did not check (an empty attribute tensor): still
+      // an error naming the node, never a crash.
+      ctx.fail(std::string("malformed node (") + e.what() + ")");
+    }
+    ++nodes;
+    bool allFolded = true;
+    for (int i = 0; i < node.output_size() && i < int(results.size()); ++i) {
+      allFolded = allFolded && !results[size_t(i)].tensor;
+      if (!node.output(i).empty())
+        values[node.output(i)] = std::move(results[size_t(i)]);
+    }
+    if (allFolded)
+      ++folded;
+  }
+}
+
+} // namespace
+
+std::vector<Value> NodeContext::runSubgraph(const onnx::GraphProto &graph,
+                                            const std::vector<Value> &values) const {
+  if (int64_t(values.size()) != graph.input_size())
+    fail("its subgraph '" + graph.name() + "' takes " + std::to_string(graph.input_size()) +
+         " inputs, but it is given " + std::to_string(values.size()));
+  Scope scope(place.scope);
+  for (const onnx::TensorProto &init : graph.initializer())
+    scope[init.name()] = valueOfTensorProto(init, where() + ": initializer '" + init.name() + "'",
+                                            place.modelDir);
+  for (int i = 0; i < graph.input_size(); ++i)
+    scope[graph.input(i).name()] = values[size_t(i)];
+  GraphPlace inner{place.opset, place.modelDir, &scope};
+  int64_t nodes = 0, folded = 0;
+  convertNodes(graph, scope, inner, nodes, folded);
+  std::vector<Value> out;
+  for (const onnx::ValueInfoProto &info : graph.output()) {
+    const Value *v = scope.find(info.name());
+    if (!v)
+      fail("its subgraph's output '" + info.name() + "' is computed by no node");
+    out.push_back(*v);
+  }
+  return out;
+}
+
+namespace {
 OnnxModel importModel(const onnx::ModelProto &model, const std::string &name,
                       const std::map<std::string, Shape> &givenShapes, const std::string &dir) {
   OnnxModel out;
@@ -539,7 +681,7 @@ OnnxModel importModel(const onnx::ModelProto &model, const std::string &name,
                 std::to_string(kNewestOpset) + ")");
   const onnx::GraphProto &graph = model.graph();
   requireConvertible(graph, out.opset, name);
-  std::map<std::string, Value> values;
+  Scope values;
   for (const onnx::TensorProto &init : graph.initializer()) {
     // Labelled by its name: a compiled program lists the weight by it.
     OpLabel label(init.name());
@@ -552,7 +694,7 @@ OnnxModel importModel(const onnx::ModelProto &model, const std::string &name,
   constexpr int64_t kMaxExampleElements = int64_t(1) << 28; // 1 GiB of f32
   int64_t exampleElements = 0;
   for (const onnx::ValueInfoProto &info : graph.input()) {
-    if (values.count(info.name()))
+    if (values.holds(info.name()))
       continue; // an initializer listed as an input (older exporters)
     Shape shape = inputShape(info, givenShapes, name);
     DType dtype = inputDType(info, name);
@@ -574,67 +716,38 @@ OnnxModel importModel(const onnx::ModelProto &model, const std::string &name,
                                                              "model");
   }
 
-  const std::map<std::string, Converter> &table = converters();
-  for (int index = 0; index < graph.node_size(); ++index) try {
-    const onnx::NodeProto &node = graph.node(index);
-    std::vector<const Value *> inputs;
-    for (const std::string &input : node.input()) {
-      if (input.empty()) {
-        inputs.push_back(nullptr);
-        continue;
-      }
-      auto it = values.find(input);
-      if (it == values.end())
-        throw Error(NodeContext(node, index, out.opset, {}).where() + ": input '" + input +
-                    "' is produced by no earlier node, initializer or graph input; the graph "
-                    "is malformed or not in topological order");
-      inputs.push_back(&it->second);
-    }
-    NodeContext ctx(node, index, out.opset, std::move(inputs));
-    auto converter = table.find(node.op_type()); // (requireConvertible checked it)
-    std::vector<Value> results;
-    // Profiles and listings name the node's ops by the node.
-    OpLabel label(node.name().empty() ? node.op_type() + " " + std::to_string(index)
-                                      : node.name());
-    try {
-      results = converter->second(ctx);
-    } catch (const Error &e) {
-      std::string what = e.what();
-      if (what.rfind("node ", 0) == 0)
-        throw;
-      ctx.fail(what); // a Tensor API error (shapes), with the node named
-    } catch (const std::exception &e) {
-      // A case a converter did not check (an empty attribute tensor): still
-      // an error naming the node, never a crash.
-      ctx.fail(std::string("malformed node (") + e.what() + ")");
-    }
-    ++out.nodes;
-    bool allFolded = true;
-    for (int i = 0; i < node.output_size() && i < int(results.size()); ++i) {
-      allFolded = allFolded && !results[size_t(i)].tensor;
-      if (!node.output(i).empty())
-        values[node.output(i)] = std::move(results[size_t(i)]);
-    }
-    if (allFolded)
-      ++out.folded;
+  GraphPlace place{out.opset, dir, &values};
+  try {
+    convertNodes(graph, values, place, out.nodes, out.folded);
   } catch (const Error &e) {
     throw Error(name + ": " + e.what()); // the node's errors, with the model named
   }
   for (const onnx::ValueInfoProto &info : graph.output()) {
-    auto it = values.find(info.name());
-    if (it == values.end())
+    const Value *found = values.find(info.name());
+    if (!found)
       throw Error(name + ": output '" + info.name() + "' is computed by no node");
-    const Value &v = it->second;
+    const Value &v = *found;
     if (v.tensor) {
       out.outputs.push_back(*v.tensor);
     } else {
-      // Integers known at import (a Shape output): stored in the program as
-      // f32, which holds them exactly up to 2^24.
+      // Integers known at import (a Shape output): an integer output is
+      // stored as int32, anything else as f32 (exact up to 2^24).
+      std::optional<DType> declared = info.type().has_tensor_type()
+                                          ? computedDType(info.type().tensor_type().elem_type())
+                                          : std::nullopt;
+      bool asInt = declared == DType::i32;
+      int64_t limit = asInt ? int64_t(INT32_MAX) : int64_t(1) << 24;
       for (int64_t i : *v.ints)
-        if (i > (int64_t(1) << 24) || i < -(int64_t(1) << 24))
+        if (i > limit || i < -limit - (asInt ? 1 : 0))
           throw Error(name + ": output '" + info.name() + "' holds " + std::to_string(i) +
-                      ", which f32 does not hold exactly");
-      out.outputs.push_back(Tensor::from(std::vector<float>(v.ints->begin(), v.ints->end()), v.shape));
+                      (asInt ? ", outside the int32 that Kiln computes integers in"
+                             : ", which f32 does not hold exactly"));
+      if (asInt)
+        out.outputs.push_back(
+            Tensor::from(std::vector<int32_t>(v.ints->begin(), v.ints->end()), v.shape));
+      else
+        out.outputs.push_back(
+            Tensor::from(std::vector<float>(v.ints->begin(), v.ints->end()), v.shape));
     }
     out.output_names.push_back(info.name());
   }

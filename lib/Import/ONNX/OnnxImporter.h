@@ -74,13 +74,39 @@ struct Value {
   }
 };
 
+/// The values of a graph by name: its own, then its enclosing graphs' (the
+/// body of an If, Loop or Scan reads the outer graph's values by name).
+class Scope {
+public:
+  explicit Scope(const Scope *parent = nullptr) : parent(parent) {}
+  const Value *find(const std::string &name) const {
+    auto it = own.find(name);
+    return it != own.end() ? &it->second : parent ? parent->find(name) : nullptr;
+  }
+  Value &operator[](const std::string &name) { return own[name]; }
+  bool holds(const std::string &name) const { return own.count(name) != 0; }
+
+private:
+  std::map<std::string, Value> own;
+  const Scope *parent;
+};
+
+/// Where the nodes being converted are: the model's opset and folder, and
+/// the values in scope.
+struct GraphPlace {
+  int64_t opset = 0;
+  std::string modelDir;
+  const Scope *scope = nullptr;
+};
+
 /// One node being converted: its inputs, attributes and errors that name it.
 class NodeContext {
 public:
   NodeContext(const onnx::NodeProto &node, int index, int64_t opset,
-              std::vector<const Value *> inputs)
+              std::vector<const Value *> inputs, GraphPlace place = {})
       : node(node), index(index), opset(opset),
-        version(operatorVersion(node.op_type(), opset)), inputs(std::move(inputs)) {}
+        version(operatorVersion(node.op_type(), opset)), place(std::move(place)),
+        inputs(std::move(inputs)) {}
 
   const onnx::NodeProto &node;
   int index;
@@ -113,12 +139,19 @@ public:
   std::string attrString(const std::string &name, const std::string &otherwise) const;
   std::optional<std::vector<int64_t>> attrInts(const std::string &name) const;
 
+  /// Converts graph attribute `graph` (an If branch, a Loop or Scan body)
+  /// with its inputs bound to `inputs` in order, in a scope inside this
+  /// node's: its outputs, in order.
+  std::vector<Value> runSubgraph(const onnx::GraphProto &graph,
+                                 const std::vector<Value> &inputs) const;
+
   /// "node 'conv1' (Conv, node 3)".
   std::string where() const;
   /// Throws Error "<where>: <what>; <advice>".
   [[noreturn]] void fail(const std::string &what, const std::string &advice = "") const;
 
 private:
+  GraphPlace place;
   std::vector<const Value *> inputs;
 };
 
@@ -158,6 +191,8 @@ void addQuantizeConverters(ConverterTable &table);
 Tensor convolution(const NodeContext &ctx, Tensor x, const Tensor &w);
 /// MatMul's product: numpy's matmul, 1-D operands included.
 Tensor matrixProduct(Tensor a, Tensor b);
+/// If, Loop and Scan, unrolled at import (OnnxControlFlow.cpp).
+void addControlFlowConverters(ConverterTable &table);
 /// Resize (nearest and linear) and Not (OnnxResize.cpp).
 std::vector<Value> resize(const NodeContext &ctx);
 std::vector<Value> logicalNot(const NodeContext &ctx);
@@ -170,6 +205,12 @@ const ConverterTable &converters();
 /// (a model given as bytes) it is an error.
 Value valueOfTensorProto(const onnx::TensorProto &proto, const std::string &what,
                          const std::string &modelDir = "");
+
+/// `fn` of the inputs' integers known at import, elementwise with numpy
+/// broadcasting (shape arithmetic, masks, bit operations); nullopt where an
+/// input is computed or the shapes do not broadcast.
+std::optional<Value> foldInts(const std::vector<const Value *> &inputs,
+                              const std::function<int64_t(const int64_t *)> &fn);
 
 /// The dtype Kiln computes ONNX data type `type` in, if any: float, float16
 /// and bfloat16 as themselves, int64 and the narrower integers as i32

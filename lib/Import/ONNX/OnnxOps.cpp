@@ -105,14 +105,10 @@ Converter binary(Tensor (*fn)(const Tensor &, const Tensor &, std::source_locati
                  int64_t (*fold)(int64_t, int64_t), bool integers = false) {
   return [fn, fold, integers](const NodeContext &ctx) -> Values {
     const Value &a = ctx.input(0), &b = ctx.input(1);
-    if (fold && a.ints && b.ints && (a.ints->size() == b.ints->size() || a.ints->size() == 1 ||
-                                     b.ints->size() == 1)) {
-      size_t n = std::max(a.ints->size(), b.ints->size());
-      std::vector<int64_t> out(n);
-      for (size_t i = 0; i < n; ++i)
-        out[i] = fold((*a.ints)[a.ints->size() == 1 ? 0 : i], (*b.ints)[b.ints->size() == 1 ? 0 : i]);
-      return {Value::ofInts(std::move(out), a.ints->size() >= b.ints->size() ? a.shape : b.shape)};
-    }
+    if (fold)
+      if (std::optional<Value> folded =
+              foldInts({&a, &b}, [fold](const int64_t *v) { return fold(v[0], v[1]); }))
+        return {*folded};
     bool runTimeInts = (a.tensor && a.tensor->dtype() == DType::i32) ||
                        (b.tensor && b.tensor->dtype() == DType::i32);
     if (runTimeInts && integers && fold)
@@ -1162,13 +1158,10 @@ const ConverterTable &onnx_import::converters() {
       {"Unsqueeze", unsqueeze},
       {"Where",
        [](const NodeContext &c) -> Values {
-         const Value &k = c.input(0), &a = c.input(1), &b = c.input(2);
-         if (k.ints && a.ints && b.ints && k.shape == a.shape && a.shape == b.shape) {
-           std::vector<int64_t> out(k.ints->size()); // integers known at import
-           for (size_t i = 0; i < out.size(); ++i)
-             out[i] = (*k.ints)[i] ? (*a.ints)[i] : (*b.ints)[i];
-           return {Value::ofInts(std::move(out), k.shape)};
-         }
+         if (std::optional<Value> folded = foldInts(
+                 {&c.input(0), &c.input(1), &c.input(2)},
+                 [](const int64_t *v) { return v[0] ? v[1] : v[2]; }))
+           return {*folded}; // integers known at import
          Tensor cond = c.tensor(0);
          if (cond.dtype() != DType::boolean) // booleans known at import arrive as 0 and 1
            cond = ne(cond, scalarLike(cond, 0.0f));
@@ -1184,6 +1177,7 @@ const ConverterTable &onnx_import::converters() {
   addEinsumConverter(table);
   addRecurrentConverters(table);
   addQuantizeConverters(table);
+  addControlFlowConverters(table);
   addAttentionConverters(table);
   return table;
   }();

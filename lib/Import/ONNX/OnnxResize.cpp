@@ -171,6 +171,9 @@ std::vector<Value> onnx_import::resize(const NodeContext &ctx) {
 }
 
 std::vector<Value> onnx_import::logicalNot(const NodeContext &ctx) {
+  if (std::optional<Value> folded =
+          foldInts({&ctx.input(0)}, [](const int64_t *v) -> int64_t { return v[0] == 0; }))
+    return {*folded};
   Tensor x = ctx.tensor(0);
   // Booleans known at import arrive as 0 and 1, inputs as bool or f32.
   if (x.dtype() == DType::boolean)
