@@ -128,7 +128,7 @@ run)
   # (about a minute on the H200).
   if [ "${KILN_JIT_ONNX:-0}" = 1 ]; then
     rm -rf /tmp/kiln-onnx-node && mkdir -p /tmp/kiln-onnx-node
-    tar xJf .dev/jit/onnx-node.tar.xz -C /tmp/kiln-onnx-node
+    tar xJf test/onnx/node-1.23.tar.xz -C /tmp/kiln-onnx-node
     build/bin/kiln-onnx-conformance /tmp/kiln-onnx-node/node --device vulkan:0 \
       --known-failures test/onnx/known_failures.txt >"$out/jit-onnx.log" 2>&1 || true
     summary+="onnx: $(tail -n 2 "$out/jit-onnx.log" | tr '\n' ' ')"$'\n'

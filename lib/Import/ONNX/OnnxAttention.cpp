@@ -102,10 +102,17 @@ std::vector<Value> attention(const NodeContext &ctx) {
     bias = Tensor::from(fixed, {qLen, kvLen}, q.dtype());
   if (ctx.has(3)) {
     Tensor mask = ctx.tensor(3);
-    if (mask.dtype() == DType::boolean)
-      mask = where(mask, scalarLike(q, 0.0f), scalarLike(q, -INFINITY));
+    // (A boolean mask known at import arrives as integers 0 and 1.)
+    const Value &given = ctx.input(3);
+    bool allowList = mask.dtype() == DType::boolean ||
+                     (given.ints && given.elemType == onnx::TensorProto::BOOL);
+    if (allowList)
+      mask = where(ne(mask.to(DType::f32), Tensor::scalar(0.0f)), scalarLike(q, 0.0f),
+                   scalarLike(q, -INFINITY));
     else
       mask = ctx.tensorAs(3, q);
+    if (mask.dtype() != q.dtype())
+      mask = mask.to(q.dtype());
     int64_t missing = kvLen - mask.shape().back();
     if (missing < 0)
       ctx.fail("the attention mask covers " + std::to_string(mask.shape().back()) +

@@ -37,7 +37,14 @@ std::vector<Value> spaceToDepth(const NodeContext &ctx) {
   requireRank(ctx, x, 4);
   Shape in = x.shape();
   int64_t b = blockSize(ctx, in, true);
-  Tensor y = x.reshape({in[0], in[1], in[2] / b, b, in[3] / b, b}).permute({0, 3, 5, 1, 2, 4});
+  // DCR (the default): the block offsets outermost in the channels; CRD
+  // (SpaceToDepth-25's mode): each channel's block together.
+  std::string mode = ctx.attrString("mode", "DCR");
+  if (mode != "DCR" && mode != "CRD")
+    ctx.fail("mode '" + mode + "' is not DCR or CRD");
+  Tensor y = x.reshape({in[0], in[1], in[2] / b, b, in[3] / b, b})
+                 .permute(mode == "DCR" ? std::vector<int64_t>{0, 3, 5, 1, 2, 4}
+                                        : std::vector<int64_t>{0, 1, 3, 5, 2, 4});
   return single(y.reshape({in[0], in[1] * b * b, in[2] / b, in[3] / b}));
 }
 

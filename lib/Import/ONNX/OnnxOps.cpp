@@ -153,17 +153,24 @@ struct Padding {
   bool symmetric() const { return top == bottom && left == right; }
 };
 
+/// (`oneD`: a 1-D window as a 2-D one of height 1, its 2 pads on the
+/// width.)
 Padding paddingOf(const NodeContext &ctx, const Shape &in, const std::vector<int64_t> &kernel,
-                  const std::vector<int64_t> &strides, const std::vector<int64_t> &dilations) {
+                  const std::vector<int64_t> &strides, const std::vector<int64_t> &dilations,
+                  bool oneD = false) {
   Padding p;
   std::string autoPad = ctx.attrString("auto_pad", "NOTSET");
   if (autoPad == "NOTSET") {
-    std::vector<int64_t> pads = ctx.attrInts("pads").value_or(std::vector<int64_t>(4, 0));
-    if (pads.size() != 4)
-      ctx.fail("'pads' must have 4 values for a 2-D window", "only 2-D (NCHW) is supported");
+    size_t count = oneD ? 2 : 4;
+    std::vector<int64_t> pads = ctx.attrInts("pads").value_or(std::vector<int64_t>(count, 0));
+    if (pads.size() != count)
+      ctx.fail("'pads' must have " + std::to_string(count) + " values for a " +
+               (oneD ? "1-D" : "2-D") + " window");
     for (int64_t v : pads)
       if (v < 0)
         ctx.fail("negative 'pads' are not supported");
+    if (oneD)
+      return {0, pads[0], 0, pads[1]};
     return {pads[0], pads[1], pads[2], pads[3]};
   }
   if (autoPad == "VALID")
@@ -197,29 +204,52 @@ void requireRank4(const NodeContext &ctx, const Tensor &x) {
 
 } // namespace
 
-Tensor onnx_import::convolution(const NodeContext &ctx, Tensor x, const Tensor &w) {
+Tensor onnx_import::convolution(const NodeContext &ctx, Tensor x, const Tensor &wIn) {
+  // A 1-D convolution (NCL) is a 2-D one of height 1.
+  bool oneD = x.shape().size() == 3 && wIn.shape().size() == 3;
+  Tensor w = wIn;
+  if (oneD) {
+    x = x.reshape({x.shape()[0], x.shape()[1], 1, x.shape()[2]});
+    w = w.reshape({w.shape()[0], w.shape()[1], 1, w.shape()[2]});
+  }
   requireRank4(ctx, x);
   if (w.shape().size() != 4)
     ctx.fail("the filter must have rank 4 (OIHW)");
   std::vector<int64_t> kernel = {w.shape()[2], w.shape()[3]};
-  if (auto given = ctx.attrInts("kernel_shape"); given && *given != kernel)
+  std::vector<int64_t> given = oneD ? std::vector<int64_t>{kernel[1]} : kernel;
+  if (auto attr = ctx.attrInts("kernel_shape"); attr && *attr != given)
     ctx.fail("'kernel_shape' disagrees with the filter's shape");
-  std::vector<int64_t> strides = pairAttr(ctx, "strides", 1), dil = pairAttr(ctx, "dilations", 1);
-  Padding p = paddingOf(ctx, x.shape(), kernel, strides, dil);
+  auto sizes = [&](const char *name) {
+    if (!oneD)
+      return pairAttr(ctx, name, 1);
+    std::vector<int64_t> v = ctx.attrInts(name).value_or(std::vector<int64_t>{1});
+    if (v.size() != 1)
+      ctx.fail(std::string("'") + name + "' must have 1 value for a 1-D input");
+    positiveSizes(ctx, name, v);
+    return std::vector<int64_t>{1, v[0]};
+  };
+  std::vector<int64_t> strides = sizes("strides"), dil = sizes("dilations");
+  Padding p = paddingOf(ctx, x.shape(), kernel, strides, dil, oneD);
   if (!p.symmetric()) {
     x = kiln::pad(x, {0, 0, p.top, p.left}, {0, 0, p.bottom, p.right});
     p = {};
   }
-  return conv2d(x, w, {strides[0], strides[1]}, {p.top, p.left}, {dil[0], dil[1]},
-                ctx.attrInt("group", 1));
+  Tensor y = conv2d(x, w, {strides[0], strides[1]}, {p.top, p.left}, {dil[0], dil[1]},
+                    ctx.attrInt("group", 1));
+  if (oneD)
+    y = y.reshape({y.shape()[0], y.shape()[1], y.shape()[3]});
+  return y;
 }
 
 namespace {
 Values conv(const NodeContext &ctx) {
   Tensor x = ctx.tensor(0), w = ctx.tensorAs(1, x);
   Tensor y = convolution(ctx, x, w);
-  if (ctx.has(2))
-    y = y + ctx.tensorAs(2, y).reshape({1, w.shape()[0], 1, 1});
+  if (ctx.has(2)) {
+    Shape along(y.shape().size(), 1);
+    along[1] = w.shape()[0];
+    y = y + ctx.tensorAs(2, y).reshape(along);
+  }
   return one(y);
 }
 

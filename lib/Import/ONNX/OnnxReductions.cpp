@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 
 using namespace kiln;
@@ -20,8 +21,10 @@ namespace {
 using Reduction = std::function<Tensor(const Tensor &, const std::vector<int64_t> &, bool)>;
 
 /// A Reduce* operator whose axes became an input in version `axesInputSince`.
-Converter reduction(int64_t axesInputSince, Reduction fn) {
-  return [axesInputSince, fn](const NodeContext &ctx) -> std::vector<Value> {
+/// Over an empty axis it gives `empty` where set (ONNX's reduction of an
+/// empty set: -inf for ReduceMax), else whatever `fn` gives.
+Converter reduction(int64_t axesInputSince, Reduction fn, std::optional<float> empty = {}) {
+  return [axesInputSince, fn, empty](const NodeContext &ctx) -> std::vector<Value> {
     Tensor x = ctx.tensor(0);
     int64_t rank = int64_t(x.shape().size());
     bool keep = ctx.attrInt("keepdims", 1) != 0;
@@ -36,16 +39,29 @@ Converter reduction(int64_t axesInputSince, Reduction fn) {
     }
     for (int64_t &a : *axes)
       a = normalizeAxis(ctx, a, rank);
+    bool overEmpty = std::any_of(axes->begin(), axes->end(),
+                                 [&](int64_t a) { return x.shape()[size_t(a)] == 0; });
+    if (overEmpty && empty) {
+      Shape out;
+      for (int64_t d = 0; d < rank; ++d)
+        if (std::find(axes->begin(), axes->end(), d) == axes->end())
+          out.push_back(x.shape()[size_t(d)]);
+        else if (keep)
+          out.push_back(1);
+      return single(Tensor::full(out, *empty).to(x.dtype()));
+    }
     return single(fn(x, *axes, keep));
   };
 }
 
 Converter plain(Tensor (*fn)(const Tensor &, std::vector<int64_t>, bool, std::source_location),
-                int64_t axesInputSince) {
-  return reduction(axesInputSince, [fn](const Tensor &x, const std::vector<int64_t> &axes,
-                                        bool keep) {
-    return fn(x, axes, keep, std::source_location::current());
-  });
+                int64_t axesInputSince, std::optional<float> empty = {}) {
+  return reduction(
+      axesInputSince,
+      [fn](const Tensor &x, const std::vector<int64_t> &axes, bool keep) {
+        return fn(x, axes, keep, std::source_location::current());
+      },
+      empty);
 }
 
 std::vector<Value> argReduce(const NodeContext &ctx, bool isMax) {
@@ -176,9 +192,10 @@ std::vector<Value> topK(const NodeContext &ctx) {
 
 void onnx_import::addReductionConverters(ConverterTable &table) {
   table["TopK"] = topK;
-  table["ReduceMax"] = plain(amax, 18);
+  const float inf = std::numeric_limits<float>::infinity();
+  table["ReduceMax"] = plain(amax, 18, -inf);
   table["ReduceMean"] = plain(mean, 18);
-  table["ReduceMin"] = plain(amin, 18);
+  table["ReduceMin"] = plain(amin, 18, inf);
   table["ReduceSum"] = plain(sum, 13);
   table["ReduceProd"] = plain(prod, 18);
   table["ReduceL1"] = reduction(18, [](const Tensor &x, const std::vector<int64_t> &a, bool k) {
@@ -203,7 +220,7 @@ void onnx_import::addReductionConverters(ConverterTable &table) {
       if (std::find(a.begin(), a.end(), d) == a.end())
         kept.push_back(x.shape()[size_t(d)]);
     return y.reshape(kept);
-  });
+  }, -inf);
   table["ArgMax"] = [](const NodeContext &c) { return argReduce(c, true); };
   table["ArgMin"] = [](const NodeContext &c) { return argReduce(c, false); };
   table["CumSum"] = cumSum;

@@ -296,6 +296,37 @@ TEST(OnnxImport, OlderOpsetsImportWhereTheirOperatorsAreUnchanged) {
             (std::vector<float>{1, 0, 1, 0}));
 }
 
+// If with a condition the model computes: both branches, selected
+// elementwise; the branches read the outer graph's values by name.
+TEST(OnnxImport, IfOnARunTimeConditionSelectsBetweenBranches) {
+  ModelBuilder mb;
+  mb.input("x", {4});
+  mb.weights("zero", {}, {0.0f});
+  mb.node("ReduceSum", {"x"}, {"total"});
+  mb.node("Greater", {"total", "zero"}, {"positive"});
+  onnx::NodeProto *n = mb.node("If", {"positive"}, {"y"});
+  auto branch = [&](const char *name, const char *op) {
+    onnx::AttributeProto *a = n->add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::GRAPH);
+    onnx::GraphProto *g = a->mutable_g();
+    g->set_name(name);
+    onnx::NodeProto *inner = g->add_node();
+    inner->set_op_type(op);
+    inner->add_input("x");
+    inner->add_output(std::string(name) + "_y");
+    g->add_output()->set_name(std::string(name) + "_y");
+  };
+  branch("then_branch", "Relu");
+  branch("else_branch", "Neg");
+  mb.output("y");
+  Device cpu = Device::parse("cpu:0");
+  EXPECT_EQ(importAndRun(mb.bytes(), Tensor::from({-1, 2, 0, 5}, {4}, cpu), cpu),
+            (std::vector<float>{0, 2, 0, 5}));
+  EXPECT_EQ(importAndRun(mb.bytes(), Tensor::from({-1, 2, 0, -5}, {4}, cpu), cpu),
+            (std::vector<float>{1, -2, -0.0f, 5}));
+}
+
 // Shape -> Gather -> Unsqueeze -> Concat -> Reshape, as exporters write a
 // flatten: folded at import, no kernel for the integers.
 TEST(OnnxImport, ShapeSubgraphsFoldAtImport) {
