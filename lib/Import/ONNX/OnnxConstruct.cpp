@@ -3,7 +3,8 @@
 // Operators whose result depends on element positions: Range, EyeLike and
 // the Hann, Hamming and Blackman windows (constants, from values known at
 // import), Trilu (a triangle kept by a
-// mask), Tile (a broadcast) and Size (a count known at import).
+// mask), Tile (a broadcast) and Size (a count known at import); and the
+// data movement CenterCropPad and ReverseSequence.
 //
 //===----------------------------------------------------------------------===//
 
@@ -160,7 +161,66 @@ Converter window(std::vector<double> terms) {
 }
 } // namespace
 
+namespace {
+/// CenterCropPad: each listed axis cropped or zero-padded to its size in
+/// `shape`, centred (an odd difference puts the extra element at the end).
+std::vector<Value> centerCropPad(const NodeContext &ctx) {
+  Tensor x = ctx.tensor(0);
+  const std::vector<int64_t> &sizes = ctx.ints(1);
+  int64_t rank = int64_t(x.shape().size());
+  std::vector<int64_t> axes = ctx.attrInts("axes").value_or(std::vector<int64_t>());
+  if (axes.empty())
+    for (int64_t a = 0; a < rank; ++a)
+      axes.push_back(a);
+  if (axes.size() != sizes.size())
+    ctx.fail("'shape' gives " + std::to_string(sizes.size()) + " sizes for " +
+             std::to_string(axes.size()) + " axes");
+  for (size_t i = 0; i < axes.size(); ++i) {
+    int64_t axis = normalizeAxis(ctx, axes[i], rank), have = x.shape()[size_t(axis)];
+    int64_t want = sizes[i];
+    if (want < 0)
+      ctx.fail("a negative size in 'shape'");
+    if (want < have) {
+      int64_t start = (have - want) / 2;
+      x = x.slice(axis, start, start + want);
+    } else if (want > have) {
+      std::vector<int64_t> low(size_t(rank), 0), high(size_t(rank), 0);
+      low[size_t(axis)] = (want - have) / 2;
+      high[size_t(axis)] = want - have - low[size_t(axis)];
+      x = kiln::pad(x, low, high);
+    }
+  }
+  return single(x);
+}
+
+/// ReverseSequence: along time_axis, the first sequence_lens[b] elements
+/// of each batch entry b reversed, the rest kept (lengths known at import).
+std::vector<Value> reverseSequence(const NodeContext &ctx) {
+  Tensor x = ctx.tensor(0);
+  const std::vector<int64_t> &lengths = ctx.ints(1);
+  int64_t rank = int64_t(x.shape().size());
+  int64_t batchAxis = normalizeAxis(ctx, ctx.attrInt("batch_axis", 1), rank);
+  int64_t timeAxis = normalizeAxis(ctx, ctx.attrInt("time_axis", 0), rank);
+  int64_t batch = x.shape()[size_t(batchAxis)], steps = x.shape()[size_t(timeAxis)];
+  if (batchAxis == timeAxis || int64_t(lengths.size()) != batch)
+    ctx.fail("sequence_lens must give one length per batch entry, on another axis than time");
+  std::vector<Tensor> parts;
+  for (int64_t b = 0; b < batch; ++b) {
+    int64_t n = lengths[size_t(b)];
+    if (n < 0 || n > steps)
+      ctx.fail("sequence length " + std::to_string(n) + " outside 0 to " + std::to_string(steps));
+    std::vector<int64_t> order(static_cast<size_t>(steps));
+    for (int64_t t = 0; t < steps; ++t)
+      order[size_t(t)] = t < n ? n - 1 - t : t;
+    parts.push_back(index_select(x.slice(batchAxis, b, b + 1), timeAxis, order));
+  }
+  return single(parts.size() == 1 ? parts.front() : concat(parts, batchAxis));
+}
+} // namespace
+
 void onnx_import::addConstructConverters(ConverterTable &table) {
+  table["CenterCropPad"] = centerCropPad;
+  table["ReverseSequence"] = reverseSequence;
   table["HannWindow"] = window({0.5, -0.5});
   table["HammingWindow"] = window({25.0 / 46, -21.0 / 46});
   table["BlackmanWindow"] = window({0.42, -0.5, 0.08});

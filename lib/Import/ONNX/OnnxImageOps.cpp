@@ -1,7 +1,8 @@
 //===- OnnxImageOps.cpp - ONNX operators on NCHW images -------------------===//
 //
 // SpaceToDepth and DepthToSpace (a reshape, a permutation, a reshape),
-// InstanceNormalization, MeanVarianceNormalization, LRN (a sum of channel
+// InstanceNormalization, GroupNormalization, LpNormalization,
+// MeanVarianceNormalization, LRN (a sum of channel
 // slices) and ConvTranspose, computed as the convolution it is the
 // gradient of: the input spread by the stride, padded by the window less
 // the pads, convolved with the filter flipped and its channels swapped.
@@ -82,6 +83,47 @@ std::vector<Value> instanceNorm(const NodeContext &ctx) {
   perChannel[1] = x.shape()[1];
   Tensor y = normalized(x, spatial, ctx.attrFloat("epsilon", 1e-5f));
   return single(y * ctx.tensor(1).reshape(perChannel) + ctx.tensor(2).reshape(perChannel));
+}
+
+/// GroupNormalization: each sample's channels in num_groups groups, each
+/// normalized over its channels and positions; scale and bias per channel
+/// (version 21) or per group (version 18).
+std::vector<Value> groupNorm(const NodeContext &ctx) {
+  Tensor x = ctx.tensor(0);
+  const Shape in = x.shape();
+  if (in.size() < 3)
+    ctx.fail("the input must have rank 3 or more ([N, C, ...])");
+  int64_t groups = ctx.attrInt("num_groups", 0), channels = in[1];
+  if (groups < 1 || channels % groups)
+    ctx.fail("num_groups " + std::to_string(groups) + " does not divide the " +
+             std::to_string(channels) + " channels");
+  int64_t perGroup = channels / groups;
+  for (size_t d = 2; d < in.size(); ++d)
+    perGroup *= in[d];
+  Tensor y = normalized(x.reshape({in[0], groups, perGroup}), {2}, ctx.attrFloat("epsilon", 1e-5f))
+                 .reshape(in);
+  Shape perChannel(in.size(), 1);
+  perChannel[1] = channels;
+  auto perChannelOf = [&](Tensor t) {
+    if (ctx.version < 21) { // one per group: each repeated over its channels
+      t = t.reshape({groups, 1}).broadcast_to({groups, channels / groups});
+    }
+    return t.reshape(perChannel);
+  };
+  return single(y * perChannelOf(ctx.tensorAs(1, x)) + perChannelOf(ctx.tensorAs(2, x)));
+}
+
+/// LpNormalization: x over its L1 or L2 norm along `axis` (0 where the norm
+/// is 0).
+std::vector<Value> lpNorm(const NodeContext &ctx) {
+  Tensor x = ctx.tensor(0);
+  int64_t axis = normalizeAxis(ctx, ctx.attrInt("axis", -1), int64_t(x.shape().size()));
+  int64_t p = ctx.attrInt("p", 2);
+  if (p != 1 && p != 2)
+    ctx.fail("p = " + std::to_string(p) + " (1 or 2)");
+  Tensor norm = p == 1 ? sum(abs(x), {axis}, true) : sqrt(sum(x * x, {axis}, true));
+  Tensor zero = scalarLike(x, 0.0f);
+  return single(where(eq(norm, zero), zero, x / norm));
 }
 
 std::vector<Value> meanVarianceNorm(const NodeContext &ctx) {
@@ -213,6 +255,8 @@ void onnx_import::addImageConverters(ConverterTable &table) {
   table["SpaceToDepth"] = spaceToDepth;
   table["DepthToSpace"] = depthToSpace;
   table["InstanceNormalization"] = instanceNorm;
+  table["GroupNormalization"] = groupNorm;
+  table["LpNormalization"] = lpNorm;
   table["MeanVarianceNormalization"] = meanVarianceNorm;
   table["LRN"] = lrn;
   table["ConvTranspose"] = convTranspose;

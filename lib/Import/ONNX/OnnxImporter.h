@@ -163,9 +163,9 @@ using ConverterTable = std::map<std::string, Converter>;
 inline std::vector<Value> single(Tensor t) { return {Value::of(std::move(t))}; }
 
 /// The converters of each file, added to the table: activations, logic and
-/// variadic sums (OnnxElementwise.cpp); reductions, arg-reductions, CumSum
-/// and Hardmax (OnnxReductions.cpp); Range, EyeLike, Trilu, Tile and Size
-/// (OnnxConstruct.cpp).
+/// variadic sums (OnnxElementwise.cpp); reductions, arg-reductions, CumSum,
+/// CumProd and Hardmax (OnnxReductions.cpp); Range, EyeLike, Trilu, Tile,
+/// Size, CenterCropPad and ReverseSequence (OnnxConstruct.cpp).
 void addElementwiseConverters(ConverterTable &table);
 void addReductionConverters(ConverterTable &table);
 void addConstructConverters(ConverterTable &table);
@@ -174,8 +174,9 @@ void addConstructConverters(ConverterTable &table);
 /// labels known at import (OnnxLosses.cpp).
 void addIndexingConverters(ConverterTable &table);
 void addLossConverters(ConverterTable &table);
-/// SpaceToDepth, DepthToSpace, InstanceNormalization,
-/// MeanVarianceNormalization, LRN and ConvTranspose (OnnxImageOps.cpp).
+/// SpaceToDepth, DepthToSpace, InstanceNormalization, GroupNormalization,
+/// LpNormalization, MeanVarianceNormalization, LRN and ConvTranspose
+/// (OnnxImageOps.cpp).
 void addImageConverters(ConverterTable &table);
 /// Einsum of one or two operands (OnnxEinsum.cpp).
 void addEinsumConverter(ConverterTable &table);

@@ -257,7 +257,7 @@ Values conv(const NodeContext &ctx) {
 /// slices, combined: the largest, or the sum over the count of elements
 /// inside (count_include_pad = 0) or over the window (1). Explicit pads,
 /// no dilation, no ceil_mode.
-Values pool3d(const NodeContext &ctx, bool isMax, Tensor x) {
+Values pool3d(const NodeContext &ctx, bool isMax, Tensor x, bool includePad) {
   const Shape in = x.shape();
   std::optional<std::vector<int64_t>> kernel = ctx.attrInts("kernel_shape");
   if (!kernel || kernel->size() != 3)
@@ -309,16 +309,19 @@ Values pool3d(const NodeContext &ctx, bool isMax, Tensor x) {
   Tensor y = combined(xp);
   if (isMax)
     return one(y);
-  if (ctx.attrInt("count_include_pad", 0))
+  if (includePad || ctx.attrInt("count_include_pad", 0))
     return one(y / float((*kernel)[0] * (*kernel)[1] * (*kernel)[2]));
   Tensor ones = Tensor::full({1, 1, in[2], in[3], in[4]}, 1.0f);
   return one(y / combined(padded(ones)));
 }
 
-Values pool(const NodeContext &ctx, bool isMax) {
-  Tensor x = ctx.tensor(0);
+/// MaxPool and AveragePool of input 0, or of `input` (LpPool's |x|^p);
+/// `includePad` counts the padding in every average.
+Values pool(const NodeContext &ctx, bool isMax, std::optional<Tensor> input = {},
+            bool includePad = false) {
+  Tensor x = input ? *input : ctx.tensor(0);
   if (x.shape().size() == 5)
-    return pool3d(ctx, isMax, x);
+    return pool3d(ctx, isMax, x, includePad);
   // 1-D pooling ([N, C, L]) is 2-D pooling of [N, C, 1, L].
   bool oneD = x.shape().size() == 3;
   if (oneD)
@@ -465,7 +468,7 @@ Values pool(const NodeContext &ctx, bool isMax) {
     }
     return finish(max_pool2d(x, k2, s2, {p.top, p.left}));
   }
-  bool countPad = ctx.attrInt("count_include_pad", 0) != 0;
+  bool countPad = includePad || ctx.attrInt("count_include_pad", 0) != 0;
   if (direct && (countPad || (!p.top && !p.left)))
     return finish(avg_pool2d(x, k2, s2, {p.top, p.left}));
   auto padded = [&](const Tensor &t) {
@@ -1144,6 +1147,25 @@ const ConverterTable &onnx_import::converters() {
       {"MatMul", matMul},
       {"Max", variadic(maximum)},
       {"MaxPool", [](const NodeContext &c) { return pool(c, true); }},
+      {"LpPool",
+       [](const NodeContext &c) -> Values {
+         // (sum over the window of |x|^p)^(1/p): the average of |x|^p over
+         // the whole window (padding's zeros included), times its size.
+         Tensor x = c.tensor(0);
+         float p = float(c.attrInt("p", 2));
+         if (p < 1)
+           c.fail("p = " + std::to_string(int64_t(p)) + " (at least 1)");
+         std::optional<std::vector<int64_t>> kernel = c.attrInts("kernel_shape");
+         if (!kernel)
+           c.fail("'kernel_shape' is missing");
+         int64_t size = 1;
+         for (int64_t k : *kernel)
+           size *= k;
+         Tensor powered = p == 1 ? abs(x) : p == 2 ? x * x : pow(abs(x), scalarLike(x, p));
+         Tensor avg = *pool(c, false, powered, true)[0].tensor;
+         Tensor sum = avg * scalarLike(avg, float(size));
+         return one(p == 1 ? sum : p == 2 ? sqrt(sum) : pow(sum, scalarLike(sum, 1.0f / p)));
+       }},
       {"Min", variadic(minimum)},
       {"Mul", binary(mul, [](int64_t a, int64_t b) { return a * b; }, true)},
       {"Neg", unary(neg, [](int64_t v) { return -v; })},

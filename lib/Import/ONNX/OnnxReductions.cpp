@@ -1,7 +1,7 @@
 //===- OnnxReductions.cpp - ONNX reductions as Tensor API calls -----------===//
 //
 // The Reduce* family (axes an attribute, then an input: ReduceSum-13, the
-// others 18), ArgMax/ArgMin, TopK, CumSum and Hardmax.
+// others 18), ArgMax/ArgMin, TopK, CumSum, CumProd and Hardmax.
 //
 //===----------------------------------------------------------------------===//
 
@@ -98,6 +98,38 @@ std::pair<Tensor, std::vector<int64_t>> axisLast(const Tensor &x, int64_t axis) 
 /// CumSum as a product with a triangular matrix of ones along the axis
 /// (`exclusive` leaves the diagonal out, `reverse` sums from the end);
 /// integers known at import are summed here.
+/// CumProd: a scan of log2(n) steps, each multiplying by the running
+/// products shifted by a doubling distance (padded with ones).
+std::vector<Value> cumProd(const NodeContext &ctx) {
+  Tensor x = ctx.tensor(0);
+  const std::vector<int64_t> &axisValue = ctx.ints(1);
+  if (axisValue.size() != 1)
+    ctx.fail("'axis' must hold one value");
+  int64_t rank = int64_t(x.shape().size());
+  int64_t axis = normalizeAxis(ctx, axisValue[0], rank);
+  bool exclusive = ctx.attrInt("exclusive", 0) != 0, reverse = ctx.attrInt("reverse", 0) != 0;
+  int64_t n = x.shape()[size_t(axis)];
+  // `t` shifted by `s` along the axis (towards the end, or the start when
+  // reversed), the vacated places 1.
+  auto shifted = [&](const Tensor &t, int64_t s) {
+    Shape onesShape = t.shape();
+    onesShape[size_t(axis)] = std::min(s, n);
+    Tensor ones = Tensor::full(onesShape, 1.0f);
+    if (ones.dtype() != t.dtype())
+      ones = ones.to(t.dtype());
+    if (s >= n)
+      return ones;
+    return reverse ? concat({t.slice(axis, s, n), ones}, axis)
+                   : concat({ones, t.slice(axis, 0, n - s)}, axis);
+  };
+  if (n == 0)
+    return single(x);
+  Tensor y = exclusive ? shifted(x, 1) : x;
+  for (int64_t s = 1; s < n; s *= 2)
+    y = y * shifted(y, s);
+  return single(y);
+}
+
 std::vector<Value> cumSum(const NodeContext &ctx) {
   const Value &in = ctx.input(0);
   const std::vector<int64_t> &axisValue = ctx.ints(1);
@@ -224,5 +256,6 @@ void onnx_import::addReductionConverters(ConverterTable &table) {
   table["ArgMax"] = [](const NodeContext &c) { return argReduce(c, true); };
   table["ArgMin"] = [](const NodeContext &c) { return argReduce(c, false); };
   table["CumSum"] = cumSum;
+  table["CumProd"] = cumProd;
   table["Hardmax"] = hardmax;
 }
