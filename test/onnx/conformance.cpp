@@ -70,6 +70,16 @@ std::string outsideTheClaim(const fs::path &dir, const onnx::ModelProto &model) 
     case onnx::TensorProto::UINT16:
     case onnx::TensorProto::UINT8:
     case onnx::TensorProto::BOOL:
+    case 17: // float8e4m3fn, float8e4m3fnuz, float8e5m2, float8e5m2fnuz,
+    case 18: // uint4, int4, float4e2m1, float8e8m0, uint2, int2
+    case 19:
+    case 20:
+    case 21:
+    case 22:
+    case 23:
+    case 24:
+    case 25:
+    case 26:
       return "";
     default:
       return "data type " + std::to_string(type.tensor_type().elem_type()) +
@@ -79,9 +89,12 @@ std::string outsideTheClaim(const fs::path &dir, const onnx::ModelProto &model) 
   for (const onnx::ValueInfoProto &info : model.graph().input())
     if (std::string why = typeProblem(info.type()); !why.empty())
       return "input '" + info.name() + "': " + why;
-  for (const onnx::ValueInfoProto &info : model.graph().output())
+  for (const onnx::ValueInfoProto &info : model.graph().output()) {
     if (std::string why = typeProblem(info.type()); !why.empty())
       return "output '" + info.name() + "': " + why;
+    if (info.type().tensor_type().elem_type() == 24)
+      return "output '" + info.name() + "': float8e8m0 (Kiln does not round to it)";
+  }
   for (const onnx::NodeProto &node : model.graph().node())
     if (node.op_type() == "Resize")
       for (const onnx::AttributeProto &a : node.attribute())
@@ -112,6 +125,46 @@ double halfValue(uint16_t bits, bool f16) {
   if (exponent == 0)
     return sign * std::ldexp(mantissa, -24);
   return sign * std::ldexp(1024 + mantissa, exponent - 25);
+}
+
+/// The value of one element of ONNX 1.23's packed and 8-bit types (17 to
+/// 26), written from the formats' definitions: sign, exponent and
+/// mantissa fields with a bias, and which codes are NaN and inf.
+double narrowValue(uint32_t code, int type) {
+  struct Layout {
+    int exponentBits, mantissaBits, bias;
+  };
+  switch (type) {
+  case 21: // uint4
+  case 25: // uint2
+    return code;
+  case 22: // int4
+    return code >= 8 ? double(code) - 16 : code;
+  case 26: // int2
+    return code >= 2 ? double(code) - 4 : code;
+  case 24: // float8e8m0: 2^(code - 127)
+    return code == 255 ? NAN : std::pow(2.0, double(code) - 127);
+  default:
+    break;
+  }
+  Layout l = type == 17 ? Layout{4, 3, 7} : type == 18 ? Layout{4, 3, 8}
+           : type == 19 ? Layout{5, 2, 15} : type == 20 ? Layout{5, 2, 16}
+                        : Layout{2, 1, 1}; // 23: float4e2m1
+  uint32_t signMask = 1u << (l.exponentBits + l.mantissaBits);
+  uint32_t field = (code & (signMask - 1)) >> l.mantissaBits;
+  uint32_t fraction = code & ((1u << l.mantissaBits) - 1);
+  uint32_t top = (1u << l.exponentBits) - 1;
+  if ((type == 18 || type == 20) && code == 0x80)
+    return NAN;
+  if (type == 17 && field == top && fraction == 7)
+    return NAN;
+  if (type == 19 && field == top)
+    return fraction ? NAN : (code & signMask ? -INFINITY : INFINITY);
+  double magnitude = field == 0
+                         ? fraction * std::pow(2.0, 1 - l.bias - l.mantissaBits)
+                         : (1.0 + fraction / double(1u << l.mantissaBits)) *
+                               std::pow(2.0, double(field) - l.bias);
+  return code & signMask ? -magnitude : magnitude;
 }
 
 /// A test tensor's values as doubles (floats, integers, booleans).
@@ -186,6 +239,31 @@ std::vector<double> valuesOf(const onnx::TensorProto &t) {
     }
     break;
   }
+  case 17:
+  case 18:
+  case 19:
+  case 20:
+  case 21:
+  case 22:
+  case 23:
+  case 24:
+  case 25:
+  case 26: {
+    // Bytes in raw_data or one per int32_data entry, 1, 2 (4-bit types) or
+    // 4 (2-bit) elements to a byte, the first in the low bits.
+    int per = t.data_type() == 25 || t.data_type() == 26                          ? 4
+              : t.data_type() == 21 || t.data_type() == 22 || t.data_type() == 23 ? 2
+                                                                                  : 1;
+    int bits = 8 / per;
+    for (size_t i = 0; i < n; ++i) {
+      size_t at = i / size_t(per);
+      uint32_t byte = raw.empty() ? (at < size_t(t.int32_data_size()) ? uint32_t(t.int32_data(int(at))) : 0)
+                                  : (at < raw.size() ? uint8_t(raw[at]) : 0);
+      out[i] = narrowValue((byte >> (bits * int(i % size_t(per)))) & ((1u << bits) - 1),
+                           t.data_type());
+    }
+    break;
+  }
   default:
     throw kiln::Error("output data type " + std::to_string(t.data_type()) + " is not compared");
   }
@@ -253,7 +331,9 @@ std::string runCase(const fs::path &dir, onnx::ModelProto model,
     bool floating = t.data_type() == onnx::TensorProto::FLOAT ||
                     t.data_type() == onnx::TensorProto::DOUBLE ||
                     t.data_type() == onnx::TensorProto::FLOAT16 ||
-                    t.data_type() == onnx::TensorProto::BFLOAT16;
+                    t.data_type() == onnx::TensorProto::BFLOAT16 ||
+                    (t.data_type() >= 17 && t.data_type() <= 20) || t.data_type() == 23 ||
+                    t.data_type() == 24; // float8 and float4: f32 inputs of their values
     if (floating && !shapeInputs.count(info.name())) {
       shapes[info.name()] = kiln::Shape(t.dims().begin(), t.dims().end());
       floats.push_back({info.name(), t});

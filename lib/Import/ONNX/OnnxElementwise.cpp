@@ -40,40 +40,6 @@ Converter logic(int64_t (*fold)(int64_t, int64_t), Tensor (*make)(const Tensor &
   };
 }
 
-/// The bits of ONNX integer type `type` (64 where unknown: computed).
-int widthOf(int type) {
-  switch (type) {
-  case onnx::TensorProto::UINT8:
-  case onnx::TensorProto::INT8:
-    return 8;
-  case onnx::TensorProto::UINT16:
-  case onnx::TensorProto::INT16:
-    return 16;
-  case onnx::TensorProto::UINT32:
-  case onnx::TensorProto::INT32:
-    return 32;
-  default:
-    return 64;
-  }
-}
-
-bool isUnsigned(int type) {
-  return type == onnx::TensorProto::UINT8 || type == onnx::TensorProto::UINT16 ||
-         type == onnx::TensorProto::UINT32 || type == onnx::TensorProto::UINT64;
-}
-
-/// `v` wrapped to ONNX integer type `type`, as the bit operators' results
-/// are (~5 of a uint8 is 250, 64 << 1 of an int8 is -128).
-int64_t wrapped(int64_t v, int type) {
-  int width = widthOf(type);
-  if (width == 64)
-    return v;
-  uint64_t mask = (uint64_t(1) << width) - 1, bits = uint64_t(v) & mask;
-  if (!isUnsigned(type) && (bits >> (width - 1)))
-    bits |= ~mask; // sign-extended
-  return int64_t(bits);
-}
-
 /// A bit operator (BitwiseAnd/Or/Xor, BitShift) on integers known at
 /// import, with a scalar broadcast; Kiln's run-time integers are int32
 /// through f32, which has no bits to operate on, so a computed operand is
@@ -87,7 +53,7 @@ Converter bits(int64_t (*fold)(int64_t, int64_t, const NodeContext &, int)) {
                    " where both operands are known at import (constants, shape arithmetic)");
     int type = a.elemType;
     std::optional<Value> v = foldInts({&a, &b}, [&](const int64_t *x) {
-      return wrapped(fold(x[0], x[1], ctx, type), type);
+      return wrapInteger(fold(x[0], x[1], ctx, type), type);
     });
     if (!v)
       ctx.fail("operands of shapes that do not broadcast");
@@ -181,21 +147,30 @@ std::vector<Value> mod(const NodeContext &ctx) {
   return single(x - truncated * y);
 }
 
-/// CastLike: a Cast to the dtype of the second input.
+/// CastLike: a Cast to the type of the second input.
 std::vector<Value> castLike(const NodeContext &ctx) {
-  const Value &x = ctx.input(0), &like = ctx.input(1);
-  if (like.ints) { // integers known at import
-    if (x.ints)
-      return {x};
-    return single(x.tensor->to(DType::i32));
-  }
-  DType dtype = like.tensor->dtype();
-  if (x.ints) {
-    if (dtype == DType::i32)
-      return {x};
-    return single(Tensor::from(std::vector<float>(x.ints->begin(), x.ints->end()), x.shape, dtype));
-  }
-  return single(x.tensor->dtype() == dtype ? *x.tensor : x.tensor->to(dtype));
+  const Value &like = ctx.input(1);
+  int to = like.elemType;
+  if (!to && like.ints)
+    to = onnx::TensorProto::INT64;
+  if (!to)
+    switch (like.tensor->dtype()) {
+    case DType::f16:
+      to = onnx::TensorProto::FLOAT16;
+      break;
+    case DType::bf16:
+      to = onnx::TensorProto::BFLOAT16;
+      break;
+    case DType::i32:
+      to = onnx::TensorProto::INT32;
+      break;
+    case DType::boolean:
+      to = onnx::TensorProto::BOOL;
+      break;
+    default:
+      to = onnx::TensorProto::FLOAT;
+    }
+  return castValue(ctx, ctx.input(0), to, ctx.attrInt("saturate", 1) != 0);
 }
 } // namespace
 
@@ -264,11 +239,11 @@ void onnx_import::addElementwiseConverters(ConverterTable &table) {
     if (direction != "LEFT" && direction != "RIGHT")
       c.fail("direction '" + direction + "' (LEFT or RIGHT)");
     bool left = direction == "LEFT";
-    if (b < 0 || b >= widthOf(type))
-      return !left && a < 0 && !isUnsigned(type) ? -1 : 0;
+    if (b < 0 || b >= (integerBits(type) ? integerBits(type) : 64))
+      return !left && a < 0 && !isUnsignedInteger(type) ? -1 : 0;
     if (left)
       return int64_t(uint64_t(a) << b);
-    return isUnsigned(type) ? int64_t(uint64_t(a) >> b) : a >> b;
+    return isUnsignedInteger(type) ? int64_t(uint64_t(a) >> b) : a >> b;
   });
   table["BitwiseNot"] = [](const NodeContext &c) -> std::vector<Value> {
     const Value &x = c.input(0);
@@ -277,7 +252,7 @@ void onnx_import::addElementwiseConverters(ConverterTable &table) {
              "Kiln folds BitwiseNot where its operand is known at import");
     std::vector<int64_t> out(x.ints->size());
     for (size_t i = 0; i < out.size(); ++i)
-      out[i] = wrapped(~(*x.ints)[i], x.elemType);
+      out[i] = wrapInteger(~(*x.ints)[i], x.elemType);
     Value v = Value::ofInts(std::move(out), x.shape);
     v.elemType = x.elemType;
     return {v};

@@ -305,12 +305,70 @@ int64_t elementBytesOf(int type) {
     return 0;
   }
 }
+
+/// Bytes that `n` elements of `type` take as stored: int4, uint4 and
+/// float4 pack two to a byte, int2 and uint2 four.
+int64_t storedBytes(int type, int64_t n) {
+  if (isNarrowFloat(type) && type != onnx_type::kFloat4E2M1)
+    return n;
+  if (type == onnx_type::kFloat8E8M0)
+    return n;
+  if (type == onnx_type::kFloat4E2M1 || integerBits(type) == 4)
+    return (n + 1) / 2;
+  if (integerBits(type) == 2)
+    return (n + 3) / 4;
+  return n * elementBytesOf(type);
+}
+
+/// The elements of a float8/float4 or int4/int2 tensor (`n` of them) from
+/// its bytes: raw data, or int32_data with one stored byte per entry.
+Value narrowValue(const onnx::TensorProto &proto, const Shape &shape, int64_t n,
+                  const std::string &what) {
+  int type = proto.data_type();
+  int64_t bytes = storedBytes(type, n);
+  bool raw = proto.has_raw_data();
+  size_t have = raw ? proto.raw_data().size() : size_t(proto.int32_data_size());
+  if (have != size_t(bytes))
+    throw Error(what + ": " + std::to_string(have) + " bytes of data for shape " +
+                shapeText(shape) + " of " + dataTypeName(type) + " (" + std::to_string(bytes) +
+                " bytes); the file is damaged or was written by a broken exporter");
+  auto byteAt = [&](int64_t i) -> uint32_t {
+    return raw ? uint8_t(proto.raw_data()[size_t(i)]) : uint32_t(proto.int32_data(int(i))) & 0xff;
+  };
+  int perByte = integerBits(type) == 2                                      ? 4
+                : integerBits(type) == 4 || type == onnx_type::kFloat4E2M1 ? 2
+                                                                           : 1;
+  int width = 8 / perByte;
+  std::vector<uint32_t> elements(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i)
+    elements[size_t(i)] = (byteAt(i / perByte) >> (width * int(i % perByte))) & ((1u << width) - 1);
+  Value v;
+  if (integerBits(type)) {
+    std::vector<int64_t> ints(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i)
+      ints[size_t(i)] = wrapInteger(elements[size_t(i)], type); // sign-extended
+    v = Value::ofInts(std::move(ints), shape);
+  } else {
+    std::vector<float> floats(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i)
+      floats[size_t(i)] = float(narrowFloatValue(elements[size_t(i)], type));
+    v = Value::ofConstant(Tensor::from(std::move(floats), shape));
+  }
+  v.elemType = type;
+  return v;
+}
 } // namespace
 
 std::optional<DType> onnx_import::computedDType(int64_t type) {
   switch (type) {
   case onnx::TensorProto::FLOAT:
   case onnx::TensorProto::DOUBLE: // demoted, as IREE does by default
+  case onnx_type::kFloat8E4M3FN:  // the narrow floats' values, in f32
+  case onnx_type::kFloat8E4M3FNUZ:
+  case onnx_type::kFloat8E5M2:
+  case onnx_type::kFloat8E5M2FNUZ:
+  case onnx_type::kFloat4E2M1:
+  case onnx_type::kFloat8E8M0:
     return DType::f32;
   case onnx::TensorProto::FLOAT16:
     return DType::f16;
@@ -324,6 +382,10 @@ std::optional<DType> onnx_import::computedDType(int64_t type) {
   case onnx::TensorProto::UINT8:
   case onnx::TensorProto::UINT32:
   case onnx::TensorProto::UINT64:
+  case onnx_type::kInt4:
+  case onnx_type::kUint4:
+  case onnx_type::kInt2:
+  case onnx_type::kUint2:
     return DType::i32;
   case onnx::TensorProto::BOOL:
     return DType::boolean;
@@ -338,11 +400,11 @@ Value onnx_import::valueOfTensorProto(const onnx::TensorProto &proto, const std:
   int64_t n = checkedElements(shape, what);
   if (proto.data_location() == onnx::TensorProto::EXTERNAL) {
     // Checked against the shape before reading: no huge read for a bad size.
-    int64_t bytesPer = elementBytesOf(proto.data_type());
+    int64_t bytes = storedBytes(proto.data_type(), n);
     for (const onnx::StringStringEntryProto &entry : proto.external_data())
-      if (entry.key() == "length" && entry.value() != std::to_string(n * bytesPer))
+      if (entry.key() == "length" && entry.value() != std::to_string(bytes))
         throw Error(what + ": external data of length " + entry.value() + " for shape " +
-                    shapeText(shape) + " (" + std::to_string(n * bytesPer) + " bytes)");
+                    shapeText(shape) + " (" + std::to_string(bytes) + " bytes)");
     onnx::TensorProto inside = proto;
     inside.clear_external_data();
     inside.set_data_location(onnx::TensorProto::DEFAULT);
@@ -462,10 +524,21 @@ Value onnx_import::valueOfTensorProto(const onnx::TensorProto &proto, const std:
     v.elemType = proto.data_type();
     return v;
   }
+  case onnx_type::kFloat8E4M3FN:
+  case onnx_type::kFloat8E4M3FNUZ:
+  case onnx_type::kFloat8E5M2:
+  case onnx_type::kFloat8E5M2FNUZ:
+  case onnx_type::kFloat4E2M1:
+  case onnx_type::kFloat8E8M0:
+  case onnx_type::kInt4:
+  case onnx_type::kUint4:
+  case onnx_type::kInt2:
+  case onnx_type::kUint2:
+    return narrowValue(proto, shape, n, what);
   default:
-    throw Error(what + ": data type " + std::to_string(proto.data_type()) +
-                " is not supported (float, float16, bfloat16, double, int64, int32, int16, "
-                "int8, uint64, uint32, uint16, uint8 and bool are)");
+    throw Error(what + ": data type " + dataTypeName(proto.data_type()) +
+                " is not supported (float, float16, bfloat16, double, the float8 types, "
+                "float4e2m1, integers of 2 to 64 bits and bool are)");
   }
 }
 
@@ -706,6 +779,11 @@ OnnxModel importModel(const onnx::ModelProto &model, const std::string &name,
                   "compiles for; check its dimensions or give smaller ones with --input-shape");
     Tensor x = Tensor::from(std::vector<float>(static_cast<size_t>(elements), 0.0f), shape, dtype);
     values[info.name()] = Value::of(x);
+    // A float8 or int4 input: f32 or i32 holding the type's values.
+    int type = info.type().tensor_type().elem_type();
+    if (isNarrowFloat(type) || type == onnx_type::kFloat8E8M0 ||
+        (integerBits(type) > 0 && integerBits(type) < 8))
+      values[info.name()].elemType = type;
     out.inputs.push_back(x);
     out.input_names.push_back(info.name());
   }

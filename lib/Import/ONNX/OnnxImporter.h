@@ -46,8 +46,10 @@ struct Value {
   /// low <= v <= high, where the importer can prove them (a cast of a
   /// boolean, an arg-reduction's index, arithmetic on such values).
   std::optional<std::pair<int64_t, int64_t>> bounds;
-  /// For `ints` read from the file: their ONNX data type (uint8, int16,
-  /// ...), which the bit operators wrap to; 0 where computed.
+  /// The ONNX data type of `ints` read from the file (uint8, int16, ...),
+  /// which the bit operators wrap to, or of a tensor that holds a type
+  /// Kiln has no dtype for (float8e4m3fn held in f32, int4 held in i32);
+  /// 0 where it is the dtype's own or unknown.
   int elemType = 0;
 
   static Value of(Tensor t) {
@@ -214,9 +216,43 @@ std::optional<Value> foldInts(const std::vector<const Value *> &inputs,
                               const std::function<int64_t(const int64_t *)> &fn);
 
 /// The dtype Kiln computes ONNX data type `type` in, if any: float, float16
-/// and bfloat16 as themselves, int64 and the narrower integers as i32
-/// (Kiln's integers), bool as bool.
+/// and bfloat16 as themselves, int64 and the narrower integers (int4 and
+/// int2 included) as i32 (Kiln's integers), bool as bool, and the float8
+/// and float4 formats as f32 holding exactly the format's values.
 std::optional<DType> computedDType(int64_t type);
+
+/// ONNX 1.23's data types past the ONNX 1.12 protobuf that Kiln builds on.
+namespace onnx_type {
+constexpr int kFloat8E4M3FN = 17, kFloat8E4M3FNUZ = 18, kFloat8E5M2 = 19, kFloat8E5M2FNUZ = 20,
+              kUint4 = 21, kInt4 = 22, kFloat4E2M1 = 23, kFloat8E8M0 = 24, kUint2 = 25,
+              kInt2 = 26;
+} // namespace onnx_type
+
+/// Data types (OnnxDataTypes.cpp). The bits of integer type `type` (0 for
+/// a type that is no integer), whether it is unsigned, and the values it
+/// holds (nullopt for 64-bit and non-integer types).
+int integerBits(int type);
+bool isUnsignedInteger(int type);
+std::optional<std::pair<int64_t, int64_t>> integerRange(int type);
+/// `v` wrapped to integer type `type` (~5 of a uint8 is 250); unchanged
+/// for 64-bit and non-integer types.
+int64_t wrapInteger(int64_t v, int type);
+/// A float8 (E4M3FN, E4M3FNUZ, E5M2, E5M2FNUZ) or float4 (E2M1) type,
+/// which Kiln holds in f32 and rounds to.
+bool isNarrowFloat(int type);
+/// The value of one element's `bits` of a float8 or float4 type (E8M0
+/// included).
+double narrowFloatValue(uint32_t bits, int type);
+/// `x` rounded to float8/float4 type `type` as ONNX's Cast does: half to
+/// even, overflow to the largest value (saturate) or to inf or NaN.
+Tensor roundToNarrowFloat(const NodeContext &ctx, const Tensor &x, int type, bool saturate);
+/// `x` converted to integer type `type` as Cast does: toward zero, then
+/// wrapped to the type's width.
+Tensor castToInteger(const Tensor &x, int type);
+/// "float8e4m3fn", "INT64": for errors.
+std::string dataTypeName(int type);
+/// Cast of `x` to ONNX type `to` (Cast and CastLike).
+std::vector<Value> castValue(const NodeContext &ctx, const Value &x, int to, bool saturate);
 
 /// The elements of `shape`, whose dimensions come from the file: an Error
 /// naming `what` for a negative dimension or more than 2^40 elements (an

@@ -757,35 +757,7 @@ Values constantOfShape(const NodeContext &ctx) {
 }
 
 Values cast(const NodeContext &ctx) {
-  const Value &x = ctx.input(0);
-  int64_t to = ctx.attrInt("to", 0);
-  std::optional<DType> dtype = computedDType(to);
-  if (!dtype)
-    ctx.fail("a cast to ONNX data type " + std::to_string(to) + ", which Kiln does not compute",
-             "Kiln computes float, float16, bfloat16, integers (as int32) and bool");
-  if (x.ints) {
-    // Integers known at import stay folded, or become constants.
-    if (*dtype == DType::i32)
-      return {x};
-    if (*dtype == DType::boolean) {
-      std::vector<int64_t> flags(x.ints->size());
-      for (size_t i = 0; i < flags.size(); ++i)
-        flags[i] = (*x.ints)[i] != 0;
-      return {Value::ofInts(std::move(flags), x.shape)};
-    }
-    return {Value::ofConstant(
-        Tensor::from(std::vector<float>(x.ints->begin(), x.ints->end()), x.shape, *dtype))};
-  }
-  Tensor t = *x.tensor;
-  Values out = one(t.dtype() == *dtype ? t : t.to(*dtype));
-  // Integers keep what is known of their values: a boolean is 0 or 1.
-  if (*dtype == DType::i32) {
-    if (t.dtype() == DType::boolean)
-      out[0].bounds = std::pair<int64_t, int64_t>{0, 1};
-    else if (t.dtype() == DType::i32)
-      out[0].bounds = x.bounds;
-  }
-  return out;
+  return castValue(ctx, ctx.input(0), int(ctx.attrInt("to", 0)), ctx.attrInt("saturate", 1) != 0);
 }
 
 Values slice(const NodeContext &ctx) {
@@ -1088,6 +1060,62 @@ Values passThrough(const NodeContext &ctx) {
   return {ctx.input(0)};
 }
 } // namespace
+
+std::vector<Value> onnx_import::castValue(const NodeContext &ctx, const Value &x, int to,
+                                          bool saturate) {
+  std::optional<DType> dtype = computedDType(to);
+  if (!dtype || to == onnx_type::kFloat8E8M0)
+    ctx.fail("a cast to " + dataTypeName(to) + ", which Kiln does not compute",
+             "Kiln computes float, float16, bfloat16, double (as f32), integers of up to 64 bits "
+             "(as int32), bool, and the float8 and float4 types but float8e8m0 (as f32)");
+  bool narrowInt = integerBits(to) > 0 && integerBits(to) < 32;
+  if (x.ints) {
+    // Integers known at import stay folded (wrapped to the type), or become
+    // constants.
+    if (*dtype == DType::i32 || *dtype == DType::boolean) {
+      std::vector<int64_t> v(x.ints->size());
+      for (size_t i = 0; i < v.size(); ++i)
+        v[i] = *dtype == DType::boolean ? (*x.ints)[i] != 0 : wrapInteger((*x.ints)[i], to);
+      Value out = Value::ofInts(std::move(v), x.shape);
+      out.elemType = narrowInt ? to : 0;
+      return {out};
+    }
+    Tensor t = Tensor::from(std::vector<float>(x.ints->begin(), x.ints->end()), x.shape, *dtype);
+    if (!isNarrowFloat(to))
+      return {Value::ofConstant(t)};
+    Value out = Value::of(roundToNarrowFloat(ctx, t, to, saturate));
+    out.elemType = to;
+    return {out};
+  }
+  Tensor t = *x.tensor;
+  if (isNarrowFloat(to)) {
+    Value out = Value::of(roundToNarrowFloat(ctx, t, to, saturate));
+    out.elemType = to;
+    return {out};
+  }
+  if (narrowInt) {
+    // A value already inside the type's range needs no wrapping.
+    std::optional<std::pair<int64_t, int64_t>> range = integerRange(to);
+    bool fits = t.dtype() == DType::boolean ||
+                (x.bounds && x.bounds->first >= range->first && x.bounds->second <= range->second);
+    Value out = Value::of(fits ? (t.dtype() == DType::i32 ? t : t.to(DType::i32))
+                               : castToInteger(t, to));
+    out.bounds = fits && x.bounds ? x.bounds : range;
+    if (t.dtype() == DType::boolean)
+      out.bounds = std::pair<int64_t, int64_t>{0, 1};
+    out.elemType = to;
+    return {out};
+  }
+  Values out = one(t.dtype() == *dtype ? t : t.to(*dtype));
+  // Integers keep what is known of their values: a boolean is 0 or 1.
+  if (*dtype == DType::i32) {
+    if (t.dtype() == DType::boolean)
+      out[0].bounds = std::pair<int64_t, int64_t>{0, 1};
+    else if (t.dtype() == DType::i32)
+      out[0].bounds = x.bounds;
+  }
+  return out;
+}
 
 const ConverterTable &onnx_import::converters() {
   static const ConverterTable table = [] {

@@ -6,7 +6,7 @@
 // (int32 through f32, exact below 2^24) and the products run in f32 on
 // integer values, exact while every sum stays below 2^24, which the
 // importer checks from the operands' bounds. Scales may be per tensor, per
-// axis or per block (block_size); float8 and float4 results are refused.
+// axis or per block (block_size); float8 and float4 results are f32 values rounded to the format.
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,34 +21,6 @@ using namespace kiln::onnx_import;
 
 namespace {
 using Values = std::vector<Value>;
-
-// ONNX 1.23's data types past the 1.12 protobuf that Kiln reads.
-constexpr int kUint4 = 21, kInt4 = 22, kUint2 = 25, kInt2 = 26;
-
-/// The values ONNX integer type `type` holds, for the types a quantized
-/// value may have; nullopt for a type Kiln does not quantize to.
-std::optional<std::pair<int64_t, int64_t>> quantizedRange(int type) {
-  switch (type) {
-  case onnx::TensorProto::UINT8:
-    return std::pair<int64_t, int64_t>{0, 255};
-  case onnx::TensorProto::INT8:
-    return std::pair<int64_t, int64_t>{-128, 127};
-  case onnx::TensorProto::UINT16:
-    return std::pair<int64_t, int64_t>{0, 65535};
-  case onnx::TensorProto::INT16:
-    return std::pair<int64_t, int64_t>{-32768, 32767};
-  case kUint4:
-    return std::pair<int64_t, int64_t>{0, 15};
-  case kInt4:
-    return std::pair<int64_t, int64_t>{-8, 7};
-  case kUint2:
-    return std::pair<int64_t, int64_t>{0, 3};
-  case kInt2:
-    return std::pair<int64_t, int64_t>{-2, 1};
-  default:
-    return std::nullopt;
-  }
-}
 
 /// Input `i` as f32 (integers known at import or computed).
 Tensor wide(const NodeContext &ctx, size_t i) {
@@ -100,15 +72,25 @@ int typeOf(const NodeContext &ctx, size_t i, int otherwise) {
   return ctx.has(i) && ctx.input(i).elemType ? ctx.input(i).elemType : otherwise;
 }
 
-/// round(x / scale) + zero point, saturated to `type`: the integer result
-/// as an i32 tensor with its bounds.
+/// round(x / scale) + zero point, saturated to integer `type`: the result
+/// as an i32 tensor with its bounds. For a float8 or float4 `type`,
+/// x / scale + zero point rounded to it (saturated unless `saturate` is
+/// off), in f32.
 Value quantized(const NodeContext &ctx, const Tensor &x, const Tensor &scale,
-                std::optional<Tensor> zeroPoint, int type) {
-  std::optional<std::pair<int64_t, int64_t>> range = quantizedRange(type);
+                std::optional<Tensor> zeroPoint, int type, bool saturate = true) {
+  if (isNarrowFloat(type)) {
+    Tensor q = x / scale;
+    if (zeroPoint)
+      q = q + *zeroPoint;
+    Value v = Value::of(roundToNarrowFloat(ctx, q, type, saturate));
+    v.elemType = type;
+    return v;
+  }
+  std::optional<std::pair<int64_t, int64_t>> range = integerRange(type);
   if (!range)
-    ctx.fail("a quantized result of ONNX data type " + std::to_string(type),
-             "Kiln quantizes to int8, uint8, int16, uint16, int4, uint4, int2 and uint2 (no "
-             "float8 or float4)");
+    ctx.fail("a quantized result of ONNX data type " + dataTypeName(type),
+             "Kiln quantizes to int8, uint8, int16, uint16, int4, uint4, int2, uint2, the float8 "
+             "types and float4e2m1");
   Tensor q = round(x / scale);
   if (zeroPoint)
     q = q + *zeroPoint;
@@ -128,7 +110,7 @@ Values quantizeLinear(const NodeContext &ctx) {
   std::optional<Tensor> zero;
   if (ctx.has(2))
     zero = alongAxis(ctx, wide(ctx, 2), x.shape(), axis, block, "the zero point");
-  Value y = quantized(ctx, x, scale, zero, type);
+  Value y = quantized(ctx, x, scale, zero, type, ctx.attrInt("saturate", 1) != 0);
   y.elemType = type;
   return {y};
 }
@@ -178,7 +160,7 @@ int64_t magnitude(const NodeContext &ctx, size_t i, std::optional<size_t> zeroPo
     }
     if (v.bounds)
       return v.bounds;
-    return quantizedRange(v.elemType);
+    return integerRange(v.elemType);
   };
   auto x = bounds(i);
   if (!x)
@@ -264,7 +246,7 @@ Values convInteger(const NodeContext &ctx) {
 Value requantized(const NodeContext &ctx, const Tensor &acc, const Tensor &scale, size_t zeroPoint,
                   size_t like) {
   int type = typeOf(ctx, zeroPoint, typeOf(ctx, like, onnx::TensorProto::UINT8));
-  std::optional<std::pair<int64_t, int64_t>> range = quantizedRange(type);
+  std::optional<std::pair<int64_t, int64_t>> range = integerRange(type);
   if (!range)
     ctx.fail("an output zero point of ONNX data type " + std::to_string(type),
              "Kiln requantizes to int8 and uint8");
