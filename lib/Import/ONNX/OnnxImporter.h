@@ -184,6 +184,9 @@ void addImageConverters(ConverterTable &table);
 void addEinsumConverter(ConverterTable &table);
 /// Attention-23 and RotaryEmbedding-23 (OnnxAttention.cpp).
 void addAttentionConverters(ConverterTable &table);
+/// LinearAttention, CausalConvWithState, TensorScatter and SwiGLU
+/// (OnnxStateOps.cpp).
+void addStateConverters(ConverterTable &table);
 /// RNN, GRU and LSTM unrolled over the sequence (OnnxRecurrent.cpp).
 void addRecurrentConverters(ConverterTable &table);
 /// QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear, MatMulInteger,

@@ -1259,6 +1259,7 @@ const ConverterTable &onnx_import::converters() {
   addQuantizeConverters(table);
   addControlFlowConverters(table);
   addAttentionConverters(table);
+  addStateConverters(table);
   return table;
   }();
   return table;
