@@ -141,10 +141,15 @@ std::vector<Value> mod(const NodeContext &ctx) {
     return {*folded};
   Tensor x = ctx.tensor(0), y = ctx.tensor(1);
   Tensor q = x / y;
-  if (!fmod) // Python's %: the remainder takes the divisor's sign
-    return single(x - kiln::floor(q) * y);
-  Tensor truncated = where(lt(q, literal(0.0f, q)), kiln::ceil(q), kiln::floor(q));
-  return single(x - truncated * y);
+  // fmod: C's, truncated; else Python's %, whose remainder takes the
+  // divisor's sign.
+  Tensor r = fmod ? x - where(lt(q, literal(0.0f, q)), kiln::ceil(q), kiln::floor(q)) * y
+                  : x - kiln::floor(q) * y;
+  // An infinite divisor of a finite x leaves x (0 * inf would be NaN), or
+  // for % gives the divisor where the signs differ (-3 % inf is inf).
+  Tensor inf = literal(INFINITY, x);
+  Tensor byInf = fmod ? x : where(lt(x * y, literal(0.0f, x)), y, x);
+  return single(where(eq(abs(y), inf), where(lt(abs(x), inf), byInf, r), r));
 }
 
 /// CastLike: a Cast to the type of the second input.

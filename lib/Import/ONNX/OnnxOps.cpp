@@ -874,12 +874,13 @@ Values padOp(const NodeContext &ctx) {
       ctx.fail("the constant value must be one number");
     return one(kiln::pad(x, low, high, value[0]));
   }
-  // A value the model takes at run time: zeros, plus the value where the
-  // padding is.
-  Tensor border = Tensor::scalar(1.0f) - kiln::pad(Tensor::full(x.shape(), 1.0f), low, high);
-  if (border.dtype() != x.dtype())
-    border = border.to(x.dtype());
-  return one(kiln::pad(x, low, high) + border * ctx.tensor(2).reshape({}));
+  // A value the model takes at run time, selected where the padding is (a
+  // product would turn an -inf value into 0 * -inf = NaN inside).
+  Tensor inside = gt(kiln::pad(Tensor::full(x.shape(), 1.0f), low, high), Tensor::scalar(0.0f));
+  Tensor value = ctx.tensor(2).reshape({});
+  if (value.dtype() != x.dtype())
+    value = value.to(x.dtype());
+  return one(where(inside, kiln::pad(x, low, high), value));
 }
 
 Values softmaxOp(const NodeContext &ctx, bool log) {
@@ -1107,6 +1108,7 @@ std::vector<Value> onnx_import::castValue(const NodeContext &ctx, const Value &x
     return {out};
   }
   Values out = one(t.dtype() == *dtype ? t : t.to(*dtype));
+  out[0].constant = x.constant; // a cast constant stays one (Pad's value)
   // Integers keep what is known of their values: a boolean is 0 or 1.
   if (*dtype == DType::i32) {
     if (t.dtype() == DType::boolean)

@@ -48,7 +48,27 @@ Converter reduction(int64_t axesInputSince, Reduction fn, std::optional<float> e
           out.push_back(x.shape()[size_t(d)]);
         else if (keep)
           out.push_back(1);
-      return single(Tensor::full(out, *empty).to(x.dtype()));
+      // The identity where the type has it, else the type's least (or most)
+      // value: false for a boolean ReduceMax.
+      const Value &in = ctx.input(0);
+      bool boolean = (in.ints && in.elemType == onnx::TensorProto::BOOL) ||
+                     x.dtype() == DType::boolean;
+      bool infinite = std::isinf(*empty);
+      float fill = boolean && infinite ? (*empty < 0 ? 0.0f : 1.0f) : *empty;
+      if (in.ints) {
+        int64_t n = 1, value = int64_t(fill);
+        for (int64_t d : out)
+          n *= d;
+        if (infinite && !boolean) {
+          auto range = integerRange(in.elemType);
+          value = *empty < 0 ? (range ? range->first : std::numeric_limits<int64_t>::min())
+                             : (range ? range->second : std::numeric_limits<int64_t>::max());
+        }
+        Value v = Value::ofInts(std::vector<int64_t>(static_cast<size_t>(n), value), out);
+        v.elemType = in.elemType;
+        return {v};
+      }
+      return single(Tensor::full(out, fill).to(x.dtype()));
     }
     return single(fn(x, *axes, keep));
   };
