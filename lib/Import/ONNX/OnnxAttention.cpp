@@ -56,14 +56,43 @@ std::vector<float> shapeMask(int64_t q, int64_t kv, int64_t offset, bool causal,
   return bias;
 }
 
+/// The bias of an external (static) KV cache, [B, 1, q, kv]: batch b's
+/// keys past nonpad_kv_seqlen[b] are padding, and the causal and window
+/// masks end where its keys do (query i sits at nonpad[b] - q + i). The
+/// lengths may be known at import or computed.
+Tensor externalCacheMask(const NodeContext &ctx, int64_t q, int64_t kv, DType dtype) {
+  Tensor lengths = ctx.tensor(6).to(DType::f32);
+  int64_t batch = lengths.numel();
+  lengths = lengths.reshape({batch, 1, 1, 1});
+  auto iota = [](int64_t n, Shape shape) {
+    std::vector<float> v(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i)
+      v[size_t(i)] = float(i);
+    return Tensor::from(std::move(v), std::move(shape));
+  };
+  Tensor i = iota(q, {1, 1, q, 1}), j = iota(kv, {1, 1, 1, kv});
+  Tensor diff = lengths - Tensor::scalar(float(q)) + i - j; // offset + i - j
+  // Each condition as 1 or 0; their product allows a key.
+  auto flag = [](const Tensor &c) { return where(c, Tensor::scalar(1.0f), Tensor::scalar(0.0f)); };
+  Tensor allowed = flag(lt(j, lengths));
+  if (ctx.attrInt("is_causal", 0))
+    allowed = allowed * flag(ge(diff, Tensor::scalar(0.0f)));
+  if (int64_t left = ctx.attrInt("left_window_size", -1); left >= 0)
+    allowed = allowed * flag(le(diff, Tensor::scalar(float(left))));
+  if (int64_t right = ctx.attrInt("right_window_size", -1); right >= 0)
+    allowed = allowed * flag(ge(diff, Tensor::scalar(float(-right))));
+  Tensor bias = where(gt(allowed, Tensor::scalar(0.5f)), Tensor::scalar(0.0f),
+                      Tensor::scalar(-INFINITY));
+  return dtype == DType::f32 ? bias : bias.to(dtype);
+}
+
 std::vector<Value> attention(const NodeContext &ctx) {
   Tensor q = ctx.tensor(0), k = ctx.tensorAs(1, q), v = ctx.tensorAs(2, q);
   size_t rank = q.shape().size();
   if ((rank != 3 && rank != 4) || k.shape().size() != rank || v.shape().size() != rank)
     ctx.fail("Q, K and V must all be rank 3 or all rank 4");
-  if (ctx.has(6))
-    ctx.fail("nonpad_kv_seqlen (Attention-24's external cache) is not supported",
-             "export with past_key and past_value instead");
+  if (ctx.has(6) && ctx.has(4))
+    ctx.fail("nonpad_kv_seqlen (an external cache) cannot be combined with past_key");
   if (rank == 3) {
     int64_t qHeads = ctx.attrInt("q_num_heads", 0), kvHeads = ctx.attrInt("kv_num_heads", 0);
     if (qHeads < 1 || kvHeads < 1)
@@ -98,7 +127,9 @@ std::vector<Value> attention(const NodeContext &ctx) {
       shapeMask(qLen, kvLen, past, ctx.attrInt("is_causal", 0) != 0,
                 ctx.attrInt("left_window_size", -1), ctx.attrInt("right_window_size", -1));
   std::optional<Tensor> bias;
-  if (!fixed.empty())
+  if (ctx.has(6))
+    bias = externalCacheMask(ctx, qLen, kvLen, q.dtype());
+  else if (!fixed.empty())
     bias = Tensor::from(fixed, {qLen, kvLen}, q.dtype());
   if (ctx.has(3)) {
     Tensor mask = ctx.tensor(3);
