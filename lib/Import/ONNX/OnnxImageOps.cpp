@@ -3,7 +3,7 @@
 // SpaceToDepth and DepthToSpace (a reshape, a permutation, a reshape),
 // InstanceNormalization, GroupNormalization, LpNormalization,
 // MeanVarianceNormalization, LRN (a sum of channel
-// slices) and ConvTranspose, computed as the convolution it is the
+// slices), Col2Im (a sum of placed slices) and ConvTranspose, computed as the convolution it is the
 // gradient of: the input spread by the stride, padded by the window less
 // the pads, convolved with the filter flipped and its channels swapped.
 //
@@ -249,9 +249,78 @@ std::vector<Value> convTranspose(const NodeContext &ctx) {
     y = y.reshape({y.shape()[0], y.shape()[1], y.shape()[3]});
   return single(y);
 }
+/// Col2Im: the blocks' columns summed back into the image. Each offset
+/// within the block places its [N, C, blocks...] slice spread by the
+/// strides and shifted by offset x dilation into the padded image; the
+/// pads are cut off at the end.
+std::vector<Value> col2im(const NodeContext &ctx) {
+  Tensor x = ctx.tensor(0);
+  std::vector<int64_t> image = ctx.ints(1), block = ctx.ints(2);
+  size_t k = image.size();
+  const Shape &xs = x.shape();
+  auto attr = [&](const char *name, int64_t fill, size_t count) {
+    std::vector<int64_t> v = ctx.attrInts(name).value_or(std::vector<int64_t>(count, fill));
+    if (v.size() != count)
+      ctx.fail(std::string(name) + " must have " + std::to_string(count) + " values");
+    return v;
+  };
+  std::vector<int64_t> dil = attr("dilations", 1, k), pads = attr("pads", 0, 2 * k),
+                       strides = attr("strides", 1, k);
+  int64_t blockSize = 1;
+  for (int64_t b : block)
+    blockSize *= b;
+  if (block.size() != k || xs.size() != 3 || blockSize < 1 || xs[1] % blockSize)
+    ctx.fail("input " + detail::shapeText(xs) + " for block_shape " + detail::shapeText(block) +
+             "; want [N, C * prod(block_shape), L]");
+  Shape counts, padded;
+  int64_t total = 1;
+  for (size_t i = 0; i < k; ++i) {
+    padded.push_back(image[i] + pads[i] + pads[i + k]);
+    counts.push_back((padded[i] - dil[i] * (block[i] - 1) - 1) / strides[i] + 1);
+    total *= counts[i];
+  }
+  if (total != xs[2])
+    ctx.fail("the input has " + std::to_string(xs[2]) + " blocks; the image, block, pads, "
+             "dilations and strides make " + std::to_string(total));
+  int64_t n = xs[0], c = xs[1] / blockSize;
+  Shape split{n, c, blockSize};
+  split.insert(split.end(), counts.begin(), counts.end());
+  Tensor cols = x.reshape(split);
+  std::optional<Tensor> sum;
+  for (int64_t offset = 0; offset < blockSize; ++offset) {
+    Shape sliced{n, c};
+    sliced.insert(sliced.end(), counts.begin(), counts.end());
+    Tensor piece = cols.slice(2, offset, offset + 1).reshape(sliced);
+    std::vector<int64_t> low(k + 2, 0), high(k + 2, 0);
+    int64_t rest = offset;
+    for (size_t i = k; i-- > 0;) {
+      int64_t at = rest % block[i];
+      rest /= block[i];
+      int64_t axis = int64_t(i) + 2;
+      if (strides[i] > 1) { // zeros between the blocks: [.., m] -> [.., m, s] -> [.., m s]
+        Shape s = piece.shape(), wide = s;
+        s.insert(s.begin() + axis + 1, 1);
+        std::vector<int64_t> lo(s.size(), 0), hi(s.size(), 0);
+        hi[size_t(axis + 1)] = strides[i] - 1;
+        wide[size_t(axis)] *= strides[i];
+        piece = kiln::pad(piece.reshape(s), lo, hi).reshape(wide);
+        piece = piece.slice(axis, 0, (counts[i] - 1) * strides[i] + 1);
+      }
+      low[size_t(axis)] = at * dil[i];
+      high[size_t(axis)] = padded[i] - low[size_t(axis)] - piece.shape()[size_t(axis)];
+    }
+    Tensor placed = kiln::pad(piece, low, high);
+    sum = sum ? *sum + placed : placed;
+  }
+  Tensor y = *sum;
+  for (size_t i = 0; i < k; ++i)
+    y = y.slice(int64_t(i) + 2, pads[i], pads[i] + image[i]);
+  return single(y);
+}
 } // namespace
 
 void onnx_import::addImageConverters(ConverterTable &table) {
+  table["Col2Im"] = col2im;
   table["SpaceToDepth"] = spaceToDepth;
   table["DepthToSpace"] = depthToSpace;
   table["InstanceNormalization"] = instanceNorm;

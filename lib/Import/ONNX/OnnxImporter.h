@@ -184,6 +184,11 @@ void addImageConverters(ConverterTable &table);
 void addEinsumConverter(ConverterTable &table);
 /// Attention-23 and RotaryEmbedding-23 (OnnxAttention.cpp).
 void addAttentionConverters(ConverterTable &table);
+/// GridSample and AffineGrid (OnnxSampling.cpp); DFT and STFT
+/// (OnnxSignal.cpp); Det (OnnxLinalg.cpp).
+void addSamplingConverters(ConverterTable &table);
+void addSignalConverters(ConverterTable &table);
+void addLinalgConverters(ConverterTable &table);
 /// LinearAttention, CausalConvWithState, TensorScatter and SwiGLU
 /// (OnnxStateOps.cpp).
 void addStateConverters(ConverterTable &table);
@@ -268,6 +273,9 @@ int64_t checkedElements(const Shape &shape, const std::string &what);
 inline Tensor scalarLike(const Tensor &like, float value) {
   return detail::scalarLike(value, like, std::source_location::current());
 }
+
+/// `t` in f32 (unchanged where it is).
+inline Tensor asF32(const Tensor &t) { return t.dtype() == DType::f32 ? t : t.to(DType::f32); }
 
 /// `axis` of a rank-`rank` value, negative counting from the end.
 int64_t normalizeAxis(const NodeContext &ctx, int64_t axis, int64_t rank);

@@ -1262,6 +1262,9 @@ const ConverterTable &onnx_import::converters() {
   addControlFlowConverters(table);
   addAttentionConverters(table);
   addStateConverters(table);
+  addSamplingConverters(table);
+  addSignalConverters(table);
+  addLinalgConverters(table);
   return table;
   }();
   return table;

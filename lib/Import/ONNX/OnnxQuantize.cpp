@@ -24,8 +24,7 @@ using Values = std::vector<Value>;
 
 /// Input `i` as f32 (integers known at import or computed).
 Tensor wide(const NodeContext &ctx, size_t i) {
-  Tensor t = ctx.tensor(i);
-  return t.dtype() == DType::f32 ? t : t.to(DType::f32);
+  return asF32(ctx.tensor(i));
 }
 
 /// A scale or zero point laid along `x`'s shape: a scalar as it is, a 1-D

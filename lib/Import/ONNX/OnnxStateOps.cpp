@@ -19,8 +19,6 @@ using namespace kiln;
 using namespace kiln::onnx_import;
 
 namespace {
-Tensor asF32(const Tensor &t) { return t.dtype() == DType::f32 ? t : t.to(DType::f32); }
-
 /// [B, T, H * D] -> [B, H, T, D] in f32.
 Tensor heads(const NodeContext &ctx, const Tensor &x, int64_t h, const char *what) {
   const Shape &s = x.shape();
