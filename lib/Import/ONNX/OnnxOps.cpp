@@ -996,8 +996,28 @@ Values split(const NodeContext &ctx) {
     ctx.fail("the split sizes do not add up to the axis' " + std::to_string(size));
   Values out;
   int64_t at = 0;
+  const Value &in = ctx.input(0);
   for (int64_t s : sizes) {
-    out.push_back(Value::of(x.slice(axis, at, at + s)));
+    if (in.ints) { // integers known at import (a shape) stay folded
+      int64_t inner = 1, outer = 1;
+      for (int64_t d = 0; d < rank; ++d)
+        if (d < axis)
+          outer *= x.shape()[size_t(d)];
+        else if (d > axis)
+          inner *= x.shape()[size_t(d)];
+      std::vector<int64_t> part;
+      for (int64_t o = 0; o < outer; ++o)
+        for (int64_t i = at; i < at + s; ++i)
+          for (int64_t j = 0; j < inner; ++j)
+            part.push_back((*in.ints)[size_t((o * size + i) * inner + j)]);
+      Shape shape = x.shape();
+      shape[size_t(axis)] = s;
+      Value v = Value::ofInts(std::move(part), shape);
+      v.elemType = in.elemType;
+      out.push_back(v);
+    } else {
+      out.push_back(Value::of(x.slice(axis, at, at + s)));
+    }
     at += s;
   }
   return out;
@@ -1016,7 +1036,16 @@ Values expand(const NodeContext &ctx) {
       ctx.fail("shape " + std::to_string(b) + " does not broadcast with " + std::to_string(a));
     out[i] = a == 1 ? b : a;
   }
-  checkedElements(out, ctx.where());
+  int64_t elements = checkedElements(out, ctx.where());
+  const Value &given = ctx.input(0);
+  if (given.ints && elements <= (int64_t(1) << 20)) { // indices known at import stay folded
+    Value shapeOnly = Value::ofInts(std::vector<int64_t>(static_cast<size_t>(elements), 0), out);
+    if (std::optional<Value> folded =
+            foldInts({&given, &shapeOnly}, [](const int64_t *v) { return v[0]; })) {
+      folded->elemType = given.elemType;
+      return {*folded};
+    }
+  }
   return one(x.broadcast_to(out));
 }
 
