@@ -255,9 +255,50 @@ std::vector<Value> rotaryEmbedding(const NodeContext &ctx) {
   Tensor y = parts.size() == 1 ? parts[0] : concat(parts, 3);
   return single(original.size() == 3 ? y.reshape(original) : y);
 }
+/// FlexAttention (ai.onnx.preview): attention of rank-4 Q, K and V with
+/// grouped heads, whose scores and probabilities the model may rewrite by
+/// graphs (score_mod, prob_mod) of one input, converted inline. f16 and
+/// bf16 scores are taken to f32 (or softmax_precision) for the softmax.
+std::vector<Value> flexAttention(const NodeContext &ctx) {
+  Tensor q = ctx.tensor(0), k = ctx.tensorAs(1, q), v = ctx.tensorAs(2, q);
+  const Shape qs = q.shape(), ks = k.shape(), vs = v.shape();
+  if (qs.size() != 4 || ks.size() != 4 || vs.size() != 4)
+    ctx.fail("Q, K and V must be rank 4");
+  if (ks[3] != qs[3] || ks[2] != vs[2] || ks[1] != vs[1] || ks[1] < 1 || qs[1] % ks[1])
+    ctx.fail("Q " + detail::shapeText(qs) + ", K " + detail::shapeText(ks) + " and V " +
+             detail::shapeText(vs) + " do not make grouped-query attention");
+  k = repeatHeads(k, qs[1] / ks[1]);
+  v = repeatHeads(v, qs[1] / ks[1]);
+  float scale = ctx.attrFloat("scale", 1.0f / std::sqrt(float(qs[3])));
+  Tensor root = scalarLike(q, std::sqrt(scale));
+  Tensor scores = matmul(q * root, (k * root).transpose(2, 3));
+  DType compute = DType::f32;
+  if (const onnx::AttributeProto *precision = ctx.attribute("softmax_precision")) {
+    std::optional<DType> dtype = computedDType(precision->i());
+    if (!dtype || *dtype == DType::i32 || *dtype == DType::boolean)
+      ctx.fail("softmax_precision " + std::to_string(precision->i()) + " is not a float type");
+    compute = *dtype;
+  }
+  if (scores.dtype() != compute)
+    scores = scores.to(compute);
+  auto modified = [&](const char *name, const Tensor &t) {
+    const onnx::AttributeProto *graph = ctx.attribute(name);
+    if (!graph)
+      return t;
+    std::vector<Value> out = ctx.runSubgraph(graph->g(), {Value::of(t)});
+    if (out.size() != 1 || !out[0].tensor || out[0].shape != t.shape())
+      ctx.fail(std::string(name) + " must compute one tensor of the scores' shape " +
+               detail::shapeText(t.shape()));
+    return out[0].tensor->dtype() == compute ? *out[0].tensor : out[0].tensor->to(compute);
+  };
+  Tensor probs = modified("prob_mod", softmax(modified("score_mod", scores), -1));
+  Tensor y = matmul(probs, v.dtype() == compute ? v : v.to(compute));
+  return single(y.dtype() == v.dtype() ? y : y.to(v.dtype()));
+}
 } // namespace
 
 void onnx_import::addAttentionConverters(ConverterTable &table) {
+  table["FlexAttention"] = flexAttention;
   table["Attention"] = attention;
   table["RotaryEmbedding"] = rotaryEmbedding;
 }

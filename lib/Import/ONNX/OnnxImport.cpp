@@ -611,14 +611,16 @@ void collectUnconvertible(const onnx::GraphProto &graph, int64_t opset, std::str
         collectUnconvertible(g, opset, list, count, outdated);
     }
     std::string why;
-    int64_t version = operatorVersion(node.op_type(), opset);
-    if (!node.domain().empty() && node.domain() != "ai.onnx")
-      why = "domain '" + node.domain() + "', which Kiln does not import";
+    int64_t version = nodeVersion(node, opset);
+    bool defaultDomain = node.domain().empty() || node.domain() == "ai.onnx";
+    if (!defaultDomain && !version)
+      why = "domain '" + node.domain() + "', of which Kiln does not import " + node.op_type();
     else if (!version)
       why = "not an operator of opset " + std::to_string(opset);
     else if (!table.count(node.op_type()))
       why = node.op_type() + "-" + std::to_string(version) + " is not converted";
-    else if (int64_t oldest = operatorVersion(node.op_type(), kOldestOpset); version < oldest) {
+    else if (int64_t oldest = defaultDomain ? operatorVersion(node.op_type(), kOldestOpset) : 1;
+             version < oldest) {
       why = node.op_type() + "-" + std::to_string(version) + " predates the " +
             node.op_type() + "-" + std::to_string(oldest) + " that Kiln reads";
       outdated = true;
@@ -743,6 +745,12 @@ OnnxModel importModel(const onnx::ModelProto &model, const std::string &name,
   for (const onnx::OperatorSetIdProto &set : model.opset_import())
     if (set.domain().empty() || set.domain() == "ai.onnx")
       out.opset = set.version();
+  // A model of the preview domains' operators alone (an optimizer step)
+  // imports no default opset; its nodes are read at their version 1.
+  for (const onnx::OperatorSetIdProto &set : model.opset_import())
+    if (out.opset == 0 &&
+        (set.domain() == "ai.onnx.preview.training" || set.domain() == "ai.onnx.preview"))
+      out.opset = kNewestOpset;
   if (out.opset == 0)
     throw Error(name + ": the model imports no opset of the default ONNX domain; is it an ONNX "
                        "model?");

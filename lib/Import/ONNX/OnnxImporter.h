@@ -33,6 +33,11 @@ constexpr int64_t kOldestOpset = 11, kNewestOpset = 28;
 /// since_version is at most `opset`), or 0 where `op` is no operator of
 /// that opset (OnnxVersions.cpp: ONNX 1.23's table).
 int64_t operatorVersion(const std::string &op, int64_t opset);
+/// The version of `node`'s operator: operatorVersion in the default
+/// domain, 1 for the preview domains' operators Kiln converts
+/// (ai.onnx.preview.training's optimizers, ai.onnx.preview's
+/// FlexAttention), 0 for any other domain's.
+int64_t nodeVersion(const onnx::NodeProto &node, int64_t opset);
 
 struct Value {
   std::optional<Tensor> tensor;
@@ -107,7 +112,7 @@ public:
   NodeContext(const onnx::NodeProto &node, int index, int64_t opset,
               std::vector<const Value *> inputs, GraphPlace place = {})
       : node(node), index(index), opset(opset),
-        version(operatorVersion(node.op_type(), opset)), place(std::move(place)),
+        version(nodeVersion(node, opset)), place(std::move(place)),
         inputs(std::move(inputs)) {}
 
   const onnx::NodeProto &node;
@@ -189,6 +194,9 @@ void addAttentionConverters(ConverterTable &table);
 void addSamplingConverters(ConverterTable &table);
 void addSignalConverters(ConverterTable &table);
 void addLinalgConverters(ConverterTable &table);
+/// Adagrad, Adam and Momentum of ai.onnx.preview.training
+/// (OnnxOptimizers.cpp).
+void addOptimizerConverters(ConverterTable &table);
 /// LinearAttention, CausalConvWithState, TensorScatter and SwiGLU
 /// (OnnxStateOps.cpp).
 void addStateConverters(ConverterTable &table);
@@ -200,6 +208,12 @@ void addQuantizeConverters(ConverterTable &table);
 /// Conv's 2-D convolution of `x` by `w` (strides, pads, auto_pad,
 /// dilations and group from the node), without the bias.
 Tensor convolution(const NodeContext &ctx, Tensor x, const Tensor &w);
+/// MaxPool or AveragePool of `x` ([N, C, spatial...]) from the node's
+/// attributes, as the maximum or sum of the window's strided taps
+/// (OnnxPoolTaps.cpp): any rank, dilations, ceil_mode and auto_pad. An
+/// average divides by the window's size where `divideByKernel`, else by
+/// the taps that count (count_include_pad).
+Tensor poolByTaps(const NodeContext &ctx, bool isMax, const Tensor &x, bool divideByKernel);
 /// MatMul's product: numpy's matmul, 1-D operands included.
 Tensor matrixProduct(Tensor a, Tensor b);
 /// If, Loop and Scan, unrolled at import (OnnxControlFlow.cpp).

@@ -254,9 +254,48 @@ std::vector<Value> oneHot(const NodeContext &ctx) {
     return {Value::ofInts(std::vector<int64_t>(result.begin(), result.end()), out)};
   return {Value::ofConstant(Tensor::from(std::move(result), out, v.tensor->dtype()))};
 }
+/// MaxUnpool: the values written at MaxPool's flat indices (known at
+/// import) into zeros of the output shape (given, or what the pooling
+/// came from: (in - 1) * stride + kernel - pads).
+std::vector<Value> maxUnpool(const NodeContext &ctx) {
+  Tensor x = ctx.tensor(0);
+  const std::vector<int64_t> &indices = ctx.ints(1);
+  const Shape &in = x.shape();
+  size_t k = in.size() - 2;
+  std::vector<int64_t> kernel = ctx.attrInts("kernel_shape").value_or(std::vector<int64_t>{});
+  std::vector<int64_t> strides = ctx.attrInts("strides").value_or(std::vector<int64_t>(k, 1));
+  std::vector<int64_t> pads = ctx.attrInts("pads").value_or(std::vector<int64_t>(2 * k, 0));
+  if (in.size() < 3 || kernel.size() != k || strides.size() != k || pads.size() != 2 * k)
+    ctx.fail("kernel_shape, strides and pads for an input of shape " + detail::shapeText(in));
+  if (ctx.input(1).shape != in)
+    ctx.fail("the indices' shape " + detail::shapeText(ctx.input(1).shape) + " is not the input's " +
+             detail::shapeText(in));
+  Shape out{in[0], in[1]};
+  for (size_t i = 0; i < k; ++i)
+    out.push_back((in[i + 2] - 1) * strides[i] + kernel[i] - pads[i] - pads[i + k]);
+  int64_t elements = checkedElements(out, ctx.where());
+  std::vector<std::pair<int64_t, int64_t>> writes;
+  for (int64_t i = 0; i < int64_t(indices.size()); ++i)
+    writes.push_back({checkedIndex(ctx, indices[size_t(i)], elements), i});
+  Tensor zeros = Tensor::full(out, 0.0f);
+  Tensor y = scatter(ctx, x.dtype() == DType::f32 ? zeros : zeros.to(x.dtype()), x, writes);
+  // A larger output_shape holds that image at its start (indices are
+  // positions in the pooled input's shape), zeros after.
+  if (ctx.has(2)) {
+    std::vector<int64_t> given = ctx.ints(2), low(out.size(), 0), high(out.size(), 0);
+    for (size_t i = 0; i < out.size() && given.size() == out.size(); ++i)
+      high[i] = given[i] - out[i];
+    if (given.size() != out.size() || std::any_of(high.begin(), high.end(), [](int64_t h) { return h < 0; }))
+      ctx.fail("output_shape " + detail::shapeText(given) + " is smaller than the unpooled " +
+               detail::shapeText(out) + " or of another rank");
+    y = kiln::pad(y, low, high);
+  }
+  return single(y);
+}
 } // namespace
 
 void onnx_import::addIndexingConverters(ConverterTable &table) {
+  table["MaxUnpool"] = maxUnpool;
   table["GatherElements"] = gatherElements;
   table["GatherND"] = gatherND;
   table["ScatterElements"] = scatterElements;

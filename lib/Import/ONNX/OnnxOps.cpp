@@ -270,13 +270,13 @@ Values pool3d(const NodeContext &ctx, bool isMax, Tensor x, bool includePad) {
   if (strides.size() != 3 || pads.size() != 6 || dil.size() != 3)
     ctx.fail("'strides' and 'dilations' must give 3 sizes and 'pads' 6 for a 3-D input");
   positiveSizes(ctx, "strides", strides);
-  if (dil != std::vector<int64_t>(3, 1) || ctx.attrInt("ceil_mode", 0) ||
-      (autoPad != "NOTSET" && autoPad != "VALID"))
-    ctx.fail("3-D pooling takes explicit pads only, without dilation or ceil_mode");
-  if (autoPad == "VALID")
-    pads.assign(6, 0);
   if (ctx.node.output_size() > 1 && !ctx.node.output(1).empty())
     ctx.fail("the Indices output of a 3-D MaxPool is not supported");
+  if (dil != std::vector<int64_t>(3, 1) || ctx.attrInt("ceil_mode", 0) ||
+      (autoPad != "NOTSET" && autoPad != "VALID"))
+    return one(poolByTaps(ctx, isMax, x, includePad));
+  if (autoPad == "VALID")
+    pads.assign(6, 0);
   float fill = isMax ? -std::numeric_limits<float>::infinity() : 0.0f;
   auto padded = [&](const Tensor &t) {
     return kiln::pad(t, {0, 0, pads[0], pads[1], pads[2]}, {0, 0, pads[3], pads[4], pads[5]},
@@ -320,6 +320,7 @@ Values pool3d(const NodeContext &ctx, bool isMax, Tensor x, bool includePad) {
 Values pool(const NodeContext &ctx, bool isMax, std::optional<Tensor> input = {},
             bool includePad = false) {
   Tensor x = input ? *input : ctx.tensor(0);
+  const Tensor original = x;
   if (x.shape().size() == 5)
     return pool3d(ctx, isMax, x, includePad);
   // 1-D pooling ([N, C, L]) is 2-D pooling of [N, C, 1, L].
@@ -353,7 +354,7 @@ Values pool(const NodeContext &ctx, bool isMax, std::optional<Tensor> input = {}
   positiveSizes(ctx, "dilations", dil);
   bool dilated = dil != std::vector<int64_t>{1, 1};
   if (dilated && !isMax)
-    ctx.fail("dilated average pooling is not supported");
+    return one(poolByTaps(ctx, false, original, includePad));
   const bool wantIndices = isMax && ctx.node.output_size() > 1 && !ctx.node.output(1).empty();
   if (wantIndices && x.numel() > (int64_t(1) << 24))
     ctx.fail("MaxPool's Indices output is supported up to 2^24 input elements (the indices are "
@@ -1294,6 +1295,7 @@ const ConverterTable &onnx_import::converters() {
   addSamplingConverters(table);
   addSignalConverters(table);
   addLinalgConverters(table);
+  addOptimizerConverters(table);
   return table;
   }();
   return table;

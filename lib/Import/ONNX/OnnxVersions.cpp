@@ -104,3 +104,19 @@ int64_t kiln::onnx_import::operatorVersion(const std::string &op, int64_t opset)
       version = std::max(version, since);
   return version;
 }
+
+int64_t kiln::onnx_import::nodeVersion(const onnx::NodeProto &node, int64_t opset) {
+  const std::string &domain = node.domain();
+  if (domain.empty() || domain == "ai.onnx")
+    return operatorVersion(node.op_type(), opset);
+  // The preview domains' operators that Kiln converts, each at version 1
+  // (the only one ONNX 1.23 defines).
+  static const std::map<std::string, std::vector<std::string>> preview = {
+      {"ai.onnx.preview.training", {"Adagrad", "Adam", "Momentum"}},
+      {"ai.onnx.preview", {"FlexAttention"}}};
+  auto it = preview.find(domain);
+  if (it == preview.end() ||
+      std::find(it->second.begin(), it->second.end(), node.op_type()) == it->second.end())
+    return 0;
+  return 1;
+}
