@@ -1,12 +1,13 @@
 //===- OnnxPoolTaps.cpp - pooling of any rank as a reduction of taps ------===//
 //
 // MaxPool and AveragePool that the 2-D pooling ops do not express (3-D
-// windows with dilations or ceil_mode, dilated averages): each tap of the
-// window is a strided slice of the padded input, and the taps' maximum or
-// sum is the result. An average divides by the taps that count, found the
+// windows with dilations or ceil_mode, dilated averages). A window's
+// maximum or sum is separable, so each dimension in turn takes the
+// maximum or sum of its taps, each a pick of the padded input's rows (k1 +
+// k2 + k3 picks, not k1 k2 k3; strided slices fused into one kernel of
+// every tap instead). An average divides by the taps that count, found the
 // same way from a mask of ones: the input alone, or the input and its
-// explicit pads (count_include_pad), never the extra end that ceil_mode
-// adds.
+// explicit pads (count_include_pad), never the extra end of ceil_mode.
 //
 //===----------------------------------------------------------------------===//
 
@@ -69,23 +70,21 @@ Tensor onnx_import::poolByTaps(const NodeContext &ctx, bool isMax, const Tensor 
     return kiln::pad(kiln::pad(t, low, high, fill), std::vector<int64_t>(k + 2, 0), more,
                      endFill);
   };
-  // The taps: every offset within the window, a strided slice each.
-  auto reduce = [&](const Tensor &t) {
-    std::vector<int64_t> at(k, 0);
-    std::optional<Tensor> y;
-    while (true) {
-      Tensor tap = t;
-      for (size_t i = 0; i < k; ++i) {
-        int64_t first = at[i] * dil[i];
-        tap = tap.slice(int64_t(i + 2), first, first + (outs[i] - 1) * strides[i] + 1, strides[i]);
+  // The window is separable: one dimension at a time, each tap a strided
+  // slice (k1 + k2 + k3 slices, not k1 k2 k3).
+  auto reduce = [&](Tensor t) {
+    for (size_t i = 0; i < k; ++i) {
+      std::optional<Tensor> y;
+      for (int64_t a = 0; a < kernel[i]; ++a) {
+        std::vector<int64_t> picked;
+        for (int64_t o = 0; o < outs[i]; ++o)
+          picked.push_back(a * dil[i] + o * strides[i]);
+        Tensor tap = index_select(t, int64_t(i + 2), picked);
+        y = !y ? tap : isMax ? maximum(*y, tap) : *y + tap;
       }
-      y = !y ? tap : isMax ? maximum(*y, tap) : *y + tap;
-      size_t i = k;
-      while (i > 0 && ++at[i - 1] == kernel[i - 1])
-        at[--i] = 0;
-      if (i == 0)
-        return *y;
+      t = *y;
     }
+    return t;
   };
   float lowest = -std::numeric_limits<float>::infinity();
   if (isMax)
