@@ -1050,11 +1050,23 @@ Values expand(const NodeContext &ctx) {
   return one(x.broadcast_to(out));
 }
 
-Converter variadic(Tensor (*fn)(const Tensor &, const Tensor &, std::source_location)) {
-  return [fn](const NodeContext &ctx) -> Values {
+/// Max (`larger`) or Min of any number of inputs, broadcast; integers
+/// known at import (CenterCropPad's shape arithmetic) fold.
+Converter extreme(bool larger) {
+  return [larger](const NodeContext &ctx) -> Values {
+    std::vector<const Value *> inputs;
+    for (size_t i = 0; i < ctx.numInputs(); ++i)
+      inputs.push_back(&ctx.input(i));
+    if (std::optional<Value> folded = foldInts(inputs, [&](const int64_t *v) {
+          int64_t best = v[0];
+          for (size_t i = 1; i < inputs.size(); ++i)
+            best = larger ? std::max(best, v[i]) : std::min(best, v[i]);
+          return best;
+        }))
+      return {*folded};
     Tensor y = ctx.tensor(0);
     for (size_t i = 1; i < ctx.numInputs(); ++i)
-      y = fn(y, ctx.tensor(i), std::source_location::current());
+      y = larger ? maximum(y, ctx.tensor(i)) : minimum(y, ctx.tensor(i));
     return one(y);
   };
 }
@@ -1205,7 +1217,7 @@ const ConverterTable &onnx_import::converters() {
       {"Log", unary(log)},
       {"LogSoftmax", [](const NodeContext &c) { return softmaxOp(c, true); }},
       {"MatMul", matMul},
-      {"Max", variadic(maximum)},
+      {"Max", extreme(true)},
       {"MaxPool", [](const NodeContext &c) { return pool(c, true); }},
       {"LpPool",
        [](const NodeContext &c) -> Values {
@@ -1226,7 +1238,7 @@ const ConverterTable &onnx_import::converters() {
          Tensor sum = avg * scalarLike(avg, float(size));
          return one(p == 1 ? sum : p == 2 ? sqrt(sum) : pow(sum, scalarLike(sum, 1.0f / p)));
        }},
-      {"Min", variadic(minimum)},
+      {"Min", extreme(false)},
       {"Mul", binary(mul, [](int64_t a, int64_t b) { return a * b; }, true)},
       {"Neg", unary(neg, [](int64_t v) { return -v; })},
       {"Not", logicalNot},
