@@ -327,6 +327,37 @@ TEST(OnnxImport, IfOnARunTimeConditionSelectsBetweenBranches) {
             (std::vector<float>{1, -2, -0.0f, 5}));
 }
 
+// float8 and int4 results are f32 and int32 tensors holding the narrow
+// type's values: rounded half to even at the format's precision and
+// saturated (or NaN without saturate), integers wrapped to their width.
+TEST(OnnxImport, NarrowTypesRoundAndWrapAsOnnxSays) {
+  auto castTwice = [](int64_t to, int64_t saturate) {
+    ModelBuilder mb;
+    mb.input("x", {6});
+    onnx::NodeProto *narrow = mb.node("Cast", {"x"}, {"narrow"});
+    ModelBuilder::attr(narrow, "to", to);
+    if (saturate >= 0)
+      ModelBuilder::attr(narrow, "saturate", saturate);
+    ModelBuilder::attr(mb.node("Cast", {"narrow"}, {"y"}), "to", int64_t(1));
+    mb.output("y");
+    return mb.bytes();
+  };
+  Device cpu = Device::parse("cpu:0");
+  Tensor x = Tensor::from({0.478925f, 464.0f, 470.0f, -1e6f, 0.0015f, 9.0f}, {6}, cpu);
+  // E4M3FN: 0.46875 is the nearest; 464 ties to 448 (even); 470 overflows;
+  // 0.0015 rounds to the smallest subnormal, 2^-9.
+  std::vector<float> e4m3 = importAndRun(castTwice(17, -1), x, cpu);
+  EXPECT_EQ(e4m3, (std::vector<float>{0.46875f, 448, 448, -448, 0.001953125f, 9}));
+  std::vector<float> unsaturated = importAndRun(castTwice(17, 0), x, cpu);
+  EXPECT_EQ(unsaturated[1], 448.0f);
+  EXPECT_TRUE(std::isnan(unsaturated[2]) && std::isnan(unsaturated[3]));
+  // float4e2m1 holds 0, 0.5, 1, 1.5, 2, 3, 4, 6 and always saturates.
+  EXPECT_EQ(importAndRun(castTwice(23, -1), x, cpu), (std::vector<float>{0.5f, 6, 6, -6, 0, 6}));
+  // int4 wraps: 9 is -7, 464 is 0, 470 is 6 (truncated toward zero first).
+  Tensor ints = Tensor::from({-9.0f, 7.5f, 8.0f, -8.0f, 464.0f, 470.0f}, {6}, cpu);
+  EXPECT_EQ(importAndRun(castTwice(22, -1), ints, cpu), (std::vector<float>{7, 7, -8, -8, 0, 6}));
+}
+
 // Shape -> Gather -> Unsqueeze -> Concat -> Reshape, as exporters write a
 // flatten: folded at import, no kernel for the integers.
 TEST(OnnxImport, ShapeSubgraphsFoldAtImport) {
