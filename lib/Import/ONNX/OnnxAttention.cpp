@@ -111,6 +111,15 @@ std::vector<Value> attention(const NodeContext &ctx) {
     v = concat({pastValue, v}, 2);
   }
   Tensor presentKey = k, presentValue = v;
+  // f16 and bf16 attention computes in f32 and rounds once at the end, as
+  // fused attention kernels do: a rounding after each step (the scores, the
+  // weights) costs up to two units in the last place of the output.
+  const DType given = q.dtype();
+  if (given == DType::f16 || given == DType::bf16) {
+    q = q.to(DType::f32);
+    k = k.to(DType::f32);
+    v = v.to(DType::f32);
+  }
   const Shape &qs = q.shape(), &ks = k.shape();
   int64_t qLen = qs[2], kvLen = ks[2];
   if (qs[1] != ks[1]) {
@@ -192,6 +201,10 @@ std::vector<Value> attention(const NodeContext &ctx) {
   if (rank == 3) {
     const Shape &s = y.shape();
     y = y.permute({0, 2, 1, 3}).reshape({s[0], s[2], s[1] * s[3]});
+  }
+  if (y.dtype() != given) {
+    y = y.to(given);
+    qk = qk.to(given);
   }
   return {Value::of(y), Value::of(presentKey), Value::of(presentValue), Value::of(qk)};
 }

@@ -18,6 +18,7 @@
 #include "OnnxImporter.h"
 
 #include <algorithm>
+#include <cmath>
 
 using namespace kiln;
 using namespace kiln::onnx_import;
@@ -49,6 +50,19 @@ const onnx::GraphProto &graphAttribute(const NodeContext &ctx, const std::string
 std::optional<int64_t> knownScalar(const Value &v) {
   if (v.ints && v.ints->size() == 1)
     return v.ints->front();
+  return std::nullopt;
+}
+
+/// A trip count known at import: folded integers, or a scalar computed from
+/// constants (in float, as Range's function body does), realized here.
+std::optional<int64_t> knownCount(const Value &v) {
+  if (std::optional<int64_t> n = knownScalar(v))
+    return n;
+  if ((v.fromConstants || v.constant) && v.tensor &&
+      std::all_of(v.shape.begin(), v.shape.end(), [](int64_t d) { return d == 1; }))
+    return v.tensor->dtype() == DType::i32 || v.tensor->dtype() == DType::boolean
+               ? int64_t(v.tensor->to(DType::i32).to_vector<int32_t>()[0])
+               : int64_t(std::llround(v.tensor->to_vector<float>()[0]));
   return std::nullopt;
 }
 
@@ -118,14 +132,14 @@ Values loop(const NodeContext &ctx) {
   const onnx::GraphProto &body = graphAttribute(ctx, "body");
   std::optional<int64_t> trips;
   if (ctx.has(0)) {
-    trips = knownScalar(ctx.input(0));
+    trips = knownCount(ctx.input(0));
     if (!trips)
       ctx.fail("its trip count is computed at run time",
                "Kiln unrolls loops at import; export with the count known");
   }
   std::optional<int64_t> cond = int64_t(1);
   if (ctx.has(1))
-    cond = knownScalar(ctx.input(1));
+    cond = knownCount(ctx.input(1));
   if (!cond)
     ctx.fail("its condition is computed at run time",
              "Kiln unrolls loops at import, so the number of iterations must be known");

@@ -1,11 +1,12 @@
 //===- OnnxEinsum.cpp - ONNX Einsum as permutes, sums and one matmul ------===//
 //
-// An equation of one or two operands ("bij,bjk->bik", "ii->i" is not one:
-// a letter repeated within an operand is refused), with "..." for leading
-// dimensions and the implicit output (the letters used once, sorted). Each
-// operand first sums the letters no one else needs; two operands then meet
-// in one batched matmul: batch letters (in both and the output), the
-// contracted ones (in both, not the output), and each side's own.
+// An equation of one or two operands ("bij,bjk->bik", "bii->bi"), with
+// "..." for leading dimensions and the implicit output (the letters used
+// once, sorted). A letter repeated within an operand first takes that
+// operand's diagonal. Each operand then sums the letters no one else needs;
+// two operands meet in one batched matmul: batch letters (in both and the
+// output), the contracted ones (in both, not the output), and each side's
+// own.
 //
 //===----------------------------------------------------------------------===//
 
@@ -34,6 +35,39 @@ Letters expand(const NodeContext &ctx, std::string term, int64_t rank, int64_t e
   for (int64_t i = 0; i < covered; ++i)
     capitals += char('Z' - covered + 1 + i);
   return term.replace(at, 3, capitals);
+}
+
+/// `x` (labelled `have`) with each letter repeated within `have` reduced to
+/// its diagonal: the two dimensions side by side, merged, every (n+1)-th
+/// element picked.
+Tensor diagonals(const NodeContext &ctx, Tensor x, Letters &have) {
+  for (size_t b = 1; b < have.size(); ++b) {
+    size_t a = have.find(have[b]);
+    if (a == b)
+      continue;
+    int64_t n = x.shape()[a];
+    if (x.shape()[b] != n)
+      ctx.fail(std::string("letter '") + have[b] + "' has sizes " + std::to_string(n) + " and " +
+               std::to_string(x.shape()[b]) + " within one operand");
+    std::vector<int64_t> order;
+    for (size_t i = 0; i < have.size(); ++i) {
+      if (i != b)
+        order.push_back(int64_t(i));
+      if (i == a)
+        order.push_back(int64_t(b));
+    }
+    Shape merged;
+    for (size_t i = 0; i < order.size(); ++i)
+      if (i != a + 1)
+        merged.push_back(i == a ? n * n : x.shape()[size_t(order[i])]);
+    std::vector<int64_t> picks;
+    for (int64_t i = 0; i < n; ++i)
+      picks.push_back(i * (n + 1));
+    x = index_select(x.permute(order).reshape(merged), int64_t(a), picks);
+    have.erase(b, 1);
+    --b;
+  }
+  return x;
 }
 
 /// `x` (labelled `have`) summed over the letters not in `keep`.
@@ -79,7 +113,7 @@ std::vector<Value> einsum(const NodeContext &ctx) {
     ctx.fail("equation '" + equation + "' for " + std::to_string(ctx.numInputs()) +
              " operands; Kiln takes one or two");
   std::vector<Tensor> x;
-  std::vector<Letters> labels;
+  std::vector<Letters> labels, written; // (written: before taking diagonals)
   int64_t ellipsisRank = -1;
   for (size_t i = 0; i < terms.size(); ++i) {
     x.push_back(ctx.tensor(i));
@@ -90,9 +124,8 @@ std::vector<Value> einsum(const NodeContext &ctx) {
     if (int64_t(l.size()) != rank)
       ctx.fail("'" + terms[i] + "' names " + std::to_string(l.size()) +
                " dimensions of an operand of rank " + std::to_string(rank));
-    for (size_t a = 0; a < l.size(); ++a)
-      if (l.find(l[a]) != a)
-        ctx.fail("a letter repeated within '" + terms[i] + "' (a diagonal) is not supported");
+    written.push_back(l);
+    x[i] = diagonals(ctx, x[i], l);
     labels.push_back(l);
   }
   Letters out;
@@ -100,7 +133,7 @@ std::vector<Value> einsum(const NodeContext &ctx) {
     out = expand(ctx, equation.substr(arrow + 2), 0, std::max<int64_t>(ellipsisRank, 0));
   } else {
     std::map<char, int> uses;
-    for (const Letters &l : labels)
+    for (const Letters &l : written) // "ii" is a trace: i is used twice
       for (char c : l)
         ++uses[c];
     for (auto [c, n] : uses) // capitals ("...") sort first, as numpy's do

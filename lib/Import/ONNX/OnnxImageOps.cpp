@@ -3,9 +3,7 @@
 // SpaceToDepth and DepthToSpace (a reshape, a permutation, a reshape),
 // InstanceNormalization, GroupNormalization, LpNormalization,
 // MeanVarianceNormalization, LRN (a sum of channel
-// slices), Col2Im (a sum of placed slices) and ConvTranspose, computed as the convolution it is the
-// gradient of: the input spread by the stride, padded by the window less
-// the pads, convolved with the filter flipped and its channels swapped.
+// slices) and Col2Im (a sum of placed slices).
 //
 //===----------------------------------------------------------------------===//
 
@@ -156,99 +154,6 @@ std::vector<Value> lrn(const NodeContext &ctx) {
   return single(x / kiln::pow(scale, scalarLike(x, beta)));
 }
 
-std::vector<Value> convTranspose(const NodeContext &ctx) {
-  Tensor x = ctx.tensor(0), w = ctx.tensor(1);
-  bool oneD = x.shape().size() == 3;
-  if (oneD) { // [N, C, L] as [N, C, 1, L]
-    x = x.reshape({x.shape()[0], x.shape()[1], 1, x.shape()[2]});
-    w = w.reshape({w.shape()[0], w.shape()[1], 1, w.shape()[2]});
-  }
-  requireRank(ctx, x, 4);
-  requireRank(ctx, w, 4);
-  auto pair = [&](const std::string &name, int64_t otherwise) {
-    std::vector<int64_t> v = ctx.attrInts(name).value_or(std::vector<int64_t>(oneD ? 1 : 2, otherwise));
-    if (oneD && v.size() == 1)
-      v.insert(v.begin(), name == "output_shape" ? 1 : otherwise);
-    if (v.size() != 2)
-      ctx.fail("'" + name + "' must give " + std::string(oneD ? "1 value" : "2 values"));
-    return v;
-  };
-  std::vector<int64_t> stride = pair("strides", 1), dilation = pair("dilations", 1);
-  std::vector<int64_t> extra = pair("output_padding", 0);
-  for (int64_t v : stride)
-    if (v < 1)
-      ctx.fail("'strides' must be at least 1");
-  int64_t groups = ctx.attrInt("group", 1);
-  const Shape in = x.shape(), k = w.shape();
-  if (groups < 1 || in[1] != k[0] || k[0] % groups)
-    ctx.fail("the filter's " + std::to_string(k[0]) + " input channels do not fit the input's " +
-             std::to_string(in[1]) + " in " + std::to_string(groups) + " groups");
-  int64_t outChannels = k[1] * groups;
-  // Pads: given, or from output_shape / auto_pad.
-  int64_t full[2], begin[2], end[2];
-  std::vector<int64_t> pads = ctx.attrInts("pads").value_or(std::vector<int64_t>{});
-  if (oneD && pads.size() == 2)
-    pads = {0, pads[0], 0, pads[1]};
-  std::string autoPad = ctx.attrString("auto_pad", "NOTSET");
-  bool shaped = ctx.attribute("output_shape") != nullptr;
-  std::vector<int64_t> wanted = shaped ? pair("output_shape", 0) : std::vector<int64_t>{};
-  for (int i = 0; i < 2; ++i) {
-    full[i] = stride[size_t(i)] * (in[size_t(2 + i)] - 1) + extra[size_t(i)] +
-              (k[size_t(2 + i)] - 1) * dilation[size_t(i)] + 1;
-    if (shaped || autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
-      int64_t out = shaped ? wanted[size_t(i)] : in[size_t(2 + i)] * stride[size_t(i)];
-      int64_t total = full[i] - out;
-      if (total < 0) { // a larger output: the rest as output padding
-        extra[size_t(i)] -= total;
-        full[i] -= total;
-        total = 0;
-      }
-      bool upper = autoPad != "SAME_LOWER";
-      begin[i] = upper ? total / 2 : total - total / 2;
-      end[i] = total - begin[i];
-    } else if (autoPad == "NOTSET" || autoPad == "VALID") {
-      if (autoPad == "NOTSET" && !pads.empty() && pads.size() != 4)
-        ctx.fail("'pads' must have 4 values for a 2-D window");
-      begin[i] = pads.empty() || autoPad == "VALID" ? 0 : pads[size_t(i)];
-      end[i] = pads.empty() || autoPad == "VALID" ? 0 : pads[size_t(2 + i)];
-    } else {
-      ctx.fail("auto_pad '" + autoPad + "' is not one of NOTSET, VALID, SAME_UPPER, SAME_LOWER");
-    }
-    if (begin[i] < 0 || end[i] < 0 || begin[i] + end[i] >= full[i])
-      ctx.fail("pads leave no output");
-  }
-  // The input spread by the stride: zeros between its elements.
-  Tensor spread = x;
-  if (stride[0] > 1 || stride[1] > 1) {
-    spread = kiln::pad(x.reshape({in[0], in[1], in[2], 1, in[3], 1}), {0, 0, 0, 0, 0, 0},
-                       {0, 0, 0, stride[0] - 1, 0, stride[1] - 1})
-                 .reshape({in[0], in[1], in[2] * stride[0], in[3] * stride[1]})
-                 .slice(2, 0, (in[2] - 1) * stride[0] + 1)
-                 .slice(3, 0, (in[3] - 1) * stride[1] + 1);
-  }
-  if (extra[0] || extra[1])
-    spread = kiln::pad(spread, {0, 0, 0, 0}, {0, 0, extra[0], extra[1]});
-  // The filter [Cin, Cout/g, kh, kw] as a convolution's [Cout, Cin/g, kh,
-  // kw], flipped in space.
-  Tensor f = w.reshape({groups, k[0] / groups, k[1], k[2], k[3]})
-                 .permute({0, 2, 1, 3, 4})
-                 .reshape({outChannels, k[0] / groups, k[2], k[3]});
-  for (int axis = 2; axis < 4; ++axis) {
-    std::vector<int64_t> reversed(static_cast<size_t>(k[size_t(axis)]));
-    for (int64_t i = 0; i < k[size_t(axis)]; ++i)
-      reversed[size_t(i)] = k[size_t(axis)] - 1 - i;
-    if (reversed.size() > 1)
-      f = index_select(f, axis, reversed);
-  }
-  std::array<int64_t, 2> window = {(k[2] - 1) * dilation[0], (k[3] - 1) * dilation[1]};
-  Tensor y = conv2d(spread, f, {1, 1}, window, {dilation[0], dilation[1]}, groups);
-  y = y.slice(2, begin[0], full[0] - end[0]).slice(3, begin[1], full[1] - end[1]);
-  if (ctx.has(2))
-    y = y + ctx.tensor(2).reshape({1, outChannels, 1, 1});
-  if (oneD)
-    y = y.reshape({y.shape()[0], y.shape()[1], y.shape()[3]});
-  return single(y);
-}
 /// Col2Im: the blocks' columns summed back into the image. Each offset
 /// within the block places its [N, C, blocks...] slice spread by the
 /// strides and shifted by offset x dilation into the padded image; the
@@ -328,5 +233,4 @@ void onnx_import::addImageConverters(ConverterTable &table) {
   table["LpNormalization"] = lpNorm;
   table["MeanVarianceNormalization"] = meanVarianceNorm;
   table["LRN"] = lrn;
-  table["ConvTranspose"] = convTranspose;
 }

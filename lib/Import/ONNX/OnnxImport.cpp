@@ -662,6 +662,22 @@ DType inputDType(const onnx::ValueInfoProto &info, const std::string &model) {
               "; Kiln takes float, float16, bfloat16, integer and bool inputs");
 }
 
+/// Marks a node's tensor results as computed from constants when every
+/// input is known at import and the operator is deterministic.
+void markFromConstants(const onnx::NodeProto &node, const NodeContext &ctx,
+                       std::vector<Value> &results) {
+  const std::string &op = node.op_type();
+  if (node.input_size() == 0 || op.rfind("Random", 0) == 0 || op == "Bernoulli" ||
+      op == "Multinomial" || op == "Dropout")
+    return;
+  for (size_t i = 0; i < ctx.numInputs(); ++i)
+    if (ctx.has(i) && !ctx.input(i).constant && !ctx.input(i).ints &&
+        !ctx.input(i).fromConstants)
+      return;
+  for (Value &v : results)
+    v.fromConstants = v.tensor.has_value();
+}
+
 /// Converts the nodes of `graph` in order into `values` (which `place`'s
 /// scope reads), counting them and those folded at import.
 void convertNodes(const onnx::GraphProto &graph, Scope &values, const GraphPlace &place,
@@ -701,6 +717,7 @@ void convertNodes(const onnx::GraphProto &graph, Scope &values, const GraphPlace
       ctx.fail(std::string("malformed node (") + e.what() + ")");
     }
     ++nodes;
+    markFromConstants(node, ctx, results);
     bool allFolded = true;
     for (int i = 0; i < node.output_size() && i < int(results.size()); ++i) {
       allFolded = allFolded && !results[size_t(i)].tensor;

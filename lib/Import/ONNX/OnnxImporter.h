@@ -56,6 +56,10 @@ struct Value {
   /// Kiln has no dtype for (float8e4m3fn held in f32, int4 held in i32);
   /// 0 where it is the dtype's own or unknown.
   int elemType = 0;
+  /// `tensor` is computed from constants alone (no graph input, nothing
+  /// random), so its values are known at import once realized: a Loop's
+  /// trip count computed in float (Range's function body) reads it so.
+  bool fromConstants = false;
 
   static Value of(Tensor t) {
     Value v;
@@ -205,9 +209,14 @@ void addRecurrentConverters(ConverterTable &table);
 /// QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear, MatMulInteger,
 /// ConvInteger, QLinearMatMul and QLinearConv (OnnxQuantize.cpp).
 void addQuantizeConverters(ConverterTable &table);
-/// Conv's 2-D convolution of `x` by `w` (strides, pads, auto_pad,
-/// dilations and group from the node), without the bias.
+/// Conv's 1-D, 2-D or 3-D convolution of `x` by `w` (strides, pads,
+/// auto_pad, dilations and group from the node), without the bias.
 Tensor convolution(const NodeContext &ctx, Tensor x, const Tensor &w);
+/// The 3-D case: a sum of 2-D convolutions over the filter's depth taps
+/// (OnnxConvTaps.cpp).
+Tensor convolution3d(const NodeContext &ctx, const Tensor &x, const Tensor &w);
+/// ConvTranspose of 1-D, 2-D and 3-D images (OnnxConvTaps.cpp).
+void addConvTransposeConverter(ConverterTable &table);
 /// MaxPool or AveragePool of `x` ([N, C, spatial...]) from the node's
 /// attributes, as the maximum or sum of the window's strided taps
 /// (OnnxPoolTaps.cpp): any rank, dilations, ceil_mode and auto_pad. An

@@ -205,6 +205,8 @@ void requireRank4(const NodeContext &ctx, const Tensor &x) {
 } // namespace
 
 Tensor onnx_import::convolution(const NodeContext &ctx, Tensor x, const Tensor &wIn) {
+  if (x.shape().size() == 5)
+    return convolution3d(ctx, x, wIn);
   // A 1-D convolution (NCL) is a 2-D one of height 1.
   bool oneD = x.shape().size() == 3 && wIn.shape().size() == 3;
   Tensor w = wIn;
@@ -1298,6 +1300,7 @@ const ConverterTable &onnx_import::converters() {
   addIndexingConverters(table);
   addLossConverters(table);
   addImageConverters(table);
+  addConvTransposeConverter(table);
   addEinsumConverter(table);
   addRecurrentConverters(table);
   addQuantizeConverters(table);
