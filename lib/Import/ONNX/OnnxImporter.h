@@ -227,7 +227,7 @@ Tensor poolByTaps(const NodeContext &ctx, bool isMax, const Tensor &x, bool divi
 Tensor matrixProduct(Tensor a, Tensor b);
 /// If, Loop and Scan, unrolled at import (OnnxControlFlow.cpp).
 void addControlFlowConverters(ConverterTable &table);
-/// Resize (nearest and linear) and Not (OnnxResize.cpp).
+/// Resize (nearest, linear and cubic) and Not (OnnxResize.cpp).
 std::vector<Value> resize(const NodeContext &ctx);
 std::vector<Value> logicalNot(const NodeContext &ctx);
 /// The supported operators of the default domain.

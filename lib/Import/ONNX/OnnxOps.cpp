@@ -244,15 +244,29 @@ Tensor onnx_import::convolution(const NodeContext &ctx, Tensor x, const Tensor &
 }
 
 namespace {
+/// Whether a 16-bit float input meets f32 weights written in the model (an
+/// exporter's batch norm folded in f32 beside bf16 activations): the op
+/// then computes in f32, as its weights were written, and rounds once.
+bool widensToWeights(const NodeContext &ctx, const Tensor &x, size_t weight) {
+  const Value &w = ctx.input(weight);
+  return (x.dtype() == DType::f16 || x.dtype() == DType::bf16) && w.constant && w.tensor &&
+         w.tensor->dtype() == DType::f32;
+}
+
 Values conv(const NodeContext &ctx) {
-  Tensor x = ctx.tensor(0), w = ctx.tensorAs(1, x);
+  Tensor x = ctx.tensor(0);
+  const DType given = x.dtype();
+  bool wide = widensToWeights(ctx, x, 1);
+  if (wide)
+    x = x.to(DType::f32);
+  Tensor w = ctx.tensorAs(1, x);
   Tensor y = convolution(ctx, x, w);
   if (ctx.has(2)) {
     Shape along(y.shape().size(), 1);
     along[1] = w.shape()[0];
     y = y + ctx.tensorAs(2, y).reshape(along);
   }
-  return one(y);
+  return one(wide ? y.to(given) : y);
 }
 
 /// 3-D pooling ([N, C, D, H, W]) as 2-D pooling of each window depth's
@@ -488,7 +502,12 @@ Values pool(const NodeContext &ctx, bool isMax, std::optional<Tensor> input = {}
 }
 
 Values gemm(const NodeContext &ctx) {
-  Tensor a = ctx.tensor(0), b = ctx.tensorAs(1, a);
+  Tensor a = ctx.tensor(0);
+  const DType given = a.dtype();
+  bool wide = widensToWeights(ctx, a, 1);
+  if (wide)
+    a = a.to(DType::f32);
+  Tensor b = ctx.tensorAs(1, a);
   if (a.shape().size() != 2 || b.shape().size() != 2)
     ctx.fail("Gemm takes rank-2 A and B");
   if (ctx.attrInt("transA", 0))
@@ -501,7 +520,7 @@ Values gemm(const NodeContext &ctx) {
     y = y * scalarLike(y, alpha);
   if (ctx.has(2))
     y = y + (beta == 1.0f ? ctx.tensorAs(2, y) : ctx.tensorAs(2, y) * scalarLike(y, beta));
-  return one(y);
+  return one(wide ? y.to(given) : y);
 }
 
 } // namespace

@@ -1,4 +1,4 @@
-//===- OnnxResize.cpp - ONNX Resize (nearest and linear) and Not ----------===//
+//===- OnnxResize.cpp - ONNX Resize and Not -------------------------------===//
 //
 // Resize is separable: each resized axis becomes an index_select of the
 // source positions (nearest), or two and a blend with per-position weights
