@@ -391,12 +391,23 @@ std::string runCase(const fs::path &dir, onnx::ModelProto model,
 } // namespace
 
 int main(int argc, char **argv) {
+  const char *usage = "usage: kiln-onnx-conformance DIR [--device D]... [--list-failures] "
+                      "[--known-failures FILE] [--verbose]\n";
+  if (argc >= 2 && (!std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h"))) {
+    std::printf("%s", usage);
+    return 0;
+  }
   if (argc < 2) {
-    std::fprintf(stderr, "usage: kiln-onnx-conformance DIR [--device D]... [--list-failures] "
-                         "[--known-failures FILE] [--verbose]\n");
+    std::fprintf(stderr, "%s", usage);
     return 2;
   }
   fs::path root = argv[1];
+  std::error_code error;
+  if (!fs::is_directory(root, error)) {
+    std::fprintf(stderr, "kiln-onnx-conformance: %s is not a folder of ONNX node test cases\n%s",
+                 argv[1], usage);
+    return 2;
+  }
   std::vector<kiln::Device> devices;
   bool listFailures = false, verbose = false;
   std::optional<std::set<std::string>> known;
