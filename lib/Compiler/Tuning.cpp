@@ -5,6 +5,7 @@
 #include "lib/Target/LLVM/CpuObject.h"
 #include "lib/Target/SPIRV/KernelCompiler.h"
 #include "lib/Compiler/KernelStore.h"
+#include "kiln/runtime/Version.h"
 
 #include "kiln/Codegen/KernelConfigAttr.h"
 #include "kiln/Errors.h"
@@ -27,7 +28,7 @@
 using namespace mlir;
 using namespace kiln;
 
-const char *kiln::compilerVersion() { return "kiln-0.5"; }
+const char *kiln::compilerVersion() { return "kiln-" KILN_VERSION; }
 
 std::string kiln::deviceFingerprint(const rt::AdapterInfo &adapter,
                                     const CompilerOptions &options) {

@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "tools/common/Version.h"
 #include "kiln/runtime/Store.h"
 
 #include <cinttypes>
@@ -79,6 +80,9 @@ bool printWarnings(const std::vector<std::string> &warnings) {
 } // namespace
 
 int main(int argc, char **argv) {
+  for (int i = 1; i < argc; ++i)
+    if (kiln::tools::printedVersion(argv[i], "kiln-cache"))
+      return 0;
   std::string command, dir;
   bool dirGiven = false;
   for (int i = 1; i < argc; ++i) {

@@ -20,6 +20,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "tools/common/Version.h"
 #include "kiln/Import.h"
 #include "kiln/kiln.h"
 #include "tools/common/ModelInput.h"
@@ -61,6 +62,9 @@ int usage(const char *why) {
 } // namespace
 
 int main(int argc, char **argv) {
+  for (int i = 1; i < argc; ++i)
+    if (kiln::tools::printedVersion(argv[i], "kiln-compile"))
+      return 0;
   std::string input, output;
   bool describe = false, msl = false, ptx = false, cpuIsaGiven = false;
   kiln::CompileOptions options;

@@ -22,6 +22,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "tools/common/Version.h"
 #include "kiln/runtime/Artifact.h"
 #include "kiln/runtime/Npy.h"
 #include "kiln/runtime/Registry.h"
@@ -98,6 +99,9 @@ std::pair<std::string, std::string> splitNamed(const std::string &arg) {
 } // namespace
 
 int main(int argc, char **argv) {
+  for (int i = 1; i < argc; ++i)
+    if (kiln::tools::printedVersion(argv[i], "kiln-run"))
+      return 0;
   auto started = std::chrono::steady_clock::now();
   bool printStats = false;
   std::string modelPath, deviceName;

@@ -20,6 +20,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "tools/common/Version.h"
 #include "kiln/Import.h"
 #include "kiln/kiln.h"
 #include "tools/common/ModelInput.h"
@@ -51,6 +52,9 @@ std::string milliseconds(double seconds) {
 } // namespace
 
 int main(int argc, char **argv) {
+  for (int i = 1; i < argc; ++i)
+    if (kiln::tools::printedVersion(argv[i], "kiln-tune"))
+      return 0;
   std::string input, output, importPath;
   kiln::TuneGraphOptions options;
   std::map<std::string, kiln::Shape> shapes;
