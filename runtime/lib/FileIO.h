@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace kiln::rt {
@@ -20,6 +21,9 @@ StatusOr<std::vector<uint8_t>> readFile(const std::string &path);
 /// Writes a temporary file beside `path`, then renames it over `path`: a
 /// reader (or a mapping of the old file) never sees a half-written one.
 Status writeFile(const std::string &path, const std::vector<uint8_t> &bytes);
+/// Every file or none: each written to a temporary beside it, and only
+/// when all are written, each renamed into place.
+Status writeFiles(const std::vector<std::pair<std::string, std::vector<uint8_t>>> &files);
 
 /// A whole file mapped read-only; unmapped when the last owner lets go.
 /// Files are replaced by rename (writeFile), never truncated in place, so a

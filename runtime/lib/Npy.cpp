@@ -224,3 +224,10 @@ std::vector<uint8_t> kiln::rt::formatNpy(const NpyArray &array) {
 Status kiln::rt::writeNpy(const std::string &path, const NpyArray &array) {
   return writeFile(path, formatNpy(array));
 }
+
+Status kiln::rt::writeNpyFiles(const std::vector<std::pair<std::string, NpyArray>> &files) {
+  std::vector<std::pair<std::string, std::vector<uint8_t>>> bytes;
+  for (const auto &[path, array] : files)
+    bytes.push_back({path, formatNpy(array)});
+  return writeFiles(bytes);
+}

@@ -115,6 +115,12 @@ int main(int argc, char **argv) {
   bool onnx = kiln::tools::isOnnx(input);
   if (!onnx && !shapes.empty())
     return usage("--input-shape is for .onnx models");
+  std::error_code folderCheck;
+  if (std::filesystem::is_directory(input, folderCheck)) {
+    std::fprintf(stderr, "kiln-compile: %s: is a folder; give a .mlir or .onnx file\n",
+                 input.c_str());
+    return 1;
+  }
   std::ifstream file(input, std::ios::binary);
   if (!file) {
     std::fprintf(stderr, "kiln-compile: %s: cannot open it for reading\n", input.c_str());

@@ -34,6 +34,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <unistd.h>
 #include <map>
 #include <string>
 
@@ -205,6 +207,15 @@ int main(int argc, char **argv) {
     if (indexOf(artifact->outputs, name, k) >= artifact->outputs.size())
       return fail("the model has no output '" + (name.empty() ? path : name) +
                   "'; its outputs are: " + namesOf(artifact->outputs));
+    // So are the paths: a folder, or a folder that is missing or read-only.
+    std::error_code error;
+    std::filesystem::path file(path), folder = file.parent_path().empty() ? "." : file.parent_path();
+    if (std::filesystem::is_directory(file, error))
+      return fail(path + ": is a folder; give --output a file name");
+    if (!std::filesystem::is_directory(folder, error))
+      return fail(path + ": its folder " + folder.string() + " does not exist");
+    if (::access(folder.c_str(), W_OK) != 0)
+      return fail(path + ": its folder " + folder.string() + " is not writable");
   }
   std::vector<NpyArray> arrays(artifact->inputs.size());
   std::vector<bool> given(artifact->inputs.size(), false);
@@ -343,6 +354,8 @@ int main(int argc, char **argv) {
                   tracePath.c_str());
     }
   }
+  // Every output file or none.
+  std::vector<std::pair<std::string, NpyArray>> files;
   for (size_t k = 0; k < outputArgs.size(); ++k) {
     auto [name, path] = outputArgs[k];
     size_t index = indexOf(artifact->outputs, name, k); // checked before the run
@@ -353,9 +366,10 @@ int main(int argc, char **argv) {
     if (Status s = buffer.device().download(buffer, array.data.data(), array.data.size());
         !s.isOk())
       return fail(s.message());
-    if (Status s = writeNpy(path, array); !s.isOk())
-      return fail(s.message());
+    files.push_back({path, std::move(array)});
   }
+  if (Status s = writeNpyFiles(files); !s.isOk())
+    return fail(s.message());
   if (outputArgs.empty())
     for (size_t i = 0; i < artifact->outputs.size(); ++i)
       std::printf("output %s: %s\n", artifact->outputs[i].name.c_str(),

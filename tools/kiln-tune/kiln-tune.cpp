@@ -26,6 +26,7 @@
 #include "tools/common/ModelInput.h"
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <unistd.h>
@@ -121,8 +122,9 @@ int main(int argc, char **argv) {
   if (!onnx && !shapes.empty())
     return usage("--input-shape is for .onnx models");
   std::ifstream file(input);
-  if (!file)
-    return usage(("cannot read " + input).c_str());
+  std::error_code folderCheck;
+  if (!file || std::filesystem::is_directory(input, folderCheck))
+    return usage(("cannot read " + input + " (a file is needed)").c_str());
   std::string text;
   std::optional<kiln::OnnxModel> model;
   if (onnx) {

@@ -883,6 +883,9 @@ OnnxModel kiln::import_onnx_bytes(const std::string &bytes, const std::string &n
 
 OnnxModel kiln::import_onnx(const std::string &path,
                             const std::map<std::string, Shape> &input_shapes) {
+  std::error_code folderCheck;
+  if (std::filesystem::is_directory(path, folderCheck))
+    throw Error(path + ": is a folder; give the .onnx file");
   std::ifstream file(path, std::ios::binary);
   if (!file)
     throw Error(path + ": cannot open it for reading");

@@ -32,6 +32,9 @@ StatusOr<NpyArray> readNpy(const std::string &path);
 /// The file's bytes (format 1.0, or 2.0 when the header needs it).
 std::vector<uint8_t> formatNpy(const NpyArray &array);
 Status writeNpy(const std::string &path, const NpyArray &array);
+/// Every file or none: each written beside its path first, then all renamed
+/// into place, so a failure (a folder, an unwritable path) leaves no result.
+Status writeNpyFiles(const std::vector<std::pair<std::string, NpyArray>> &files);
 
 } // namespace kiln::rt
 
