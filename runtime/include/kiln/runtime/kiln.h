@@ -62,8 +62,7 @@ const char *kiln_version(void);
 const char *kiln_last_error(void);
 
 /* Loads a .kiln file (mapped read-only, its seal checked) for `device`
- * ("cpu:0", "vulkan:0"; NULL for the default device: KILN_DEVICE, else the
- * first GPU, else cpu:0). */
+ * ("cpu:0", "vulkan:0"; NULL for the first Vulkan device, else cpu:0). */
 KilnStatus kiln_model_load(const char *path, const char *device, KilnModel **model);
 /* The same from `size` bytes at `data`, which it copies: the caller may
  * free them once it returns. */
