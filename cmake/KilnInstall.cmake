@@ -31,3 +31,21 @@ write_basic_package_version_file(${PROJECT_BINARY_DIR}/KilnConfigVersion.cmake
   COMPATIBILITY SameMinorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/KilnConfig.cmake ${PROJECT_BINARY_DIR}/KilnConfigVersion.cmake
         DESTINATION ${kiln_cmake_dir})
+
+# cpack -G DEB: one package of everything installed above.
+set(CPACK_PACKAGE_NAME kiln)
+set(CPACK_PACKAGE_VENDOR "The Kiln authors")
+set(CPACK_PACKAGE_DESCRIPTION_SUMMARY
+    "Kiln: a lazy tensor graph compiler (runtime, tools and CMake package)")
+set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
+set(CPACK_PACKAGE_CONTACT "kiln@localhost")
+set(CPACK_RESOURCE_FILE_LICENSE ${PROJECT_SOURCE_DIR}/LICENSE)
+set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
+set(CPACK_DEBIAN_PACKAGE_SECTION devel)
+# The shared libraries the tools link, found by dpkg-shlibdeps (dpkg-dev);
+# then what it cannot see: lld for the cpu target, and the headers and
+# libraries a find_package(Kiln) user links (Kiln::runtime is static).
+set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+set(CPACK_DEBIAN_PACKAGE_DEPENDS "lld-22, libvulkan-dev, libsqlite3-dev")
+set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
+include(CPack)

@@ -12,7 +12,7 @@ packages=(cmake ninja-build g++ python3 ccache
   spirv-tools libvulkan-dev mesa-vulkan-drivers vulkan-validationlayers
   libgtest-dev libbenchmark-dev flatbuffers-compiler libflatbuffers-dev
   lld-22 libspirv-cross-c-shared-dev clang-22 libclang-rt-22-dev libsqlite3-dev
-  libonnx-dev libprotobuf-dev python3-onnx)
+  libonnx-dev libprotobuf-dev python3-onnx dpkg-dev)
 
 missing=()
 for p in "${packages[@]}"; do
