@@ -11,7 +11,7 @@ packages=(cmake ninja-build g++ python3 ccache
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools
   spirv-tools libvulkan-dev mesa-vulkan-drivers vulkan-validationlayers
   libgtest-dev libbenchmark-dev flatbuffers-compiler libflatbuffers-dev
-  lld-22 libspirv-cross-c-shared-dev clang-22 libclang-rt-22-dev libsqlite3-dev
+  lld-22 libspirv-cross-c-shared-dev clang-22 libclang-rt-22-dev libsqlite3-dev libvulkan-volk-dev
   libonnx-dev libprotobuf-dev python3-onnx dpkg-dev)
 
 missing=()

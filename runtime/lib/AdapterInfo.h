@@ -9,7 +9,7 @@
 
 #include "kiln/runtime/Vulkan.h"
 
-#include <vulkan/vulkan.h>
+#include "VulkanApi.h"
 
 namespace kiln::rt {
 

@@ -19,7 +19,7 @@
 
 #include "kiln/runtime/Device.h"
 
-#include <vulkan/vulkan.h>
+#include "VulkanApi.h"
 
 #include <functional>
 #include <map>

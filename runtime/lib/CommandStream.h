@@ -19,7 +19,7 @@
 
 #include "kiln/runtime/Status.h"
 
-#include <vulkan/vulkan.h>
+#include "VulkanApi.h"
 
 #include <chrono>
 #include <cstdint>

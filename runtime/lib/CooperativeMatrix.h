@@ -9,7 +9,7 @@
 #ifndef KILN_RUNTIME_LIB_COOPERATIVEMATRIX_H
 #define KILN_RUNTIME_LIB_COOPERATIVEMATRIX_H
 
-#include <vulkan/vulkan.h>
+#include "VulkanApi.h"
 
 namespace kiln::rt {
 

@@ -26,7 +26,7 @@
 
 #include "kiln/runtime/Program.h"
 
-#include <vulkan/vulkan.h>
+#include "VulkanApi.h"
 
 #include <memory>
 #include <mutex>

@@ -14,7 +14,7 @@
 
 #include "kiln/runtime/Status.h"
 
-#include <vulkan/vulkan.h>
+#include "VulkanApi.h"
 
 #include <string>
 #include <vector>

@@ -24,7 +24,7 @@
 
 #include "kiln/runtime/Vulkan.h"
 
-#include <vulkan/vulkan.h>
+#include "VulkanApi.h"
 
 #include <atomic>
 #include <memory>

@@ -17,7 +17,7 @@
 
 #include "kiln/runtime/Vulkan.h"
 
-#include <vulkan/vulkan.h>
+#include "VulkanApi.h"
 
 #include <cstdlib>
 #include <memory>

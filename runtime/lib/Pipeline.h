@@ -14,7 +14,7 @@
 
 #include "kiln/runtime/Vulkan.h"
 
-#include <vulkan/vulkan.h>
+#include "VulkanApi.h"
 
 #include <memory>
 #include <string>

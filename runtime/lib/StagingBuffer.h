@@ -15,7 +15,7 @@
 
 #include "kiln/runtime/Status.h"
 
-#include <vulkan/vulkan.h>
+#include "VulkanApi.h"
 
 #include <cstdint>
 #include <string>

@@ -20,7 +20,7 @@
 
 #include "kiln/runtime/Vulkan.h"
 
-#include <vulkan/vulkan.h>
+#include "VulkanApi.h"
 
 #include <algorithm>
 #include <cassert>
@@ -150,6 +150,12 @@ VulkanContext::create(const ContextOptions &options) {
     return Status::invalidArgument(
         "virtualDevices is " + std::to_string(options.virtualDevices) +
         ": expected 1 to " + std::to_string(kMaxVirtualDevices));
+  // Vulkan's loader, opened here (volk's dlopen of libvulkan.so.1), not
+  // linked: without it the machine has no Vulkan device, and the CPU runs.
+  static const VkResult loader = volkInitialize();
+  if (loader != VK_SUCCESS)
+    return noDevice("the Vulkan loader (libvulkan.so.1) is not installed; on Debian: "
+                    "apt-get install libvulkan1 and a driver (mesa-vulkan-drivers)");
   auto state = std::make_unique<State>();
   state->options = options;
   state->apiVersion = instanceApiVersion();
@@ -239,6 +245,9 @@ VulkanContext::create(const ContextOptions &options) {
       return noDevice("vkCreateInstance: " + vkResultName(result));
     return vkFailure(result, "vkCreateInstance");
   }
+  // Instance and device functions through the loader's dispatch, which
+  // serves every instance and device of the process.
+  volkLoadInstance(state->instance);
 
   if (debugUtils) {
     auto createMessenger = reinterpret_cast<PFN_vkCreateDebugUtilsMessengerEXT>(

@@ -11,7 +11,7 @@
 #include "kiln/runtime/Status.h"
 #include "kiln/runtime/Vulkan.h"
 
-#include <vulkan/vulkan.h>
+#include "VulkanApi.h"
 
 #include <cstdint>
 #include <string>

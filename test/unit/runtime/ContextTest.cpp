@@ -4,7 +4,7 @@
 
 #include "../ScopedEnv.h"
 
-#include <vulkan/vulkan.h>
+#include <volk.h> // Vulkan's functions as the runtime loaded them
 
 #include <cctype>
 #include <cstdlib>
