@@ -12,7 +12,8 @@ packages=(cmake ninja-build g++ python3 ccache
   spirv-tools libvulkan-dev mesa-vulkan-drivers vulkan-validationlayers
   libgtest-dev libbenchmark-dev flatbuffers-compiler libflatbuffers-dev
   lld-22 libspirv-cross-c-shared-dev clang-22 libclang-rt-22-dev libsqlite3-dev libvulkan-volk-dev
-  libonnx-dev libprotobuf-dev python3-onnx dpkg-dev)
+  libonnx-dev libprotobuf-dev python3-onnx dpkg-dev
+  pybind11-dev python3-dev python3-numpy python3-pytest)
 
 missing=()
 for p in "${packages[@]}"; do

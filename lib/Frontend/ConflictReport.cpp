@@ -23,6 +23,8 @@ struct Call {
   std::source_location loc;
   std::vector<Arg> args;
   const CallStack *stack;
+  /// The OpLabel its ops were recorded under (a Python line), if any.
+  const std::string *label = nullptr;
 };
 
 /// The kiln/Tensor.h function that records a node of this kind by itself.
@@ -91,6 +93,22 @@ std::string fileLine(std::source_location loc) {
   return std::string(loc.file_name()) + ":" + std::to_string(loc.line());
 }
 
+/// Where the user wrote it: the Python line a node was recorded from (the
+/// Python module labels its ops "file.py:line"), else the C++ source line
+/// (with its column when `column`).
+std::string placeOf(std::source_location loc, const std::string *label, bool column) {
+  if (label) {
+    size_t colon = label->rfind(':');
+    if (colon != std::string::npos && colon >= 3 && label->compare(colon - 3, 3, ".py") == 0)
+      return *label;
+  }
+  return fileLine(loc) + (column ? ":" + std::to_string(loc.column()) : "");
+}
+
+std::string placeOf(const Node &node, bool column = false) {
+  return placeOf(node.loc, node.label.get(), column);
+}
+
 std::string quoted(DeviceAttr device) {
   std::string text = "\"";
   text += device.getName();
@@ -132,8 +150,8 @@ private:
 
   std::optional<Call> compoundCall(Node &node) const;
   Call directCall(Node &node) const;
-  void note(std::source_location loc, const std::string &message) {
-    text += fileLine(loc) + ":" + std::to_string(loc.column()) + ": note: " + message + "\n";
+  void note(const std::string &where, const std::string &message) {
+    text += where + ": note: " + message + "\n";
   }
   void stackLines(const CallStack *stack, const std::string &what);
   std::string fixFor(const Call &call, const Arg &move, const Arg &keep) const;
@@ -157,7 +175,7 @@ std::optional<Call> Reporter::compoundCall(Node &node) const {
   if (!node.call)
     return std::nullopt;
   const ApiCall &api = *node.call;
-  Call call{&api, api.name, api.loc, {}, api.stack.get()};
+  Call call{&api, api.name, api.loc, {}, api.stack.get(), node.label.get()};
   for (const CallArg &arg : api.args)
     if (std::shared_ptr<Node> argNode = arg.node.lock(); argNode && values.count(argNode.get()))
       call.args.push_back(argOf(arg.name, std::move(argNode)));
@@ -168,7 +186,7 @@ std::optional<Call> Reporter::compoundCall(Node &node) const {
 }
 
 Call Reporter::directCall(Node &node) const {
-  Call call{&node, apiName(node), node.loc, {}, node.stack.get()};
+  Call call{&node, apiName(node), node.loc, {}, node.stack.get(), node.label.get()};
   for (size_t i = 0; i < node.operands.size(); ++i)
     call.args.push_back(argOf(argName(node, i), node.operands[i]));
   return call;
@@ -198,11 +216,11 @@ std::string Reporter::fixFor(const Call &call, const Arg &move, const Arg &keep)
   std::string text = "fix: move " + move.name + " to \"" + to.getName() + "\" with " + toCall;
   Node *origin = nodeOf(move.placement.origin);
   if (origin == move.node.get())
-    return text + " at " + fileLine(move.node->loc) + " (" + bytes +
+    return text + " at " + placeOf(*move.node) + " (" + bytes +
            " bytes to transfer), or create it without a device so it follows";
   text += " before '" + call.name + "' (" + bytes + " bytes to transfer)";
   if (origin)
-    text += ", or create the tensor it is computed from (" + fileLine(origin->loc) +
+    text += ", or create the tensor it is computed from (" + placeOf(*origin) +
             ") without a device so it follows";
   return text;
 }
@@ -254,8 +272,7 @@ void Reporter::add(const PlacementConflict &conflict) {
                                       : std::string(" has no device (it follows)"));
     }
   }
-  text += fileLine(call.loc) + ":" + std::to_string(call.loc.column()) + ": error: " + header +
-          "\n";
+  text += placeOf(call.loc, call.label, true) + ": error: " + header + "\n";
 
   for (size_t i = 0; i < call.args.size(); ++i) {
     const Arg &arg = call.args[i];
@@ -268,20 +285,20 @@ void Reporter::add(const PlacementConflict &conflict) {
     DeviceAttr device = arg.placement.device;
     Node *origin = nodeOf(arg.placement.origin);
     if (!device) {
-      note(arg.node->loc, what + " has no device: it follows the others");
+      note(placeOf(*arg.node, true), what + " has no device: it follows the others");
     } else if (origin == arg.node.get() || !origin) {
       operand.device = device.getName();
       operand.written = device.getWritten().str();
       operand.committedAt = sourceOf(arg.node->loc);
-      note(arg.node->loc, what + " is committed to " + quoted(device) + " here");
+      note(placeOf(*arg.node, true), what + " is committed to " + quoted(device) + " here");
     } else {
       operand.device = device.getName();
       operand.written = device.getWritten().str();
       operand.committedAt = sourceOf(origin->loc);
       operand.computedBy = arg.node->call ? arg.node->call->name : apiName(*arg.node);
-      note(arg.node->loc, what + " was computed here by '" + operand.computedBy + "' from a " +
+      note(placeOf(*arg.node, true), what + " was computed here by '" + operand.computedBy + "' from a " +
                               userType(*origin) + " tensor committed to " + quoted(device) +
-                              " at " + fileLine(origin->loc));
+                              " at " + placeOf(*origin));
     }
     out.operands.push_back(std::move(operand));
   }
@@ -289,7 +306,7 @@ void Reporter::add(const PlacementConflict &conflict) {
     for (const Arg &arg : call.args)
       if (arg.placement.device && !arg.placement.device.isSameDevice(keep->placement.device)) {
         std::string fix = fixFor(call, arg, *keep);
-        note(call.loc, fix);
+        note(placeOf(call.loc, call.label, true), fix);
         out.fix += (out.fix.empty() ? "" : "\n") + fix;
       }
   {
