@@ -22,12 +22,19 @@ command -v "$cxx" >/dev/null || { echo "fuzz: $cxx not found (apt install clang-
 mkdir -p "$out/obj" "$out/generated"
 
 flatc --cpp -o "$out/generated" "$root/runtime/schema/kiln.fbs"
+# kiln/runtime/Version.h, as CMake writes it from project(kiln VERSION ...).
+version=$(sed -n 's/^project(kiln VERSION \([0-9.]*\).*/\1/p' "$root/CMakeLists.txt")
+IFS=. read -r major minor patch <<<"$version"
+mkdir -p "$out/generated/kiln/runtime"
+sed -e "s/@PROJECT_VERSION@/$version/" -e "s/@PROJECT_VERSION_MAJOR@/$major/" \
+    -e "s/@PROJECT_VERSION_MINOR@/$minor/" -e "s/@PROJECT_VERSION_PATCH@/$patch/" \
+    "$root/runtime/include/kiln/runtime/Version.h.in" >"$out/generated/kiln/runtime/Version.h"
 # FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION (OSS-Fuzz's convention): CPU code
 # that passes every check is not handed to the dynamic loader. The fuzzer
 # writes the hash it watches being compared into the file, so it can reach
 # dlopen with any bytes, and glibc's loader trusts what it maps.
 flags=(-std=c++20 -g -O1 -fsanitize=fuzzer-no-link,address -fno-omit-frame-pointer
-       -DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
+       -DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION -DVK_NO_PROTOTYPES
        -I"$root/runtime/include" -I"$root/runtime/lib" -I"$out/generated")
 objects=()
 for src in "$root"/runtime/lib/*.cpp; do
@@ -43,7 +50,7 @@ for target in Artifact:kiln Npy:npy; do
   name=${target%%:*}; kind=${target##*:}
   bin="$out/${kind}-fuzzer"
   "$cxx" "${flags[@]}" -fsanitize=fuzzer,address "$root/test/fuzz/${name}Fuzzer.cpp" \
-    "${objects[@]}" -o "$bin" -lvulkan -lsqlite3 -ldl -lpthread
+    "${objects[@]}" -o "$bin" -lsqlite3 -ldl -lpthread
   corpus="$out/corpus-$kind"
   mkdir -p "$corpus" "$out/crashes-$kind"
   echo "fuzz: $kind for ${seconds}s (seeds: test/fuzz/corpus/$kind)"
@@ -73,7 +80,7 @@ bin="$out/onnx-fuzzer"
   "$root/test/fuzz/OnnxFuzzer.cpp" "$root"/lib/Import/ONNX/*.cpp \
   "$build/lib/libkiln.a" "$build/lib/libKilnCompiler.a" "$build/lib/libKilnDialect.a" \
   "$build/runtime/libkiln_runtime.a" /usr/lib/llvm-22/lib/libMLIR.so.22.1 /usr/lib/llvm-22/lib/libLLVM.so.1 \
-  /usr/lib/x86_64-linux-gnu/libSPIRV-Tools.a -lspirv-cross-c-shared -lvulkan -lsqlite3 -lonnx_proto \
+  /usr/lib/x86_64-linux-gnu/libSPIRV-Tools.a -lspirv-cross-c-shared -lsqlite3 -lonnx_proto \
   -lprotobuf -ldl -lpthread "$(g++ -print-file-name=libbacktrace.a)" -Wl,-rpath,/usr/lib/llvm-22/lib -o "$bin"
 corpus="$out/corpus-onnx"
 mkdir -p "$corpus" "$out/crashes-onnx"
